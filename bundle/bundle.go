@@ -1,0 +1,169 @@
+// Package bundle defines the on-disk unit of evidence: a plain directory of
+// profiles, runtime statistics and system snapshots with a manifest that says
+// what was collected and what failed. Collectors write bundles; the evidence
+// package reads them. Both sides share the names and types defined here.
+package bundle
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// FormatVersion is bumped when a bundle's layout changes incompatibly.
+const FormatVersion = 1
+
+// File names inside a bundle. Profiles keep the names `go tool pprof` users expect.
+const (
+	ManifestFile     = "manifest.json"
+	CPUFile          = "cpu.pb.gz"
+	HeapFile         = "heap.pb.gz"   // at the end of the window
+	HeapStartFile    = "heap-0.pb.gz" // at the start of the window
+	AllocsFile       = "allocs.pb.gz"
+	GoroutineFile    = "goroutine.pb.gz"
+	MutexFile        = "mutex.pb.gz"
+	BlockFile        = "block.pb.gz"
+	TraceFile        = "trace.out"
+	MetricsStartFile = "metrics-0.json"
+	MetricsEndFile   = "metrics-1.json"
+	SystemStartFile  = "system-0.json"
+	SystemEndFile    = "system-1.json"
+	LoadFile         = "load.json"
+)
+
+// Item status values in the manifest.
+const (
+	StatusOK      = "ok"
+	StatusFailed  = "failed"
+	StatusSkipped = "skipped"
+)
+
+// Manifest describes a bundle: where it came from, when, and the fate of each item.
+type Manifest struct {
+	FormatVersion int       `json:"format_version"`
+	Tool          string    `json:"tool"`
+	Target        string    `json:"target"` // credentials redacted
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	// Duration is the requested observation window (the CPU profile's length).
+	Duration Duration `json:"duration"`
+	// Partial is true when at least one item failed: the bundle is usable but incomplete.
+	Partial bool         `json:"partial"`
+	Items   []Item       `json:"items"`
+	Runtime RuntimeInfo  `json:"runtime"`
+	PID     int          `json:"pid,omitempty"` // local targets only
+	Load    *LoadSummary `json:"load,omitempty"`
+}
+
+// Item is one thing collection tried to produce.
+type Item struct {
+	Name     string   `json:"name"` // e.g. "cpu", "heap-start", "system-end"
+	File     string   `json:"file,omitempty"`
+	Status   string   `json:"status"`
+	Error    string   `json:"error,omitempty"`
+	Bytes    int64    `json:"bytes,omitempty"`
+	Duration Duration `json:"duration"`
+}
+
+// RuntimeInfo is what is known of the target's Go runtime settings, each with
+// where it was learned, since a remote target shows less than a local one.
+type RuntimeInfo struct {
+	GoVersion  string `json:"go_version,omitempty"`
+	GOMAXPROCS int    `json:"gomaxprocs,omitempty"`
+	GOGC       string `json:"gogc,omitempty"`
+	GOMEMLIMIT string `json:"gomemlimit,omitempty"`
+	Source     string `json:"source,omitempty"`
+}
+
+// LoadSummary records the load that ran while the bundle was collected.
+type LoadSummary struct {
+	URL         string   `json:"url"`
+	Concurrency int      `json:"concurrency,omitempty"`
+	Rate        float64  `json:"rate,omitempty"`
+	Duration    Duration `json:"duration"`
+}
+
+// OK reports whether the named item was collected.
+func (m *Manifest) OK(name string) bool {
+	for _, it := range m.Items {
+		if it.Name == name {
+			return it.Status == StatusOK
+		}
+	}
+	return false
+}
+
+// Failed lists the items that failed.
+func (m *Manifest) Failed() []Item {
+	var out []Item
+	for _, it := range m.Items {
+		if it.Status == StatusFailed {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// Duration is a time.Duration that reads and writes as a Go duration string
+// ("30s") in JSON, so manifests stay readable.
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ReadManifest reads dir/manifest.json. It returns an error wrapping
+// os.ErrNotExist when the directory has no manifest (a plain directory).
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	return &m, nil
+}
+
+// WriteFileAtomic writes data to path through a temporary name in the same
+// directory and renames it into place, so a reader never sees half a file.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// WriteJSONAtomic marshals v with indentation and writes it atomically.
+func WriteJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
