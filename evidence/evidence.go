@@ -1,0 +1,387 @@
+// Package evidence loads what a collection produced (a bundle, a plain
+// directory of profiles, or loose files) into one in-memory view that rules
+// read. It knows nothing of rules or of how the files were fetched.
+package evidence
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/perfdoctor/perfdoctor/bundle"
+)
+
+// Kind names a profile's role in the evidence.
+type Kind string
+
+const (
+	CPU       Kind = "cpu"
+	Heap      Kind = "heap"       // in-use heap at the end of the window
+	HeapStart Kind = "heap-start" // in-use heap at the start of the window
+	Allocs    Kind = "allocs"
+	Goroutine Kind = "goroutine"
+	Mutex     Kind = "mutex"
+	Block     Kind = "block"
+)
+
+// maxFileBytes bounds what one input file may occupy in memory.
+const maxFileBytes = 512 << 20
+
+// Evidence is everything known about one target over one window.
+type Evidence struct {
+	Sources  []string         // the paths it was loaded from
+	Manifest *bundle.Manifest // nil for plain directories and loose files
+	Profiles map[Kind]*profile.Profile
+	// MetricsStart and MetricsEnd are runtime statistics at both ends of the
+	// window; either may be nil. A single sample is stored as MetricsEnd.
+	MetricsStart, MetricsEnd *bundle.RuntimeStats
+	SystemStart, SystemEnd   *bundle.SystemSnapshot
+	TracePath                string
+	Files                    []File // every file considered, with what it was taken as
+
+	stacksOnce sync.Once
+	cpuStacks  *Stacks
+}
+
+// File records how one input file was used.
+type File struct {
+	Path   string `json:"path"`
+	Kind   string `json:"kind,omitempty"`   // what it was recognised as
+	Reason string `json:"reason,omitempty"` // why it was skipped
+}
+
+// Skipped lists the files that were not understood or not used.
+func (e *Evidence) Skipped() []File {
+	var out []File
+	for _, f := range e.Files {
+		if f.Reason != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Profile returns the profile of the given kind, or nil.
+func (e *Evidence) Profile(k Kind) *profile.Profile { return e.Profiles[k] }
+
+// CPUStacks is the CPU profile flattened, computed once.
+func (e *Evidence) CPUStacks() *Stacks {
+	e.stacksOnce.Do(func() { e.cpuStacks = NewStacks(e.Profiles[CPU], "cpu") })
+	return e.cpuStacks
+}
+
+// Window is the observation window: the CPU profile's duration, else the
+// manifest's, else the span between the two metrics samples.
+func (e *Evidence) Window() time.Duration {
+	if p := e.Profiles[CPU]; p != nil && p.DurationNanos > 0 {
+		return time.Duration(p.DurationNanos)
+	}
+	if e.Manifest != nil && e.Manifest.Duration > 0 {
+		return time.Duration(e.Manifest.Duration)
+	}
+	if e.MetricsStart != nil && e.MetricsEnd != nil {
+		return e.MetricsEnd.Time.Sub(e.MetricsStart.Time)
+	}
+	return 0
+}
+
+// ErrNoEvidence is returned when the inputs hold nothing perfdoctor can read.
+var ErrNoEvidence = errors.New("no profiles or statistics found")
+
+// Load reads every path (bundle directories, plain directories, files) into
+// one Evidence. A file named explicitly that cannot be read is an error; a
+// file found in a directory that is not understood is skipped and listed.
+func Load(paths ...string) (*Evidence, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no input: give a bundle directory or profile files")
+	}
+	e := &Evidence{Sources: paths, Profiles: map[Kind]*profile.Profile{}}
+	var heaps []*profile.Profile
+	var metrics []*bundle.RuntimeStats
+	for _, path := range paths {
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", path, errors.Unwrap(err))
+		}
+		if !st.IsDir() {
+			if err := e.addFile(path, &heaps, &metrics); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := e.addDir(path, &heaps, &metrics); err != nil {
+			return nil, err
+		}
+	}
+	e.placeHeaps(heaps)
+	e.placeMetrics(metrics)
+	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" {
+		return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoEvidence)
+	}
+	return e, nil
+}
+
+func (e *Evidence) addDir(dir string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
+	m, err := bundle.ReadManifest(dir)
+	switch {
+	case err == nil:
+		e.Manifest = m
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return fmt.Errorf("bundle %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("input %s: %w", dir, err)
+	}
+	if len(entries) == 0 {
+		return fmt.Errorf("%s is an empty directory: %w", dir, ErrNoEvidence)
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		path := filepath.Join(dir, name)
+		if !ent.Type().IsRegular() || name == bundle.ManifestFile || strings.HasPrefix(name, ".") {
+			continue
+		}
+		kind, err := e.read(path, heaps, metrics)
+		if err != nil {
+			e.Files = append(e.Files, File{Path: path, Reason: err.Error()})
+			continue
+		}
+		e.Files = append(e.Files, File{Path: path, Kind: kind})
+	}
+	return nil
+}
+
+func (e *Evidence) addFile(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
+	kind, err := e.read(path, heaps, metrics)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	e.Files = append(e.Files, File{Path: path, Kind: kind})
+	return nil
+}
+
+// errUnknown marks content that is not any format perfdoctor reads.
+var errUnknown = errors.New("not a format perfdoctor reads")
+
+// read recognises a file by its content, not its name, and files it.
+func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(data) > maxFileBytes {
+		return "", fmt.Errorf("larger than %d MiB", maxFileBytes>>20)
+	}
+	switch sniff(data) {
+	case formatEmpty:
+		return "", errors.New("empty file")
+	case formatTrace:
+		e.TracePath = path
+		return "trace", nil
+	case formatMemStatsText:
+		st, err := bundle.ParseMemStats(bytes.NewReader(data))
+		if err != nil {
+			return "", fmt.Errorf("heap debug=1 text: %w", err)
+		}
+		if fi, err := os.Stat(path); err == nil {
+			st.Time = fi.ModTime()
+		}
+		*metrics = append(*metrics, &st)
+		return "memstats", nil
+	case formatJSON:
+		return e.readJSON(path, data, metrics)
+	case formatProfile:
+		p, err := profile.ParseData(data)
+		if err != nil {
+			return "", fmt.Errorf("not a valid profile: %w", err)
+		}
+		kind, err := classify(p, path)
+		if err != nil {
+			return "", err
+		}
+		if kind == Heap {
+			*heaps = append(*heaps, p)
+			return string(kind), nil
+		}
+		if prev := e.Profiles[kind]; prev != nil {
+			merged, err := profile.Merge([]*profile.Profile{prev, p})
+			if err != nil {
+				return "", fmt.Errorf("cannot merge with the other %s profile: %w", kind, err)
+			}
+			p = merged
+		}
+		e.Profiles[kind] = p
+		return string(kind), nil
+	}
+	return "", errUnknown
+}
+
+type format int
+
+const (
+	formatUnknown format = iota
+	formatEmpty
+	formatProfile
+	formatTrace
+	formatMemStatsText
+	formatJSON
+)
+
+func sniff(data []byte) format {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case len(data) == 0:
+		return formatEmpty
+	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
+		return gzipInner(data)
+	case bytes.HasPrefix(data, []byte("go 1.")) && bytes.Contains(data[:min(len(data), 32)], []byte(" trace")):
+		return formatTrace
+	case bytes.HasPrefix(data, []byte("heap profile:")):
+		return formatMemStatsText
+	case len(trimmed) > 0 && trimmed[0] == '{':
+		return formatJSON
+	case looksLikeProto(data):
+		return formatProfile
+	}
+	return formatUnknown
+}
+
+// gzipInner looks inside gzip data: pprof profiles are gzipped protobufs,
+// but a gzipped text or JSON file must not be mistaken for one.
+func gzipInner(data []byte) format {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return formatProfile // let the profile parser report the corruption
+	}
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(zr, head)
+	head = head[:n]
+	if n > 0 && sniff(head) != formatProfile && sniff(head) != formatUnknown {
+		return formatUnknown
+	}
+	return formatProfile
+}
+
+// looksLikeProto accepts an uncompressed profile.proto: its first field is
+// sample_type (field 1, wire type 2), encoded as the byte 0x0a.
+func looksLikeProto(data []byte) bool { return len(data) > 2 && data[0] == 0x0a }
+
+func classify(p *profile.Profile, path string) (Kind, error) {
+	has := func(t string) bool {
+		for _, st := range p.SampleType {
+			if st.Type == t {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("cpu"):
+		return CPU, nil
+	case has("alloc_objects") || has("inuse_space"):
+		if p.DefaultSampleType == "alloc_space" || p.DefaultSampleType == "alloc_objects" {
+			return Allocs, nil
+		}
+		return Heap, nil
+	case has("goroutine"):
+		return Goroutine, nil
+	case has("contentions") && has("delay"):
+		return mutexOrBlock(p, path), nil
+	}
+	var types []string
+	for _, st := range p.SampleType {
+		types = append(types, st.Type)
+	}
+	return "", fmt.Errorf("profile of sample types [%s] is not used", strings.Join(types, " "))
+}
+
+// mutexOrBlock tells the two apart: they share sample types, but mutex
+// profiles record stacks ending in the Unlock that released a contended lock.
+func mutexOrBlock(p *profile.Profile, path string) Kind {
+	unlock := FuncPrefix("sync.(*Mutex).Unlock", "sync.(*RWMutex).Unlock", "sync.(*RWMutex).RUnlock", "runtime.unlock")
+	st := NewStacks(p, "contentions")
+	if st != nil && len(st.Samples) > 0 {
+		for _, s := range st.Samples {
+			if len(s.Frames) > 0 && unlock(s.Frames[0]) {
+				return Mutex
+			}
+		}
+		return Block
+	}
+	if strings.Contains(strings.ToLower(filepath.Base(path)), "mutex") {
+		return Mutex
+	}
+	return Block
+}
+
+func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.RuntimeStats) (string, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return "", fmt.Errorf("invalid JSON: %w", err)
+	}
+	switch {
+	case keys["num_gc"] != nil && keys["source"] != nil:
+		var st bundle.RuntimeStats
+		if err := json.Unmarshal(data, &st); err != nil {
+			return "", fmt.Errorf("runtime statistics: %w", err)
+		}
+		*metrics = append(*metrics, &st)
+		return "metrics", nil
+	case keys["machine"] != nil:
+		var snap bundle.SystemSnapshot
+		if err := json.Unmarshal(data, &snap); err != nil {
+			return "", fmt.Errorf("system snapshot: %w", err)
+		}
+		switch {
+		case e.SystemEnd == nil:
+			e.SystemEnd = &snap
+		case snap.Time.Before(e.SystemEnd.Time):
+			e.SystemStart = &snap
+		default:
+			e.SystemStart, e.SystemEnd = e.SystemEnd, &snap
+		}
+		return "system", nil
+	}
+	return "", fmt.Errorf("JSON %w", errUnknown)
+}
+
+// placeHeaps orders heap profiles by time: the latest is the end-of-window
+// heap, the earliest (if more than one) the start.
+func (e *Evidence) placeHeaps(heaps []*profile.Profile) {
+	if len(heaps) == 0 {
+		return
+	}
+	sort.SliceStable(heaps, func(i, j int) bool { return heaps[i].TimeNanos < heaps[j].TimeNanos })
+	e.Profiles[Heap] = heaps[len(heaps)-1]
+	if len(heaps) > 1 {
+		e.Profiles[HeapStart] = heaps[0]
+	}
+}
+
+func (e *Evidence) placeMetrics(ms []*bundle.RuntimeStats) {
+	if len(ms) == 0 {
+		return
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Time.Before(ms[j].Time) })
+	e.MetricsEnd = ms[len(ms)-1]
+	if len(ms) > 1 {
+		e.MetricsStart = ms[0]
+	}
+}

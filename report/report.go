@@ -1,0 +1,127 @@
+// Package report renders a diagnosis (findings plus a summary of the
+// evidence behind them) as text for terminals or JSON for machines. It
+// decides nothing: ranking and wording come from the rules.
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// SchemaVersion is the version of the JSON document; see docs/schema.md.
+const SchemaVersion = 1
+
+// Report is the document every format renders.
+type Report struct {
+	SchemaVersion int                `json:"schema_version"`
+	Tool          string             `json:"tool"`
+	Findings      []rules.Finding    `json:"findings"`
+	NotChecked    []rules.NotChecked `json:"not_checked"`
+	Inputs        Inputs             `json:"inputs"`
+}
+
+// Inputs summarises the evidence the diagnosis read.
+type Inputs struct {
+	Sources       []string        `json:"sources"`
+	Target        string          `json:"target,omitempty"`
+	Profiles      []string        `json:"profiles"`
+	CPUSamples    int64           `json:"cpu_samples"`
+	WindowSeconds float64         `json:"window_seconds"`
+	Metrics       bool            `json:"metrics"`
+	System        bool            `json:"system"`
+	Trace         bool            `json:"trace"`
+	Partial       bool            `json:"partial"`
+	Failed        []FailedItem    `json:"failed"`
+	Skipped       []evidence.File `json:"skipped"`
+}
+
+// FailedItem is a part of the bundle that collection could not get.
+type FailedItem struct {
+	Name  string `json:"name"`
+	Error string `json:"error"`
+}
+
+// New assembles a report from the evidence and the engine's result.
+func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
+	r := &Report{
+		SchemaVersion: SchemaVersion,
+		Tool:          tool,
+		Findings:      res.Findings,
+		NotChecked:    res.NotChecked,
+	}
+	if r.Findings == nil {
+		r.Findings = []rules.Finding{}
+	}
+	if r.NotChecked == nil {
+		r.NotChecked = []rules.NotChecked{}
+	}
+	in := Inputs{
+		Sources:       ev.Sources,
+		Profiles:      []string{},
+		Failed:        []FailedItem{},
+		Skipped:       ev.Skipped(),
+		WindowSeconds: ev.Window().Seconds(),
+		Metrics:       rules.Has(ev, rules.Metrics),
+		System:        rules.Has(ev, rules.System),
+		Trace:         ev.TracePath != "",
+	}
+	if in.Skipped == nil {
+		in.Skipped = []evidence.File{}
+	}
+	for k := range ev.Profiles {
+		in.Profiles = append(in.Profiles, string(k))
+	}
+	sort.Strings(in.Profiles)
+	if p := ev.Profile(evidence.CPU); p != nil {
+		for _, s := range p.Sample {
+			if len(s.Value) > 0 {
+				in.CPUSamples += s.Value[0]
+			}
+		}
+	}
+	if m := ev.Manifest; m != nil {
+		in.Target = m.Target
+		in.Partial = m.Partial
+		for _, it := range m.Failed() {
+			in.Failed = append(in.Failed, FailedItem{Name: it.Name, Error: it.Error})
+		}
+	}
+	r.Inputs = in
+	return r
+}
+
+// Formats maps each output format to its writer.
+var Formats = map[string]func(io.Writer, *Report) error{
+	"text": WriteText,
+	"json": WriteJSON,
+}
+
+// Write renders r in the named format.
+func Write(w io.Writer, format string, r *Report) error {
+	f, ok := Formats[format]
+	if !ok {
+		return fmt.Errorf("unknown format %q (want one of: %s)", format, FormatNames())
+	}
+	return f(w, r)
+}
+
+// FormatNames lists the formats for help texts and errors.
+func FormatNames() string {
+	names := make([]string, 0, len(Formats))
+	for n := range Formats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}

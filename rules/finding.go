@@ -1,0 +1,161 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Severity ranks how much a finding matters. A healthy service must come out
+// with nothing above Low.
+type Severity int
+
+const (
+	Info Severity = iota
+	Low
+	Medium
+	High
+)
+
+var severityNames = [...]string{"info", "low", "medium", "high"}
+
+func (s Severity) String() string {
+	if s < Info || s > High {
+		return fmt.Sprintf("severity(%d)", int(s))
+	}
+	return severityNames[s]
+}
+
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+func (s *Severity) UnmarshalText(b []byte) error {
+	for i, n := range severityNames {
+		if string(b) == n {
+			*s = Severity(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %q", b)
+}
+
+// SeverityFor grades a recoverable share with the thresholds most rules use:
+// 20% of CPU is worth a change today, 8% this quarter, 2% a note.
+func SeverityFor(share float64) Severity {
+	switch {
+	case share >= 0.20:
+		return High
+	case share >= 0.08:
+		return Medium
+	case share >= 0.02:
+		return Low
+	}
+	return Info
+}
+
+// Finding is one diagnosis with its evidence and prescription. Its JSON form
+// is the contract documented in docs/schema.md.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Class    string   `json:"class"`
+	Severity Severity `json:"severity"`
+	// Impact is the estimated fraction of the resource (CPU unless Resource
+	// says otherwise) that the fix can recover, in [0, 1].
+	Impact      float64    `json:"impact"`
+	Resource    string     `json:"resource"`     // "cpu", "memory" or "latency"
+	ImpactBasis string     `json:"impact_basis"` // how Impact was computed
+	Summary     string     `json:"summary"`
+	Evidence    []Fact     `json:"evidence"`
+	Fix         string     `json:"fix"`
+	Example     string     `json:"example,omitempty"` // a short code or config change
+	Caveats     []string   `json:"caveats,omitempty"`
+	Locations   []Location `json:"locations"`
+	// Frames are the function names the finding is about, so a flame graph
+	// can mark them and fallback rules can leave them alone.
+	Frames     []string `json:"frames,omitempty"`
+	References []string `json:"references,omitempty"`
+}
+
+// MarshalJSON keeps empty lists as [] rather than null, so consumers need
+// no nil checks.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	type plain Finding
+	if f.Evidence == nil {
+		f.Evidence = []Fact{}
+	}
+	if f.Locations == nil {
+		f.Locations = []Location{}
+	}
+	return json.Marshal(plain(f))
+}
+
+// Fact is one piece of evidence: a named value as shown to people, and the
+// number behind it for machines.
+type Fact struct {
+	Name  string  `json:"name"`
+	Value string  `json:"value"`
+	Num   float64 `json:"number"`
+	Unit  string  `json:"unit,omitempty"`
+}
+
+// Share is a fact that is a fraction of a whole.
+func Share(name string, v float64) Fact {
+	return Fact{Name: name, Value: Percent(v), Num: v, Unit: "fraction"}
+}
+
+// Count is a fact that is a plain number.
+func Count(name string, v float64, unit string) Fact {
+	val := fmt.Sprintf("%.3g", v)
+	if v == float64(int64(v)) && v < 1e15 {
+		val = fmt.Sprintf("%d", int64(v))
+	}
+	if unit != "" {
+		val += " " + unit
+	}
+	return Fact{Name: name, Value: val, Num: v, Unit: unit}
+}
+
+// Bytes is a fact that is a size in bytes.
+func Bytes(name string, v uint64) Fact {
+	return Fact{Name: name, Value: HumanBytes(v), Num: float64(v), Unit: "bytes"}
+}
+
+// Text is a fact with no number.
+func Text(name, v string) Fact { return Fact{Name: name, Value: v} }
+
+// Location is a place in the code a finding points at.
+type Location struct {
+	Function string  `json:"function"`
+	File     string  `json:"file,omitempty"`
+	Line     int64   `json:"line,omitempty"`
+	Share    float64 `json:"share"`          // of the profile the rule read
+	Role     string  `json:"role,omitempty"` // e.g. "allocation site", "caller"
+}
+
+// Percent formats a fraction as a percentage with sensible precision.
+func Percent(v float64) string {
+	switch {
+	case v >= 0.1:
+		return fmt.Sprintf("%.0f%%", v*100)
+	case v >= 0.001:
+		return fmt.Sprintf("%.1f%%", v*100)
+	case v > 0:
+		return "<0.1%"
+	}
+	return "0%"
+}
+
+// HumanBytes formats a size with a binary unit.
+func HumanBytes(v uint64) string {
+	const unit = 1024
+	if v < unit {
+		return fmt.Sprintf("%d B", v)
+	}
+	div, exp := uint64(unit), 0
+	for n := v / unit; n >= unit && exp < 4; n /= unit {
+		div *= unit
+		exp++
+	}
+	s := fmt.Sprintf("%.1f", float64(v)/float64(div))
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + string("KMGTP"[exp]) + "iB"
+}

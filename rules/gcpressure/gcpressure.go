@@ -1,0 +1,238 @@
+// Package gcpressure detects garbage-collector CPU driven by the allocation
+// rate (finding class gc-pressure).
+package gcpressure
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// Rule is GC001.
+var Rule = &rules.Rule{
+	ID:    "GC001",
+	Class: "gc-pressure",
+	Doc: rules.Doc{
+		Title: "The garbage collector takes a large share of CPU",
+		Text: `Every allocation brings the next GC cycle closer. When a service allocates
+fast and its GOGC leaves little headroom over a small live heap, the collector
+runs several times a second and its mark and sweep work, plus the assists it
+charges to allocating goroutines, take CPU away from requests.`,
+		Evidence: `CPU share of samples with a GC frame on the stack (runtime.gcBgMarkWorker,
+gcAssistAlloc, gcDrain, bgsweep/sweepone, scanobject or Go 1.26's scanObject and
+scanSpan, markroot, write-barrier flushes); allocation share (runtime.mallocgc);
+GC cycles per second, pauses and allocation rate from two runtime statistics
+samples; live heap from the heap profile against the memory limit; the top
+alloc_objects sites. Reports from 5% GC share: low, 10% medium, 25% high.`,
+		Fix: `First cut allocations at the top alloc_objects sites: GC cost follows the
+number of objects, not their bytes. Then give the collector headroom: set
+GOMEMLIMIT to the memory you can spend on the heap and raise GOGC (or GOGC=off
+with GOMEMLIMIT), which replaces the memory-ballast trick since Go 1.19. The
+peak heap grows to about live × (1 + GOGC/100), so state and check that cost.`,
+		Before: `GOGC=100 ./service                       # GC several times a second`,
+		After:  `GOMEMLIMIT=1800MiB GOGC=400 ./service     # fewer cycles, heap capped`,
+		Caveats: `Pooling buffers (sync.Pool of bytes.Buffer) rarely helps: it cuts bytes,
+not objects. Without GOMEMLIMIT a high GOGC can run a growing heap out of memory.`,
+		Since: "0.1",
+		Refs:  []string{"https://go.dev/doc/gc-guide"},
+	},
+	Needs: []rules.Input{rules.CPU},
+	Uses:  []rules.Input{rules.Allocs, rules.Heap, rules.Metrics, rules.System},
+	Check: check,
+}
+
+// GCFrames is the family of runtime functions that do collector work. It is
+// matched by prefix and spans Go versions: Go 1.26 marks through scanObject
+// and scanSpan where older releases show scanobject.
+var GCFrames = evidence.FuncPrefix(
+	"runtime.gcBgMarkWorker", "runtime.gcAssistAlloc", "runtime.gcDrain",
+	"runtime.bgsweep", "runtime.sweepone", "runtime.(*sweepLocked).sweep",
+	"runtime.deductSweepCredit", "runtime.(*mheap).reclaim",
+	"runtime.gcStart", "runtime.gcMarkDone", "runtime.gcMarkTermination",
+	"runtime.markroot", "runtime.scanobject", "runtime.scanObject", "runtime.scanSpan",
+	"runtime.tryDeferToSpanScan", "runtime.scanstack", "runtime.greyobject",
+	"runtime.gcmarknewobject", "runtime.wbBufFlush", "runtime.gcFlushBgCredit",
+	"runtime.GC",
+)
+
+// MallocFrames is the allocator's entry.
+var MallocFrames = evidence.FuncPrefix("runtime.mallocgc")
+
+const (
+	lowShare    = 0.05
+	mediumShare = 0.10
+	highShare   = 0.25
+)
+
+func check(pass *rules.Pass) error {
+	ev := pass.Evidence
+	if !pass.EnoughCPU() {
+		return nil
+	}
+	cpu := ev.CPUStacks()
+	gcShare := cpu.Share(GCFrames)
+	if gcShare < lowShare {
+		return nil
+	}
+	mallocOnly := cpu.ShareWhere(func(s evidence.Sample) bool { return s.Has(MallocFrames) && !s.Has(GCFrames) })
+
+	f := rules.Finding{
+		Severity:    grade(gcShare),
+		Impact:      gcShare,
+		Resource:    "cpu",
+		ImpactBasis: "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it",
+		Evidence: []rules.Fact{
+			rules.Share("GC share of CPU", gcShare),
+			rules.Share("allocation share of CPU (outside GC)", mallocOnly),
+		},
+		Frames: rules.MatchedFuncs(cpu, GCFrames, 12),
+	}
+	gc, haveGC := ev.GC()
+	if haveGC {
+		f.Evidence = append(f.Evidence,
+			rules.Count("GC cycles per second", round(gc.CyclesPerSec, 2), "/s"),
+			rules.Count("GC pause time in window", round(gc.PauseTotal.Seconds()*1000, 2), "ms"),
+			rules.Bytes("allocation rate per second", uint64(gc.AllocBytesSec)),
+			rules.Count("objects allocated per second", math.Round(gc.AllocObjsSec), "/s"),
+		)
+	}
+	if m := ev.MetricsEnd; m != nil && m.GCCPUFraction > 0 {
+		f.Evidence = append(f.Evidence, rules.Share("GC CPU fraction since process start (runtime)", m.GCCPUFraction))
+	}
+
+	sites := allocSites(ev)
+	f.Locations = rules.Locations(sites, "allocation site (share of objects allocated)")
+
+	settings := ev.Settings()
+	live := liveHeap(ev)
+	if live > 0 {
+		f.Evidence = append(f.Evidence, rules.Bytes("live heap", live))
+	}
+	advice := headroom(settings, live, gcShare)
+	for _, fact := range advice.facts {
+		f.Evidence = append(f.Evidence, fact)
+	}
+
+	rate := ""
+	if haveGC {
+		rate = fmt.Sprintf(", %.1f GC cycles/s", gc.CyclesPerSec)
+	}
+	f.Summary = fmt.Sprintf("The garbage collector uses %s of CPU%s", rules.Percent(gcShare), rate)
+	if len(sites) > 0 {
+		f.Summary += fmt.Sprintf("; top allocation site %s", rules.ShortFunc(sites[0].Func))
+	}
+
+	var fix strings.Builder
+	if len(sites) > 0 {
+		fmt.Fprintf(&fix, "Cut allocations at the top alloc_objects sites first (GC work follows object counts): %s. ", rules.SiteList(sites, 3))
+	} else {
+		fix.WriteString("Cut allocations on the hot path first (collect an allocs profile to name the sites; GC work follows object counts). ")
+	}
+	fix.WriteString(advice.text)
+	f.Fix = fix.String()
+	f.Example = advice.example
+	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
+	if !pass.Has(rules.Allocs) {
+		f.Caveats = append(f.Caveats, "No allocs profile: the allocation sites are not named.")
+	}
+	if !haveGC {
+		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: GC cycle rate unknown.")
+	}
+	f.Caveats = append(f.Caveats, advice.caveats...)
+	pass.Report(f)
+	return nil
+}
+
+func grade(share float64) rules.Severity {
+	switch {
+	case share >= highShare:
+		return rules.High
+	case share >= mediumShare:
+		return rules.Medium
+	}
+	return rules.Low
+}
+
+// allocSites names where objects are allocated: the first frame above the
+// runtime (application or library) in the allocs profile, by object count.
+func allocSites(ev *evidence.Evidence) []evidence.Site {
+	st := evidence.NewStacks(ev.Profile(evidence.Allocs), "alloc_objects")
+	return st.TopSites(5, evidence.FirstFrame(func(f evidence.Frame) bool { return !evidence.IsRuntime(f.Func) }))
+}
+
+// liveHeap estimates the live heap: the heap profile's in-use bytes are as
+// of the last GC, which is what survives; else HeapAlloc at the end.
+func liveHeap(ev *evidence.Evidence) uint64 {
+	if st := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_space"); st != nil && st.Total > 0 {
+		return uint64(st.Total)
+	}
+	if m := ev.MetricsEnd; m != nil {
+		return m.HeapAlloc
+	}
+	return 0
+}
+
+type advice struct {
+	text, example string
+	facts         []rules.Fact
+	caveats       []string
+}
+
+// headroom proposes GOMEMLIMIT and GOGC from the live heap and the memory
+// available, and estimates the GC CPU it saves: with the mark cost per cycle
+// roughly fixed by the live heap, GC CPU scales with the number of cycles,
+// which is proportional to 1/(1 + GOGC/100).
+func headroom(s evidence.Settings, live uint64, gcShare float64) advice {
+	var a advice
+	gogc := s.GOGC
+	if gogc == 0 {
+		gogc = 100
+		a.caveats = append(a.caveats, "GOGC of the target unknown; assumed the default 100.")
+	}
+	if gogc < 0 {
+		a.text = "GOGC is already off: the GC runs only at the memory limit, so the heap is at the limit; cutting allocations or raising GOMEMLIMIT is what remains."
+		return a
+	}
+	limit, limitSrc := s.MemoryLimit, "container memory limit"
+	if s.GOMEMLIMIT > 0 && (limit == 0 || s.GOMEMLIMIT < limit) {
+		limit, limitSrc = s.GOMEMLIMIT, "GOMEMLIMIT"
+	}
+	if limit == 0 && s.MemTotal > 0 {
+		limit, limitSrc = s.MemTotal/2, "half of the machine's memory (no limit set)"
+	}
+	if live == 0 || limit == 0 {
+		a.text = "Then give the GC headroom: set GOMEMLIMIT to ~90% of the memory the service may use and raise GOGC (e.g. 400) or set GOGC=off with GOMEMLIMIT; the peak heap grows to about live × (1 + GOGC/100)."
+		a.example = "GOMEMLIMIT=<90% of the container limit> GOGC=400"
+		return a
+	}
+	budget := uint64(float64(limit) * 0.9)
+	proposed := int(math.Floor((float64(budget)/float64(live)-1)*100/100)) * 100
+	proposed = min(proposed, 2000)
+	a.facts = append(a.facts, rules.Bytes("memory budget for the heap ("+limitSrc+", 90%)", budget))
+	if proposed <= gogc {
+		a.text = fmt.Sprintf("The live heap (%s) leaves no room to raise GOGC within %s: cut allocations, or give the service more memory.", rules.HumanBytes(live), rules.HumanBytes(budget))
+		return a
+	}
+	after := gcShare * float64(100+gogc) / float64(100+proposed)
+	peakNow := uint64(float64(live) * (1 + float64(gogc)/100))
+	peakAfter := uint64(float64(live) * (1 + float64(proposed)/100))
+	a.facts = append(a.facts,
+		rules.Count("proposed GOGC", float64(proposed), ""),
+		rules.Share("expected GC share of CPU at the proposed GOGC", after),
+	)
+	a.text = fmt.Sprintf("Then give the GC headroom: GOMEMLIMIT=%s and GOGC=%d (now %d). Expected GC CPU about %s instead of %s; memory cost: peak heap from ~%s to ~%s, capped by GOMEMLIMIT.",
+		goMemLimit(budget), proposed, gogc, rules.Percent(after), rules.Percent(gcShare), rules.HumanBytes(peakNow), rules.HumanBytes(peakAfter))
+	a.example = fmt.Sprintf("GOMEMLIMIT=%s GOGC=%d   # or in code: debug.SetMemoryLimit(%d); debug.SetGCPercent(%d)", goMemLimit(budget), proposed, budget, proposed)
+	return a
+}
+
+// goMemLimit formats bytes in the GOMEMLIMIT syntax.
+func goMemLimit(b uint64) string { return fmt.Sprintf("%dMiB", max(b>>20, 1)) }
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}

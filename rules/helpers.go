@@ -1,0 +1,106 @@
+package rules
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+)
+
+// Skip records that the rule could not reach a verdict on this evidence
+// (too few samples, say), so the user sees it under "not checked".
+func (p *Pass) Skip(reason string) {
+	p.skipped = append(p.skipped, reason)
+}
+
+// IsApplication matches frames outside the Go runtime and standard library:
+// the service's own code and its third-party libraries.
+func IsApplication(f evidence.Frame) bool {
+	return f.Func != "" && !evidence.IsRuntime(f.Func) && !evidence.IsStdlib(f.Func)
+}
+
+// Locations turns profile sites into finding locations with a role.
+func Locations(sites []evidence.Site, role string) []Location {
+	out := make([]Location, 0, len(sites))
+	for _, s := range sites {
+		out = append(out, Location{Function: s.Func, File: s.File, Line: s.Line, Share: s.Flat, Role: role})
+	}
+	return out
+}
+
+// MatchedFuncs lists the distinct function names in the stacks that m
+// matches, most expensive first, at most n of them.
+func MatchedFuncs(st *evidence.Stacks, m evidence.Matcher, n int) []string {
+	if st == nil {
+		return nil
+	}
+	cost := map[string]int64{}
+	for _, s := range st.Samples {
+		seen := map[string]bool{}
+		for _, f := range s.Frames {
+			if !seen[f.Func] && m(f) {
+				seen[f.Func] = true
+				cost[f.Func] += s.Value
+			}
+		}
+	}
+	names := make([]string, 0, len(cost))
+	for name := range cost {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if cost[names[i]] != cost[names[j]] {
+			return cost[names[i]] > cost[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	if len(names) > n {
+		names = names[:n]
+	}
+	return names
+}
+
+// MinCPUSamples is the fewest CPU samples (at 100 Hz, one second of CPU)
+// from which rules draw conclusions about shares.
+const MinCPUSamples = 100
+
+// EnoughCPU reports whether the CPU profile has enough samples for shares
+// to mean something, and records a skip when it does not.
+func (p *Pass) EnoughCPU() bool {
+	p2 := p.Evidence.Profile(evidence.CPU)
+	var n int64
+	for _, s := range p2.Sample {
+		if len(s.Value) > 0 {
+			n += s.Value[0]
+		}
+	}
+	if n < MinCPUSamples {
+		p.Skip("the CPU profile has too few samples to judge shares; profile longer or under load")
+		return false
+	}
+	return true
+}
+
+// ShortFunc drops the import path's directories: "github.com/a/b.(*T).M"
+// becomes "b.(*T).M".
+func ShortFunc(fn string) string {
+	if i := strings.LastIndexByte(fn, '/'); i >= 0 {
+		return fn[i+1:]
+	}
+	return fn
+}
+
+// SiteList formats the first n sites as "pkg.Func (file.go:12) 31%, ...".
+func SiteList(sites []evidence.Site, n int) string {
+	var parts []string
+	for _, s := range sites[:min(n, len(sites))] {
+		loc := ShortFunc(s.Func)
+		if s.File != "" {
+			loc += fmt.Sprintf(" (%s:%d)", filepath.Base(s.File), s.Line)
+		}
+		parts = append(parts, loc+" "+Percent(s.Flat))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,204 @@
+// Package rules defines the contract every diagnosis rule follows and the
+// engine that runs a catalog of rules over evidence. A rule has a stable ID,
+// a finding class from findings.md, a structured doc, the inputs it needs,
+// and a check that reports findings through a Pass. Rules read evidence only:
+// they know nothing of how it was fetched or how findings are shown.
+package rules
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+)
+
+// Input is a kind of evidence a rule reads.
+type Input string
+
+const (
+	CPU       Input = "cpu"
+	Heap      Input = "heap"
+	Allocs    Input = "allocs"
+	Goroutine Input = "goroutine"
+	Mutex     Input = "mutex"
+	Block     Input = "block"
+	Metrics   Input = "metrics" // runtime statistics at the start and end of the window
+	System    Input = "system"  // /proc and cgroup snapshot of a local target
+)
+
+// howToCollect tells the user how to obtain each input.
+var howToCollect = map[Input]string{
+	CPU:       "a CPU profile (perfdoctor collect, or /debug/pprof/profile)",
+	Heap:      "a heap profile (/debug/pprof/heap)",
+	Allocs:    "an allocs profile (/debug/pprof/allocs)",
+	Goroutine: "a goroutine profile (/debug/pprof/goroutine)",
+	Mutex:     "a mutex profile (runtime.SetMutexProfileFraction > 0, /debug/pprof/mutex)",
+	Block:     "a block profile (runtime.SetBlockProfileRate > 0, /debug/pprof/block)",
+	Metrics:   "runtime statistics at the start and end of the window (perfdoctor collect)",
+	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host)",
+}
+
+// Has reports whether the evidence provides the input.
+func Has(ev *evidence.Evidence, in Input) bool {
+	switch in {
+	case CPU, Heap, Allocs, Goroutine, Mutex, Block:
+		return ev.Profile(evidence.Kind(in)) != nil
+	case Metrics:
+		_, ok := ev.GC()
+		return ok
+	case System:
+		return ev.SystemEnd != nil && ev.SystemEnd.Process != nil
+	}
+	return false
+}
+
+// Doc is a rule's documentation, the single source for `perfdoctor explain`
+// and the generated docs pages.
+type Doc struct {
+	Title    string   // one line
+	Text     string   // what the rule detects and why it matters
+	Evidence string   // the signals it reads and its thresholds
+	Fix      string   // the prescription
+	Before   string   // short code or config before the fix
+	After    string   // and after
+	Caveats  string   // when the advice does not apply
+	Since    string   // perfdoctor version that introduced the rule
+	Refs     []string // further reading
+}
+
+// Rule is one diagnosis. Check must not fail for ordinary evidence; it
+// returns an error only for a defect, which the engine reports instead of
+// stopping the run.
+type Rule struct {
+	ID    string
+	Class string
+	Doc   Doc
+	Needs []Input // required: without them the rule is not checked
+	Uses  []Input // optional: they sharpen the finding when present
+	// Fallback rules run after all others and see their findings, so they
+	// can stay out of what a specific rule already explained.
+	Fallback bool
+	Check    func(*Pass) error
+}
+
+// Pass is one rule's view of a run.
+type Pass struct {
+	Rule     *Rule
+	Evidence *evidence.Evidence
+	// Earlier holds the findings of non-fallback rules; set for fallback rules only.
+	Earlier  []Finding
+	findings []Finding
+	skipped  []string
+}
+
+// Report records a finding, filling in the rule's ID and class.
+func (p *Pass) Report(f Finding) {
+	f.Rule = p.Rule.ID
+	f.Class = p.Rule.Class
+	if f.Impact < 0 || math.IsNaN(f.Impact) {
+		f.Impact = 0
+	}
+	f.Impact = math.Min(f.Impact, 1)
+	if len(f.References) == 0 {
+		f.References = p.Rule.Doc.Refs
+	}
+	p.findings = append(p.findings, f)
+}
+
+// Has reports whether the evidence provides the input.
+func (p *Pass) Has(in Input) bool { return Has(p.Evidence, in) }
+
+// NotChecked says why a rule did not run and what would let it.
+type NotChecked struct {
+	Rule    string   `json:"rule"`
+	Class   string   `json:"class"`
+	Missing []Input  `json:"missing,omitempty"`
+	Reason  string   `json:"reason"`
+	Collect []string `json:"collect,omitempty"`
+}
+
+// Result is the outcome of running a catalog.
+type Result struct {
+	Findings   []Finding
+	NotChecked []NotChecked
+}
+
+// Run checks every rule against the evidence and ranks the findings.
+func Run(ev *evidence.Evidence, catalog []*Rule) Result {
+	var res Result
+	var earlier []Finding
+	run := func(r *Rule) {
+		var missing []Input
+		for _, in := range r.Needs {
+			if !Has(ev, in) {
+				missing = append(missing, in)
+			}
+		}
+		if len(missing) > 0 {
+			nc := NotChecked{Rule: r.ID, Class: r.Class, Missing: missing}
+			names := make([]string, len(missing))
+			for i, in := range missing {
+				names[i] = string(in)
+				nc.Collect = append(nc.Collect, howToCollect[in])
+			}
+			nc.Reason = "needs " + strings.Join(names, ", ")
+			res.NotChecked = append(res.NotChecked, nc)
+			return
+		}
+		pass := &Pass{Rule: r, Evidence: ev}
+		if r.Fallback {
+			pass.Earlier = earlier
+		}
+		if err := safeCheck(pass); err != nil {
+			res.NotChecked = append(res.NotChecked, NotChecked{Rule: r.ID, Class: r.Class, Reason: "rule failed: " + err.Error()})
+			return
+		}
+		for _, why := range pass.skipped {
+			res.NotChecked = append(res.NotChecked, NotChecked{Rule: r.ID, Class: r.Class, Reason: why})
+		}
+		if !r.Fallback {
+			earlier = append(earlier, pass.findings...)
+		}
+		res.Findings = append(res.Findings, pass.findings...)
+	}
+	for _, r := range catalog {
+		if !r.Fallback {
+			run(r)
+		}
+	}
+	for _, r := range catalog {
+		if r.Fallback {
+			run(r)
+		}
+	}
+	Rank(res.Findings)
+	return res
+}
+
+// safeCheck runs a rule's check, turning a panic into an error so one
+// defective rule cannot take the diagnosis down.
+func safeCheck(p *Pass) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return p.Rule.Check(p)
+}
+
+// Rank orders findings by estimated recoverable share, then severity, then
+// rule ID, so output is stable.
+func Rank(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Impact != b.Impact {
+			return a.Impact > b.Impact
+		}
+		if a.Severity != b.Severity {
+			return a.Severity > b.Severity
+		}
+		return a.Rule < b.Rule
+	})
+}

@@ -1,0 +1,90 @@
+package rules_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+func reporter(id string, impact float64, sev rules.Severity) *rules.Rule {
+	return &rules.Rule{ID: id, Class: "hot-function", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
+		p.Report(rules.Finding{Impact: impact, Severity: sev})
+		return nil
+	}}
+}
+
+func cpuEvidence() *evidence.Evidence {
+	return testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(testprof.Stack{Value: 200, Funcs: []string{"main.f"}})})
+}
+
+func TestRankByImpactThenSeverity(t *testing.T) {
+	res := rules.Run(cpuEvidence(), []*rules.Rule{
+		reporter("A", 0.10, rules.Low),
+		reporter("B", 0.30, rules.Medium),
+		reporter("C", 0.10, rules.High),
+	})
+	var got []string
+	for _, f := range res.Findings {
+		got = append(got, f.Rule)
+	}
+	if strings.Join(got, ",") != "B,C,A" {
+		t.Errorf("rank = %v, want B,C,A", got)
+	}
+}
+
+func TestMissingInputsAreNotChecked(t *testing.T) {
+	r := &rules.Rule{ID: "M1", Class: "lock-contention", Needs: []rules.Input{rules.Mutex, rules.CPU}, Check: func(*rules.Pass) error {
+		t.Error("rule ran without its inputs")
+		return nil
+	}}
+	res := rules.Run(cpuEvidence(), []*rules.Rule{r})
+	if len(res.NotChecked) != 1 || res.NotChecked[0].Reason != "needs mutex" || len(res.NotChecked[0].Collect) != 1 {
+		t.Fatalf("not checked = %+v", res.NotChecked)
+	}
+}
+
+func TestAPanickingRuleDoesNotStopTheRun(t *testing.T) {
+	bad := &rules.Rule{ID: "P1", Class: "hot-function", Needs: []rules.Input{rules.CPU}, Check: func(*rules.Pass) error { panic("boom") }}
+	res := rules.Run(cpuEvidence(), []*rules.Rule{bad, reporter("OK", 0.1, rules.Low)})
+	if len(res.Findings) != 1 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "boom") {
+		t.Fatalf("got %+v / %+v", res.Findings, res.NotChecked)
+	}
+}
+
+func TestImpactIsClamped(t *testing.T) {
+	res := rules.Run(cpuEvidence(), []*rules.Rule{reporter("A", 1.7, rules.High), reporter("B", -0.2, rules.Low)})
+	if res.Findings[0].Impact != 1 || res.Findings[1].Impact != 0 {
+		t.Errorf("impacts %v, %v", res.Findings[0].Impact, res.Findings[1].Impact)
+	}
+}
+
+func TestFindingJSONContract(t *testing.T) {
+	b, err := json.Marshal(rules.Finding{Rule: "GC001", Class: "gc-pressure", Severity: rules.High, Impact: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for _, key := range []string{"rule", "class", "severity", "impact", "summary", "evidence", "fix", "locations"} {
+		if _, ok := m[key]; !ok {
+			t.Errorf("JSON lacks %q: %s", key, b)
+		}
+	}
+	if m["severity"] != "high" || m["evidence"] == nil || m["locations"] == nil {
+		t.Errorf("severity or empty lists wrong: %s", b)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for v, want := range map[uint64]string{512: "512 B", 1536: "1.5 KiB", 100 << 20: "100 MiB", 3 << 30: "3 GiB"} {
+		if got := rules.HumanBytes(v); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+// Package scheduler detects CPU burnt by the Go scheduler looking for work,
+// often because GOMAXPROCS exceeds the CPU the container may use (finding
+// class scheduler-overhead).
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// Rule is SCHED001.
+var Rule = &rules.Rule{
+	ID:    "SCHED001",
+	Class: "scheduler-overhead",
+	Doc: rules.Doc{
+		Title: "The Go scheduler burns CPU looking for work",
+		Text: `Idle Ps spin in findRunnable, steal work from each other and sleep and wake
+threads through futex calls. A little is normal; a lot means many short-lived
+goroutines handing work back and forth, or more Ps (GOMAXPROCS) than the CPU
+the container is allowed, so threads are throttled mid-spin.`,
+		Evidence: `CPU share of samples in runtime.schedule, findRunnable (findrunnable before
+Go 1.21), stealWork, runqgrab, wakep, startm and stopm; GOMAXPROCS (from the
+environment, or inferred from the Go version: since 1.25 the runtime follows
+the cgroup limit) against the cgroup CPU quota (v1 cpu.cfs_quota_us, v2
+cpu.max) and the CPUs the process may use. Reports from 5% scheduler share,
+or GOMAXPROCS above the quota.`,
+		Fix: `Make GOMAXPROCS match the CPU quota: Go 1.25 and later do it by themselves
+(unless GOMAXPROCS is set in the environment); on older Go set GOMAXPROCS or
+import go.uber.org/automaxprocs. Then prefer fewer, longer-lived goroutines on
+the hot path over handing each small piece of work to a new one.`,
+		Before: `GOMAXPROCS unset, Go 1.22, 7-CPU quota on a 64-core host: 64 Ps`,
+		After:  `GOMAXPROCS=7 (or Go >= 1.25, or automaxprocs)`,
+		Caveats: `Part of the scheduler's share is the price of concurrency itself; expect
+to recover a fraction, not all of it.`,
+		Since: "0.1",
+		Refs:  []string{"https://go.dev/doc/go1.25#container-aware-gomaxprocs"},
+	},
+	Needs: []rules.Input{rules.CPU},
+	Uses:  []rules.Input{rules.System},
+	Check: check,
+}
+
+// Frames is the scheduler's work-finding family.
+var Frames = evidence.FuncPrefix(
+	"runtime.schedule", "runtime.findRunnable", "runtime.findrunnable",
+	"runtime.stealWork", "runtime.runqgrab", "runtime.wakep",
+	"runtime.startm", "runtime.stopm",
+)
+
+const minShare = 0.05
+
+func check(pass *rules.Pass) error {
+	if !pass.EnoughCPU() {
+		return nil
+	}
+	cpu := pass.Evidence.CPUStacks()
+	share := cpu.Share(Frames)
+	s := pass.Evidence.Settings()
+	over := s.CPUQuota > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > s.CPUQuota*1.25
+	if share < minShare && !over {
+		return nil
+	}
+	f := rules.Finding{
+		Severity:    rules.SeverityFor(share),
+		Resource:    "cpu",
+		Impact:      share / 2,
+		ImpactBasis: "half of the scheduler's share of CPU: matching GOMAXPROCS to the quota and cutting goroutine handoffs removes the spinning, not the scheduling itself",
+		Evidence:    []rules.Fact{rules.Share("scheduler share of CPU", share)},
+		Frames:      rules.MatchedFuncs(cpu, Frames, 10),
+		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", rules.Percent(share)),
+		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
+	}
+	if s.GOMAXPROCS > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("GOMAXPROCS", float64(s.GOMAXPROCS), ""), rules.Text("GOMAXPROCS source", s.GOMAXPROCSSrc))
+	}
+	if s.NumCPU > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("CPUs the process may use", float64(s.NumCPU), ""))
+	}
+	if s.CPUQuota > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("cgroup CPU quota", s.CPUQuota, "cores"))
+	} else if !pass.Has(rules.System) {
+		f.Caveats = append(f.Caveats, "No /proc snapshot of the target: GOMAXPROCS against the CPU quota not checked (collect on the target's host).")
+	}
+	if over {
+		want := int(s.CPUQuota + 0.999)
+		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %.3g-core CPU quota; the scheduler spends %s of CPU", s.GOMAXPROCS, s.CPUQuota, rules.Percent(share))
+		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the CPU quota (Go >= 1.25 does this when GOMAXPROCS is not set in the environment; on older Go use go.uber.org/automaxprocs). %s", want, f.Fix)
+		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
+		f.Severity = max(f.Severity+1, rules.Medium)
+		f.Severity = min(f.Severity, rules.High)
+		f.Impact = max(f.Impact, share*(1-s.CPUQuota/float64(s.GOMAXPROCS)))
+	}
+	pass.Report(f)
+	return nil
+}
