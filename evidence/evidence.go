@@ -47,6 +47,7 @@ type Evidence struct {
 	MetricsStart, MetricsEnd *bundle.RuntimeStats
 	SystemStart, SystemEnd   *bundle.SystemSnapshot
 	TracePath                string
+	LoadPath                 string // load generator results (load.json)
 	Files                    []File // every file considered, with what it was taken as
 
 	stacksOnce sync.Once
@@ -358,6 +359,9 @@ func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.Runtime
 			e.SystemStart, e.SystemEnd = e.SystemEnd, &snap
 		}
 		return "system", nil
+	case keys["throughput_rps"] != nil && keys["latency"] != nil:
+		e.LoadPath = path
+		return "load", nil
 	}
 	return "", fmt.Errorf("JSON %w", errUnknown)
 }

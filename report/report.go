@@ -34,6 +34,7 @@ type Inputs struct {
 	Metrics       bool            `json:"metrics"`
 	System        bool            `json:"system"`
 	Trace         bool            `json:"trace"`
+	Load          bool            `json:"load"`
 	Partial       bool            `json:"partial"`
 	Failed        []FailedItem    `json:"failed"`
 	Skipped       []evidence.File `json:"skipped"`
@@ -68,6 +69,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Metrics:       rules.Has(ev, rules.Metrics),
 		System:        rules.Has(ev, rules.System),
 		Trace:         ev.TracePath != "",
+		Load:          ev.LoadPath != "",
 	}
 	if in.Skipped == nil {
 		in.Skipped = []evidence.File{}

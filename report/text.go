@@ -98,6 +98,9 @@ func describeInputs(in Inputs) string {
 	if in.Trace {
 		parts = append(parts, "execution trace")
 	}
+	if in.Load {
+		parts = append(parts, "load results")
+	}
 	if len(parts) == 0 {
 		return "none usable"
 	}

@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -104,14 +105,26 @@ func Share(name string, v float64) Fact {
 
 // Count is a fact that is a plain number.
 func Count(name string, v float64, unit string) Fact {
-	val := fmt.Sprintf("%.3g", v)
-	if v == float64(int64(v)) && v < 1e15 {
-		val = fmt.Sprintf("%d", int64(v))
-	}
+	val := HumanNumber(v)
 	if unit != "" {
 		val += " " + unit
 	}
 	return Fact{Name: name, Value: val, Num: v, Unit: unit}
+}
+
+// HumanNumber formats a count for reading: 7, 0.25, 19.1, 48.2k, 11.0M.
+func HumanNumber(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		return fmt.Sprintf("%.1fG", v/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case a >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v == math.Trunc(v):
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.3g", v)
 }
 
 // Bytes is a fact that is a size in bytes.

@@ -95,8 +95,8 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence,
 			rules.Count("GC cycles per second", round(gc.CyclesPerSec, 2), "/s"),
 			rules.Count("GC pause time in window", round(gc.PauseTotal.Seconds()*1000, 2), "ms"),
-			rules.Bytes("allocation rate per second", uint64(gc.AllocBytesSec)),
-			rules.Count("objects allocated per second", math.Round(gc.AllocObjsSec), "/s"),
+			rate(rules.Bytes("allocation rate", uint64(gc.AllocBytesSec))),
+			rules.Count("objects allocated", math.Round(gc.AllocObjsSec), "/s"),
 		)
 	}
 	if m := ev.MetricsEnd; m != nil && m.GCCPUFraction > 0 {
@@ -144,6 +144,12 @@ func check(pass *rules.Pass) error {
 	f.Caveats = append(f.Caveats, advice.caveats...)
 	pass.Report(f)
 	return nil
+}
+
+func rate(f rules.Fact) rules.Fact {
+	f.Value += "/s"
+	f.Unit += "/s"
+	return f
 }
 
 func grade(share float64) rules.Severity {
@@ -201,7 +207,7 @@ func headroom(s evidence.Settings, live uint64, gcShare float64) advice {
 		limit, limitSrc = s.GOMEMLIMIT, "GOMEMLIMIT"
 	}
 	if limit == 0 && s.MemTotal > 0 {
-		limit, limitSrc = s.MemTotal/2, "half of the machine's memory (no limit set)"
+		limit, limitSrc = s.MemTotal/2, "half the machine's memory; no limit set"
 	}
 	if live == 0 || limit == 0 {
 		a.text = "Then give the GC headroom: set GOMEMLIMIT to ~90% of the memory the service may use and raise GOGC (e.g. 400) or set GOGC=off with GOMEMLIMIT; the peak heap grows to about live × (1 + GOGC/100)."
@@ -211,7 +217,9 @@ func headroom(s evidence.Settings, live uint64, gcShare float64) advice {
 	budget := uint64(float64(limit) * 0.9)
 	proposed := int(math.Floor((float64(budget)/float64(live)-1)*100/100)) * 100
 	proposed = min(proposed, 2000)
-	a.facts = append(a.facts, rules.Bytes("memory budget for the heap ("+limitSrc+", 90%)", budget))
+	fact := rules.Bytes("heap budget", budget)
+	fact.Value += " (90% of " + limitSrc + ")"
+	a.facts = append(a.facts, fact)
 	if proposed <= gogc {
 		a.text = fmt.Sprintf("The live heap (%s) leaves no room to raise GOGC within %s: cut allocations, or give the service more memory.", rules.HumanBytes(live), rules.HumanBytes(budget))
 		return a

@@ -48,7 +48,6 @@ func TestNamesTheHotFunction(t *testing.T) {
 	}
 }
 
-
 func TestChargesLibraryCallsToTheCaller(t *testing.T) {
 	cpu := testprof.Build(
 		testprof.Stack{Value: 400, Funcs: []string{"crypto/sha256.block", "crypto/sha256.Sum256", "example.com/svc.hashAll", "main.main"}},

@@ -1,0 +1,578 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect/system"
+)
+
+type itemKind int
+
+const (
+	kindProfile itemKind = iota // a pprof protobuf, validated by parsing
+	kindTrace                   // a Go execution trace
+	kindMetrics                 // heap?debug=1, kept as parsed RuntimeStats
+	kindSystem                  // a /proc snapshot, local targets only
+)
+
+// item is one thing to collect.
+type item struct {
+	name     string
+	file     string
+	kind     itemKind
+	endpoint string        // under /debug/pprof/
+	params   url.Values    // added to the target's query
+	length   time.Duration // how long the server takes by design (profile, trace)
+}
+
+// skipError marks an item that does not apply, with the reason.
+type skipError struct{ reason string }
+
+func (e *skipError) Error() string { return e.reason }
+
+type collector struct {
+	*settings
+	dir string // the bundle under construction
+
+	mu       sync.Mutex
+	items    map[string]*bundle.Item
+	pid      int    // local target process, 0 if none
+	notLocal string // why there is no pid
+	snaps    [2]*bundle.SystemSnapshot
+	phase    atomic.Int32 // 0: window, 1: end of window
+}
+
+// Collect observes the target for opt.Duration and writes a bundle to
+// opt.OutDir. Collection is concurrent and tolerant: an item that fails is
+// recorded in the manifest with its reason and the rest is still written.
+//
+// Nothing is written when the options are invalid, OutDir is not empty or
+// the target does not serve pprof. Otherwise the bundle is assembled in a
+// sibling directory and renamed into place after its manifest is written, so
+// a directory at OutDir is always complete. The returned manifest is non-nil
+// whenever a bundle was written, including with the error when every profile
+// failed or when ctx was cancelled (the error then wraps ctx.Err()).
+func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
+	s, err := validate(opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutDir(s.OutDir); err != nil {
+		return nil, err
+	}
+	defer s.Progress.Clear()
+	s.Progress.Update("checking %s", s.shown)
+	if err := s.probe(ctx); err != nil {
+		return nil, err
+	}
+	c := &collector{settings: s, items: map[string]*bundle.Item{}}
+	c.locate(ctx)
+
+	parent := filepath.Dir(s.OutDir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("creating output directory: %w", err)
+	}
+	c.dir, err = os.MkdirTemp(parent, filepath.Base(s.OutDir)+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("creating output directory: %w", err)
+	}
+	m := c.run(ctx)
+	s.Progress.Clear()
+
+	if err := bundle.WriteJSONAtomic(filepath.Join(c.dir, bundle.ManifestFile), m); err != nil {
+		return m, fmt.Errorf("writing manifest (incomplete collection left in %s): %w", c.dir, err)
+	}
+	// An empty OutDir was allowed; os.Remove refuses a non-empty one, so a
+	// directory filled meanwhile is never clobbered.
+	if err := os.Remove(s.OutDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return m, fmt.Errorf("bundle left in %s: %w", c.dir, err)
+	}
+	if err := os.Rename(c.dir, s.OutDir); err != nil {
+		return m, fmt.Errorf("bundle left in %s: %w", c.dir, err)
+	}
+	s.Logger.Info("bundle written", "dir", s.OutDir, "partial", m.Partial, "failed", len(m.Failed()))
+
+	if ctx.Err() != nil {
+		return m, fmt.Errorf("collection interrupted; partial bundle written to %s: %w", s.OutDir, ctx.Err())
+	}
+	if first, ok := c.allFailed(m); ok {
+		return m, fmt.Errorf("no profile could be collected from %s (first failure: %s: %s); see %s",
+			s.shown, first.Name, first.Error, filepath.Join(s.OutDir, bundle.ManifestFile))
+	}
+	return m, nil
+}
+
+func checkOutDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("output directory %s: %w", dir, err)
+	case len(ents) > 0:
+		return fmt.Errorf("output directory %s already exists and is not empty", dir)
+	}
+	return nil
+}
+
+// probe checks quickly that the target serves the pprof index, so a wrong
+// address fails in seconds and leaves nothing behind.
+func (s *settings) probe(ctx context.Context) error {
+	timeout := min(probeTimeout, s.Timeout)
+	body, err := s.get(ctx, s.base, timeout, 1<<20)
+	if err == nil && !isPprofIndex(body) {
+		what := "a page that is not the pprof index"
+		if looksHTML(body) {
+			what = "an HTML page that is not the pprof index"
+		} else if b := strings.TrimSpace(string(body)); strings.HasPrefix(b, "{") || strings.HasPrefix(b, "[") {
+			what = "JSON, not the pprof index"
+		}
+		return fmt.Errorf("%s does not serve Go pprof (got %s)", s.shown, what)
+	}
+	var se *statusError
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("checking %s: %w", s.shown, ctx.Err())
+	case errors.As(err, &se):
+		return fmt.Errorf("%s does not serve Go pprof (got %s)", s.shown, se.status)
+	}
+	return fmt.Errorf("target %s is unreachable: %w", s.shown, err)
+}
+
+// locate finds the target's process when it runs on this machine.
+func (c *collector) locate(ctx context.Context) {
+	host := c.base.Hostname()
+	port, _ := strconv.Atoi(c.base.Port())
+	if port == 0 {
+		port = map[string]int{"http": 80, "https": 443}[c.base.Scheme]
+	}
+	if !isLocalHost(ctx, host) {
+		c.notLocal = "target host " + host + " is not this machine"
+		return
+	}
+	pid, err := system.FindPIDByPort(c.Roots, port)
+	if err != nil {
+		c.notLocal = err.Error()
+		c.Logger.Info("no local process for target", "port", port, "err", err)
+		return
+	}
+	c.pid = pid
+	c.Logger.Info("target is local", "pid", pid)
+}
+
+func isLocalHost(ctx context.Context, host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = append(ips, ip)
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupIPAddr(rctx, host)
+		if err != nil {
+			return false
+		}
+		for _, a := range addrs {
+			ips = append(ips, a.IP)
+		}
+	}
+	ifAddrs, _ := net.InterfaceAddrs()
+	for _, ip := range ips {
+		if ip.IsLoopback() || ip.IsUnspecified() {
+			return true
+		}
+		for _, a := range ifAddrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func seconds(d time.Duration) url.Values {
+	return url.Values{"seconds": {strconv.FormatFloat(d.Seconds(), 'f', -1, 64)}}
+}
+
+// run collects everything into c.dir and returns the manifest.
+func (c *collector) run(ctx context.Context) *bundle.Manifest {
+	debug1 := url.Values{"debug": {"1"}}
+	var (
+		cpu          = item{name: "cpu", file: bundle.CPUFile, kind: kindProfile, endpoint: "profile", params: seconds(c.window), length: c.window}
+		trace        = item{name: "trace", file: bundle.TraceFile, kind: kindTrace, endpoint: "trace", params: seconds(c.trace), length: c.trace}
+		heapStart    = item{name: "heap-start", file: bundle.HeapStartFile, kind: kindProfile, endpoint: "heap"}
+		metricsStart = item{name: "metrics-start", file: bundle.MetricsStartFile, kind: kindMetrics, endpoint: "heap", params: debug1}
+		systemStart  = item{name: "system-start", file: bundle.SystemStartFile, kind: kindSystem}
+		end          = []item{
+			{name: "heap", file: bundle.HeapFile, kind: kindProfile, endpoint: "heap"},
+			{name: "allocs", file: bundle.AllocsFile, kind: kindProfile, endpoint: "allocs"},
+			{name: "goroutine", file: bundle.GoroutineFile, kind: kindProfile, endpoint: "goroutine"},
+			{name: "mutex", file: bundle.MutexFile, kind: kindProfile, endpoint: "mutex"},
+			{name: "block", file: bundle.BlockFile, kind: kindProfile, endpoint: "block"},
+			{name: "metrics-end", file: bundle.MetricsEndFile, kind: kindMetrics, endpoint: "heap", params: debug1},
+			{name: "system-end", file: bundle.SystemEndFile, kind: kindSystem},
+		}
+	)
+	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], end[3], end[4], metricsStart, end[5], systemStart, end[6]}
+	for _, it := range order {
+		c.items[it.name] = &bundle.Item{Name: it.name}
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	stopProgress := c.showProgress(start)
+	defer stopProgress()
+
+	cpuDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(cpuDone)
+		c.do(ctx, cpu)
+	})
+	if c.trace > 0 {
+		// The trace covers the end of the window, where the CPU profile is too.
+		wg.Go(func() {
+			if sleep(ctx, c.window-c.trace) {
+				c.do(ctx, trace)
+			}
+		})
+	} else {
+		c.skip("trace", "disabled")
+	}
+	wg.Go(func() { c.do(ctx, metricsStart) })
+	wg.Go(func() {
+		// heap-start first: its mappings tell whether the local process
+		// found by port is really the program being profiled.
+		if p := c.do(ctx, heapStart); p != nil {
+			c.confirmLocal(p)
+		}
+		c.do(ctx, systemStart)
+	})
+
+	// The end-of-window items wait for both the CPU profile and the window,
+	// so a CPU profile that fails early still leaves a window to measure.
+	windowDone := time.After(c.window)
+	for cpuDone != nil || windowDone != nil {
+		select {
+		case <-cpuDone:
+			cpuDone = nil
+		case <-windowDone:
+			windowDone = nil
+		case <-ctx.Done():
+			cpuDone, windowDone = nil, nil
+		}
+	}
+	c.phase.Store(1)
+	if ctx.Err() == nil {
+		for _, it := range end {
+			wg.Go(func() { c.do(ctx, it) })
+		}
+	}
+	wg.Wait()
+
+	m := &bundle.Manifest{
+		FormatVersion: bundle.FormatVersion,
+		Tool:          toolName(),
+		Target:        c.shown,
+		Start:         start,
+		End:           time.Now(),
+		Duration:      bundle.Duration(c.window),
+		PID:           c.pid,
+		Runtime:       c.runtimeInfo(),
+	}
+	for _, it := range order {
+		mi := *c.items[it.name]
+		if mi.Status == "" { // never started: cut off by cancellation
+			mi.Status, mi.Error = bundle.StatusFailed, errInterrupted.Error()
+		}
+		m.Items = append(m.Items, mi)
+	}
+	m.Partial = len(m.Failed()) > 0
+	return m
+}
+
+// sleep waits d or until ctx is done, reporting whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// do collects one item and records its fate. For profiles it returns the
+// parsed profile.
+func (c *collector) do(ctx context.Context, it item) *profile.Profile {
+	c.mu.Lock()
+	c.items[it.name].Status = "running"
+	c.mu.Unlock()
+	t0 := time.Now()
+	n, p, err := c.produce(ctx, it)
+	d := time.Since(t0)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mi := c.items[it.name]
+	mi.Duration = bundle.Duration(d.Round(time.Millisecond))
+	var skip *skipError
+	switch {
+	case err == nil:
+		mi.Status, mi.File, mi.Bytes = bundle.StatusOK, it.file, n
+		c.Logger.Debug("collected", "item", it.name, "bytes", n, "took", d)
+	case errors.As(err, &skip):
+		mi.Status, mi.Error = bundle.StatusSkipped, skip.reason
+		c.Logger.Debug("skipped", "item", it.name, "reason", skip.reason)
+	case errors.Is(err, errInterrupted):
+		mi.Status, mi.Error = bundle.StatusFailed, errInterrupted.Error()
+	default:
+		mi.Status, mi.Error = bundle.StatusFailed, err.Error()
+		c.Logger.Warn("item failed", "item", it.name, "err", err.Error())
+	}
+	return p
+}
+
+func (c *collector) skip(name, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items[name].Status, c.items[name].Error = bundle.StatusSkipped, reason
+}
+
+// produce fetches, validates and writes one item, returning its size.
+func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profile, error) {
+	path := filepath.Join(c.dir, it.file)
+	if it.kind == kindSystem {
+		return c.snapshot(it, path)
+	}
+	body, err := c.get(ctx, c.endpointURL(it.endpoint, it.params), it.length+c.Timeout, c.MaxBytes)
+	if err != nil {
+		return 0, nil, err
+	}
+	var p *profile.Profile
+	switch it.kind {
+	case kindProfile:
+		if p, err = parseProfile(body); err != nil {
+			return 0, nil, err
+		}
+	case kindTrace:
+		if err := checkTrace(body); err != nil {
+			return 0, nil, err
+		}
+	case kindMetrics:
+		st, err := bundle.ParseMemStats(bytes.NewReader(body))
+		if errors.Is(err, bundle.ErrNoMemStats) {
+			return 0, nil, errors.New("heap?debug=1 has no runtime.MemStats section")
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		st.Time = time.Now()
+		return writeJSON(path, st)
+	}
+	// The original bytes are kept: `go tool pprof` reads them as served.
+	if err := bundle.WriteFileAtomic(path, body); err != nil {
+		return 0, nil, fmt.Errorf("writing %s: %w", it.file, err)
+	}
+	return int64(len(body)), p, nil
+}
+
+func (c *collector) snapshot(it item, path string) (int64, *profile.Profile, error) {
+	c.mu.Lock()
+	pid, why := c.pid, c.notLocal
+	c.mu.Unlock()
+	if pid == 0 {
+		return 0, nil, &skipError{why}
+	}
+	snap, err := system.Snapshot(c.Roots, pid)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, e := range snap.Errors {
+		c.Logger.Debug("system snapshot incomplete", "item", it.name, "err", e)
+	}
+	c.mu.Lock()
+	if it.name == "system-start" {
+		c.snaps[0] = snap
+	} else {
+		c.snaps[1] = snap
+	}
+	c.mu.Unlock()
+	return writeJSON(path, snap)
+}
+
+func writeJSON(path string, v any) (int64, *profile.Profile, error) {
+	if err := bundle.WriteJSONAtomic(path, v); err != nil {
+		return 0, nil, fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, nil, err
+	}
+	return st.Size(), nil, nil
+}
+
+// confirmLocal drops the local process found by port when the profiled
+// program is another executable: a port forward (kubectl, ssh) or a proxy
+// owns the port then, and its /proc would describe the wrong process.
+func (c *collector) confirmLocal(p *profile.Profile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pid == 0 {
+		return
+	}
+	exe, err := system.Executable(c.Roots, c.pid)
+	if err != nil || exe == "" {
+		return
+	}
+	want := filepath.Base(exe)
+	seen := ""
+	for _, m := range p.Mapping {
+		if m.File == "" || strings.HasPrefix(m.File, "[") {
+			continue
+		}
+		f := filepath.Base(strings.TrimSuffix(m.File, " (deleted)"))
+		if f == want {
+			return
+		}
+		if seen == "" {
+			seen = f
+		}
+	}
+	if seen == "" {
+		return // no mappings to compare: trust the port
+	}
+	c.notLocal = fmt.Sprintf("the local port belongs to pid %d (%s), not to the profiled program (%s): a port forward or proxy?", c.pid, want, seen)
+	c.Logger.Warn("local process does not match target", "pid", c.pid, "exe", want, "profiled", seen)
+	c.pid = 0
+}
+
+// runtimeInfo records what is known of the target's Go settings.
+func (c *collector) runtimeInfo() bundle.RuntimeInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pid == 0 {
+		return bundle.RuntimeInfo{Source: "not known: " + c.notLocal}
+	}
+	var proc *bundle.ProcessInfo
+	for _, s := range c.snaps {
+		if s != nil && s.Process != nil {
+			proc = s.Process
+		}
+	}
+	if proc == nil {
+		ri := bundle.RuntimeInfo{Source: fmt.Sprintf("local pid %d: environment not readable", c.pid)}
+		if bi, err := system.BuildInfo(c.Roots, c.pid); err == nil {
+			ri.GoVersion = bi.GoVersion
+			ri.Source += "; Go version from the executable's build info"
+		}
+		return ri
+	}
+	ri := bundle.RuntimeInfo{
+		GoVersion:  proc.GoVersion,
+		GOGC:       proc.GoEnv["GOGC"],
+		GOMEMLIMIT: proc.GoEnv["GOMEMLIMIT"],
+		Source:     fmt.Sprintf("local pid %d: environment at exec (unset = runtime default) and the executable's build info", c.pid),
+	}
+	if n, err := strconv.Atoi(proc.GoEnv["GOMAXPROCS"]); err == nil && n > 0 {
+		ri.GOMAXPROCS = n
+	}
+	return ri
+}
+
+// allFailed reports whether no item from the target succeeded, and the first failure.
+func (c *collector) allFailed(m *bundle.Manifest) (bundle.Item, bool) {
+	var first bundle.Item
+	for _, it := range m.Items {
+		if strings.HasPrefix(it.Name, "system-") {
+			continue
+		}
+		switch it.Status {
+		case bundle.StatusOK:
+			return bundle.Item{}, false
+		case bundle.StatusFailed:
+			if first.Name == "" {
+				first = it
+			}
+		}
+	}
+	return first, first.Name != ""
+}
+
+// showProgress updates the status line every second until the returned stop is called.
+func (c *collector) showProgress(start time.Time) (stop func()) {
+	if !c.Progress.Active() {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			c.Progress.Update("%s", c.status(time.Since(start)))
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// status is the progress line: the window's clock, then each started item.
+func (c *collector) status(elapsed time.Duration) string {
+	var b strings.Builder
+	if c.phase.Load() == 0 {
+		fmt.Fprintf(&b, "collecting cpu profile %ds/%ds", int(min(elapsed, c.window).Seconds()), int(c.window.Seconds()))
+	} else {
+		b.WriteString("collecting end-of-window profiles")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for _, name := range []string{"trace", "heap-start", "metrics-start", "system-start", "heap", "allocs", "goroutine", "mutex", "block", "metrics-end", "system-end"} {
+		switch st := c.items[name].Status; st {
+		case "":
+		case "running":
+			parts = append(parts, name+" ...")
+		default:
+			parts = append(parts, name+" "+st)
+		}
+	}
+	if len(parts) > 0 {
+		b.WriteString("  (" + strings.Join(parts, ", ") + ")")
+	}
+	return b.String()
+}
+
+func toolName() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return "perfdoctor " + bi.Main.Version
+	}
+	return "perfdoctor"
+}

@@ -1,0 +1,327 @@
+package system
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/prometheus/procfs"
+)
+
+// readCgroup finds the process's cgroup and reads its CPU and memory limits
+// and counters. It returns nil, nil when the process is in no cgroup with a
+// CPU or memory controller. Errors reading single files are joined into the
+// error while the rest is still returned.
+func readCgroup(roots Roots, proc procfs.Proc) (*bundle.CgroupInfo, error) {
+	cgs, err := proc.Cgroups()
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Join(roots.Sys, "fs", "cgroup")
+	var (
+		cpuPath, memPath, v2Path string
+		v1, v2                   bool
+	)
+	for _, c := range cgs {
+		if c.HierarchyID == 0 && len(c.Controllers) == 0 {
+			v2, v2Path = true, c.Path
+		}
+		for _, ctl := range c.Controllers {
+			switch ctl {
+			case "cpu":
+				v1, cpuPath = true, c.Path
+			case "memory":
+				v1, memPath = true, c.Path
+			}
+		}
+	}
+	// Hybrid systems list both; there the controllers live on v1 and the
+	// unified hierarchy only tracks processes.
+	switch {
+	case v1:
+		return readCgroupV1(base, cpuPath, memPath)
+	case v2:
+		return readCgroupV2(base, v2Path)
+	}
+	return nil, nil
+}
+
+func readCgroupV2(base, path string) (*bundle.CgroupInfo, error) {
+	info := &bundle.CgroupInfo{Version: 2, Path: path}
+	var errs []error
+	leaf := resolveCgroupDir(base, path)
+	// Limits set on an ancestor (a Kubernetes pod, a systemd slice) bind too:
+	// the effective limit is the smallest on the way up.
+	for dir := range ancestors(base, leaf) {
+		if q, err := readWith(filepath.Join(dir, "cpu.max"), parseCPUMax); err == nil {
+			info.CPUQuotaCores = minLimit(info.CPUQuotaCores, q)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		if m, err := readWith(filepath.Join(dir, "memory.max"), parseCgroupValue); err == nil {
+			info.MemoryLimitBytes = minLimit(info.MemoryLimitBytes, m)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if v, err := readWith(filepath.Join(leaf, "memory.current"), parseCgroupValue); err == nil {
+		info.MemoryUsageBytes = v
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	if st, err := readWith(filepath.Join(leaf, "cpu.stat"), parseCPUStat); err == nil {
+		info.NrPeriods, info.NrThrottled, info.ThrottledUsec = st.NrPeriods, st.NrThrottled, st.ThrottledUsec
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return info, errors.Join(errs...)
+}
+
+func readCgroupV1(base, cpuPath, memPath string) (*bundle.CgroupInfo, error) {
+	info := &bundle.CgroupInfo{Version: 1, Path: cpuPath}
+	switch {
+	case cpuPath == "":
+		info.Path = memPath
+	case memPath != "" && memPath != cpuPath:
+		info.Path = "cpu:" + cpuPath + ",memory:" + memPath
+	}
+	var errs []error
+	if cpuPath != "" {
+		mount := ""
+		for _, name := range []string{"cpu", "cpu,cpuacct", "cpuacct,cpu"} {
+			if isDir(filepath.Join(base, name)) {
+				mount = filepath.Join(base, name)
+				break
+			}
+		}
+		if mount == "" {
+			errs = append(errs, fmt.Errorf("cgroup v1 cpu controller not mounted under %s", base))
+		} else {
+			leaf := resolveCgroupDir(mount, cpuPath)
+			for dir := range ancestors(mount, leaf) {
+				quota, err := readWith(filepath.Join(dir, "cpu.cfs_quota_us"), parseCgroupInt)
+				if err != nil {
+					if !errors.Is(err, fs.ErrNotExist) {
+						errs = append(errs, err)
+					}
+					continue
+				}
+				period, err := readWith(filepath.Join(dir, "cpu.cfs_period_us"), parseCgroupInt)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if quota > 0 && period > 0 { // quota -1 means none
+					info.CPUQuotaCores = minLimit(info.CPUQuotaCores, float64(quota)/float64(period))
+				}
+			}
+			if st, err := readWith(filepath.Join(leaf, "cpu.stat"), parseCPUStat); err == nil {
+				info.NrPeriods, info.NrThrottled, info.ThrottledUsec = st.NrPeriods, st.NrThrottled, st.ThrottledUsec
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if memPath != "" {
+		mount := filepath.Join(base, "memory")
+		if !isDir(mount) {
+			errs = append(errs, fmt.Errorf("cgroup v1 memory controller not mounted under %s", base))
+		} else {
+			leaf := resolveCgroupDir(mount, memPath)
+			for dir := range ancestors(mount, leaf) {
+				if m, err := readWith(filepath.Join(dir, "memory.limit_in_bytes"), parseCgroupValue); err == nil {
+					info.MemoryLimitBytes = minLimit(info.MemoryLimitBytes, m)
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+			if v, err := readWith(filepath.Join(leaf, "memory.usage_in_bytes"), parseCgroupValue); err == nil {
+				info.MemoryUsageBytes = v
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return info, errors.Join(errs...)
+}
+
+// minLimit combines limits where 0 means none.
+func minLimit[T uint64 | float64](a, b T) T {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// resolveCgroupDir maps a path from /proc/PID/cgroup to a directory under
+// mount. Inside a container without a cgroup namespace the path names the
+// host's hierarchy while the mount shows only the container's subtree, so
+// leading components are dropped until a directory exists.
+func resolveCgroupDir(mount, path string) string {
+	clean := strings.Trim(filepath.Clean("/"+path), "/") // no escaping mount with ".."
+	if clean == "" {
+		return mount
+	}
+	parts := strings.Split(clean, "/")
+	for i := range parts {
+		if d := filepath.Join(mount, filepath.Join(parts[i:]...)); isDir(d) {
+			return d
+		}
+	}
+	return mount
+}
+
+// ancestors yields leaf and its parents up to and including mount.
+func ancestors(mount, leaf string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for dir := leaf; ; dir = filepath.Dir(dir) {
+			if !yield(dir) || dir == mount || len(dir) <= len(mount) {
+				return
+			}
+		}
+	}
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// maxCgroupFile bounds reads of cgroup files, which are a few lines long.
+const maxCgroupFile = 64 << 10
+
+// readWith opens path and parses it, naming the file in errors.
+func readWith[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer f.Close()
+	v, err := parse(io.LimitReader(f, maxCgroupFile))
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// parseCPUMax parses cgroup v2 cpu.max, "$QUOTA $PERIOD" in microseconds or
+// "max $PERIOD", into cores; 0 means no limit.
+func parseCPUMax(r io.Reader) (float64, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 || len(f) > 2 {
+		return 0, fmt.Errorf("cpu.max: want \"QUOTA PERIOD\", got %.40q", b)
+	}
+	if f[0] == "max" {
+		return 0, nil
+	}
+	quota, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cpu.max quota: %w", err)
+	}
+	period := uint64(100000) // the kernel default when only a quota is shown
+	if len(f) == 2 {
+		if period, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+			return 0, fmt.Errorf("cpu.max period: %w", err)
+		}
+	}
+	if period == 0 {
+		return 0, fmt.Errorf("cpu.max: zero period")
+	}
+	return float64(quota) / float64(period), nil
+}
+
+// v1Unlimited: cgroup v1 shows "no limit" as the largest page-aligned int64
+// (9223372036854771712 with 4 KiB pages); anything this large is no limit.
+const v1Unlimited = 1 << 62
+
+// parseCgroupValue parses a one-number cgroup file (memory.max,
+// memory.current, memory.limit_in_bytes, ...). "max" and v1's huge
+// "unlimited" value read as 0, meaning no limit.
+func parseCgroupValue(r io.Reader) (uint64, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "max" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a number or \"max\": %w", err)
+	}
+	if v >= v1Unlimited {
+		return 0, nil
+	}
+	return v, nil
+}
+
+// parseCgroupInt parses a one-number file that may be negative
+// (cpu.cfs_quota_us is -1 without a quota).
+func parseCgroupInt(r io.Reader) (int64, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a number: %w", err)
+	}
+	return v, nil
+}
+
+// cpuStat holds the throttling counters of cpu.stat.
+type cpuStat struct {
+	NrPeriods, NrThrottled, ThrottledUsec uint64
+}
+
+// parseCPUStat parses cpu.stat "key value" lines, v2 (throttled_usec) or v1
+// (throttled_time in nanoseconds). Unknown keys are ignored.
+func parseCPUStat(r io.Reader) (cpuStat, error) {
+	var st cpuStat
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		scale := uint64(1)
+		switch k {
+		case "nr_periods":
+			dst = &st.NrPeriods
+		case "nr_throttled":
+			dst = &st.NrThrottled
+		case "throttled_usec":
+			dst = &st.ThrottledUsec
+		case "throttled_time":
+			dst, scale = &st.ThrottledUsec, 1000
+		default:
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("cpu.stat %s: %w", k, err)
+		}
+		*dst = n / scale
+	}
+	if err := sc.Err(); err != nil {
+		return st, fmt.Errorf("cpu.stat: %w", err)
+	}
+	return st, nil
+}

@@ -1,0 +1,36 @@
+package evidence
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"testing"
+)
+
+// FuzzLoad feeds arbitrary bytes through content sniffing and the profile
+// parsers: any input must give evidence or an error, never a panic.
+func FuzzLoad(f *testing.F) {
+	for _, name := range []string{"heap", "goroutine", "allocs"} {
+		var buf bytes.Buffer
+		pprof.Lookup(name).WriteTo(&buf, 0)
+		f.Add(buf.Bytes())
+	}
+	var text bytes.Buffer
+	pprof.Lookup("heap").WriteTo(&text, 1)
+	f.Add(text.Bytes())
+	f.Add([]byte("go 1.26 trace\x00\x00\x00"))
+	f.Add([]byte(`{"num_gc": 3, "source": "x"}`))
+	f.Add([]byte(`{"machine": {"num_cpu": 2}}`))
+	f.Add([]byte{0x0a, 0x02, 0x08, 0x01})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "in")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := Load(path)
+		if err == nil && ev.CPUStacks() == nil && ev.Profile(CPU) != nil {
+			t.Error("CPU profile without stacks")
+		}
+	})
+}
