@@ -320,7 +320,7 @@ func mutexOrBlock(p *profile.Profile, path string) Kind {
 	st := NewStacks(p, "contentions")
 	if st != nil && len(st.Samples) > 0 {
 		for _, s := range st.Samples {
-			if len(s.Frames) > 0 && unlock(s.Frames[0]) {
+			if len(s.Frames) > 0 && unlock(st.Frames[s.Frames[0]].Func) {
 				return Mutex
 			}
 		}

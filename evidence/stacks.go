@@ -14,20 +14,27 @@ type Frame struct {
 	Line int64  `json:"line,omitempty"`
 }
 
-// Sample is one stack with its value in the chosen sample type. Frames run
-// from the leaf (where the time was spent) to the root.
+// Sample is one stack with its value in the chosen sample type. Frames
+// holds indexes into Stacks.Frames, from the leaf (where the time was spent)
+// to the root.
 type Sample struct {
-	Frames []Frame
+	Frames []int32
 	Value  int64
 }
 
 // Stacks is a profile flattened for the questions rules ask: "what share of
 // the total has a frame matching X on its stack", "which sites are hottest".
+// Frames and function names are interned: profiles repeat the same few
+// thousand functions across hundreds of thousands of frames, so a matcher
+// runs once per distinct function and a sample costs 4 bytes a frame.
 type Stacks struct {
-	Samples []Sample
-	Total   int64
-	Type    string // sample type, e.g. "cpu" or "alloc_objects"
-	Unit    string // e.g. "nanoseconds", "count"
+	Samples   []Sample
+	Frames    []Frame  // distinct frames (function, file, line)
+	Funcs     []string // distinct function names
+	frameFunc []int32  // Frames[i].Func is Funcs[frameFunc[i]]
+	Total     int64
+	Type      string // sample type, e.g. "cpu" or "alloc_objects"
+	Unit      string // e.g. "nanoseconds", "count"
 }
 
 // NewStacks flattens p using the sample type named typ (e.g. "cpu",
@@ -42,23 +49,56 @@ func NewStacks(p *profile.Profile, typ string) *Stacks {
 		return nil
 	}
 	st := &Stacks{Type: p.SampleType[idx].Type, Unit: p.SampleType[idx].Unit}
+	funcID := map[string]int32{}
+	frameID := map[Frame]int32{}
+	byLoc := map[*profile.Location][]int32{}
+	expand := func(loc *profile.Location) []int32 {
+		if ids, ok := byLoc[loc]; ok {
+			return ids
+		}
+		var ids []int32
+		// Location.Line lists inlined calls innermost first.
+		for _, ln := range loc.Line {
+			if ln.Function == nil {
+				continue
+			}
+			f := Frame{Func: ln.Function.Name, File: ln.Function.Filename, Line: ln.Line}
+			id, ok := frameID[f]
+			if !ok {
+				fid, ok := funcID[f.Func]
+				if !ok {
+					fid = int32(len(st.Funcs))
+					funcID[f.Func] = fid
+					st.Funcs = append(st.Funcs, f.Func)
+				}
+				id = int32(len(st.Frames))
+				frameID[f] = id
+				st.Frames = append(st.Frames, f)
+				st.frameFunc = append(st.frameFunc, fid)
+			}
+			ids = append(ids, id)
+		}
+		byLoc[loc] = ids
+		return ids
+	}
+	total := 0
+	for _, s := range p.Sample {
+		for _, loc := range s.Location {
+			total += len(expand(loc))
+		}
+	}
+	backing := make([]int32, 0, total) // one allocation for every sample's frames
 	st.Samples = make([]Sample, 0, len(p.Sample))
 	for _, s := range p.Sample {
 		v := s.Value[idx]
 		if v == 0 {
 			continue
 		}
-		var frames []Frame
+		start := len(backing)
 		for _, loc := range s.Location {
-			// Location.Line lists inlined calls innermost first.
-			for _, ln := range loc.Line {
-				if ln.Function == nil {
-					continue
-				}
-				frames = append(frames, Frame{Func: ln.Function.Name, File: ln.Function.Filename, Line: ln.Line})
-			}
+			backing = append(backing, byLoc[loc]...)
 		}
-		st.Samples = append(st.Samples, Sample{Frames: frames, Value: v})
+		st.Samples = append(st.Samples, Sample{Frames: backing[start:len(backing):len(backing)], Value: v})
 		st.Total += v
 	}
 	return st
@@ -82,16 +122,17 @@ func sampleIndex(p *profile.Profile, typ string) int {
 	return -1
 }
 
-// Matcher decides whether a frame belongs to a family of interest.
-type Matcher func(Frame) bool
+// Matcher decides whether a function, by its full name, belongs to a family
+// of interest.
+type Matcher func(fn string) bool
 
-// FuncPrefix matches frames whose function name starts with any of the
-// prefixes. Families are matched by prefix because runtime and library
-// internals gain suffixes (".func2", "1", "Fast") across versions.
+// FuncPrefix matches functions whose name starts with any of the prefixes.
+// Families are matched by prefix because runtime and library internals gain
+// suffixes (".func2", "1", "Fast") across versions.
 func FuncPrefix(prefixes ...string) Matcher {
-	return func(f Frame) bool {
+	return func(fn string) bool {
 		for _, p := range prefixes {
-			if strings.HasPrefix(f.Func, p) {
+			if strings.HasPrefix(fn, p) {
 				return true
 			}
 		}
@@ -99,11 +140,41 @@ func FuncPrefix(prefixes ...string) Matcher {
 	}
 }
 
-// Any matches a frame that any of the matchers matches.
+// Any matches a function that any of the matchers matches.
 func Any(ms ...Matcher) Matcher {
-	return func(f Frame) bool {
+	return func(fn string) bool {
 		for _, m := range ms {
-			if m(f) {
+			if m(fn) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// eval runs m once per distinct function and returns, per frame, whether
+// its function matched.
+func (s *Stacks) eval(m Matcher) []bool {
+	funcHit := make([]bool, len(s.Funcs))
+	for i, fn := range s.Funcs {
+		funcHit[i] = m(fn)
+	}
+	hit := make([]bool, len(s.Frames))
+	for i, fid := range s.frameFunc {
+		hit[i] = funcHit[fid]
+	}
+	return hit
+}
+
+// Has returns a predicate telling whether a sample has a matching frame.
+func (s *Stacks) Has(m Matcher) func(Sample) bool {
+	if s == nil {
+		return func(Sample) bool { return false }
+	}
+	hit := s.eval(m)
+	return func(sm Sample) bool {
+		for _, id := range sm.Frames {
+			if hit[id] {
 				return true
 			}
 		}
@@ -114,7 +185,7 @@ func Any(ms ...Matcher) Matcher {
 // Share is the fraction of the total whose stack contains a matching frame
 // (pprof's "cum" for a family of functions, counted once per sample).
 func (s *Stacks) Share(m Matcher) float64 {
-	return s.ShareWhere(func(sm Sample) bool { return sm.Has(m) })
+	return s.ShareWhere(s.Has(m))
 }
 
 // ShareWhere is the fraction of the total in samples the predicate accepts.
@@ -131,14 +202,57 @@ func (s *Stacks) ShareWhere(keep func(Sample) bool) float64 {
 	return float64(v) / float64(s.Total)
 }
 
-// Has reports whether any frame of the sample matches.
-func (sm Sample) Has(m Matcher) bool {
-	for _, f := range sm.Frames {
-		if m(f) {
-			return true
+// First returns a pick function choosing a sample's leaf-most frame that m
+// matches (e.g. the first application frame above the allocator), or nil.
+func (s *Stacks) First(m Matcher) func(Sample) *Frame {
+	if s == nil {
+		return func(Sample) *Frame { return nil }
+	}
+	hit := s.eval(m)
+	return func(sm Sample) *Frame {
+		for _, id := range sm.Frames {
+			if hit[id] {
+				return &s.Frames[id]
+			}
+		}
+		return nil
+	}
+}
+
+// Matched lists the distinct functions that m matches, most expensive
+// (by cumulative value) first, at most n of them.
+func (s *Stacks) Matched(m Matcher, n int) []string {
+	if s == nil {
+		return nil
+	}
+	hit := s.eval(m)
+	cost := make([]int64, len(s.Funcs))
+	lastSample := make([]int, len(s.Funcs)) // 1-based sample index, to count a function once per sample
+	for i, sm := range s.Samples {
+		for _, id := range sm.Frames {
+			if fid := s.frameFunc[id]; hit[id] && lastSample[fid] != i+1 {
+				lastSample[fid] = i + 1
+				cost[fid] += sm.Value
+			}
 		}
 	}
-	return false
+	var ids []int
+	for id, c := range cost {
+		if c > 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if cost[ids[i]] != cost[ids[j]] {
+			return cost[ids[i]] > cost[ids[j]]
+		}
+		return s.Funcs[ids[i]] < s.Funcs[ids[j]]
+	})
+	names := make([]string, 0, min(n, len(ids)))
+	for _, id := range ids[:min(n, len(ids))] {
+		names = append(names, s.Funcs[id])
+	}
+	return names
 }
 
 // Site is a place in the code with its share of a profile's total.
@@ -188,19 +302,6 @@ func (s *Stacks) TopSites(n int, pick func(Sample) *Frame) []Site {
 		out = out[:n]
 	}
 	return out
-}
-
-// FirstFrame returns a pick function choosing the leaf-most frame that m
-// matches, e.g. the first application frame above the allocator.
-func FirstFrame(m Matcher) func(Sample) *Frame {
-	return func(sm Sample) *Frame {
-		for i := range sm.Frames {
-			if m(sm.Frames[i]) {
-				return &sm.Frames[i]
-			}
-		}
-		return nil
-	}
 }
 
 // IsRuntime reports whether a function belongs to the Go runtime proper.

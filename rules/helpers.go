@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -17,8 +16,8 @@ func (p *Pass) Skip(reason string) {
 
 // IsApplication matches frames outside the Go runtime and standard library:
 // the service's own code and its third-party libraries.
-func IsApplication(f evidence.Frame) bool {
-	return f.Func != "" && !evidence.IsRuntime(f.Func) && !evidence.IsStdlib(f.Func)
+func IsApplication(fn string) bool {
+	return fn != "" && !evidence.IsRuntime(fn) && !evidence.IsStdlib(fn)
 }
 
 // Locations turns profile sites into finding locations with a role.
@@ -28,38 +27,6 @@ func Locations(sites []evidence.Site, role string) []Location {
 		out = append(out, Location{Function: s.Func, File: s.File, Line: s.Line, Share: s.Flat, Role: role})
 	}
 	return out
-}
-
-// MatchedFuncs lists the distinct function names in the stacks that m
-// matches, most expensive first, at most n of them.
-func MatchedFuncs(st *evidence.Stacks, m evidence.Matcher, n int) []string {
-	if st == nil {
-		return nil
-	}
-	cost := map[string]int64{}
-	for _, s := range st.Samples {
-		seen := map[string]bool{}
-		for _, f := range s.Frames {
-			if !seen[f.Func] && m(f) {
-				seen[f.Func] = true
-				cost[f.Func] += s.Value
-			}
-		}
-	}
-	names := make([]string, 0, len(cost))
-	for name := range cost {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if cost[names[i]] != cost[names[j]] {
-			return cost[names[i]] > cost[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	if len(names) > n {
-		names = names[:n]
-	}
-	return names
 }
 
 // MinCPUSamples is the fewest CPU samples (at 100 Hz, one second of CPU)

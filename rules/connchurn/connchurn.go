@@ -54,36 +54,36 @@ var (
 
 const minShare = 0.03
 
-func churn(s evidence.Sample) bool {
-	return s.Has(dialFrames) || (s.Has(closeFrames) && !s.Has(inboundClose))
-}
-
 func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
 	cpu := pass.Evidence.CPUStacks()
+	dials, closes, inbound := cpu.Has(dialFrames), cpu.Has(closeFrames), cpu.Has(inboundClose)
+	churn := func(s evidence.Sample) bool { return dials(s) || (closes(s) && !inbound(s)) }
 	share := cpu.ShareWhere(churn)
 	if share < minShare {
 		return nil
 	}
 	dialShare := cpu.Share(dialFrames)
 	kind, fix, example := "TCP", "Keep connections open and reuse them: a pool of connections per destination.", ""
+	udp, viaHTTP := cpu.Has(udpDial), cpu.Has(httpClient)
 	switch {
-	case cpu.ShareWhere(func(s evidence.Sample) bool { return s.Has(dialFrames) && s.Has(udpDial) }) > dialShare/2:
+	case cpu.ShareWhere(func(s evidence.Sample) bool { return dials(s) && udp(s) }) > dialShare/2:
 		kind = "UDP"
 		fix = "Keep connected UDP sockets and reuse them: a sync.Pool of *net.UDPConn per destination, held in a sync.Map keyed by address."
 		example = pass.Rule.Doc.After
-	case cpu.ShareWhere(func(s evidence.Sample) bool { return s.Has(dialFrames) && s.Has(httpClient) }) > dialShare/2:
+	case cpu.ShareWhere(func(s evidence.Sample) bool { return dials(s) && viaHTTP(s) }) > dialShare/2:
 		kind = "HTTP"
 		fix = "Share one http.Client (one Transport) for the process, set Transport.MaxIdleConnsPerHost to the request concurrency (the default is 2), and always read response bodies to EOF and close them so connections return to the pool."
 		example = "var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}} // one per process"
 	}
+	appFrame := cpu.First(rules.IsApplication)
 	callers := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !churn(s) {
 			return nil
 		}
-		return evidence.FirstFrame(rules.IsApplication)(s)
+		return appFrame(s)
 	})
 	f := rules.Finding{
 		Severity:    rules.SeverityFor(share),
@@ -99,7 +99,7 @@ func check(pass *rules.Pass) error {
 		Fix:       fix,
 		Example:   example,
 		Locations: rules.Locations(callers, "code that dials or closes"),
-		Frames:    rules.MatchedFuncs(cpu, evidence.Any(dialFrames, closeFrames), 12),
+		Frames:    cpu.Matched(evidence.Any(dialFrames, closeFrames), 12),
 	}
 	if kind == "UDP" {
 		f.Caveats = append(f.Caveats, pass.Rule.Doc.Caveats)

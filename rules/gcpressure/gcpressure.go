@@ -77,7 +77,8 @@ func check(pass *rules.Pass) error {
 	if gcShare < lowShare {
 		return nil
 	}
-	mallocOnly := cpu.ShareWhere(func(s evidence.Sample) bool { return s.Has(MallocFrames) && !s.Has(GCFrames) })
+	inMalloc, inGC := cpu.Has(MallocFrames), cpu.Has(GCFrames)
+	mallocOnly := cpu.ShareWhere(func(s evidence.Sample) bool { return inMalloc(s) && !inGC(s) })
 
 	f := rules.Finding{
 		Severity:    grade(gcShare),
@@ -88,7 +89,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("GC share of CPU", gcShare),
 			rules.Share("allocation share of CPU (outside GC)", mallocOnly),
 		},
-		Frames: rules.MatchedFuncs(cpu, GCFrames, 12),
+		Frames: cpu.Matched(GCFrames, 12),
 	}
 	gc, haveGC := ev.GC()
 	if haveGC {
@@ -166,7 +167,7 @@ func grade(share float64) rules.Severity {
 // runtime (application or library) in the allocs profile, by object count.
 func allocSites(ev *evidence.Evidence) []evidence.Site {
 	st := evidence.NewStacks(ev.Profile(evidence.Allocs), "alloc_objects")
-	return st.TopSites(5, evidence.FirstFrame(func(f evidence.Frame) bool { return !evidence.IsRuntime(f.Func) }))
+	return st.TopSites(5, st.First(func(fn string) bool { return !evidence.IsRuntime(fn) }))
 }
 
 // liveHeap estimates the live heap: the heap profile's in-use bytes are as

@@ -48,15 +48,9 @@ func check(pass *rules.Pass) error {
 			explained[fn] = true
 		}
 	}
-	unexplained := func(s evidence.Sample) bool {
-		for _, f := range s.Frames {
-			if explained[f.Func] {
-				return false
-			}
-		}
-		return true
-	}
-	appFrame := evidence.FirstFrame(rules.IsApplication)
+	isExplained := cpu.Has(func(fn string) bool { return explained[fn] })
+	unexplained := func(s evidence.Sample) bool { return !isExplained(s) }
+	appFrame := cpu.First(rules.IsApplication)
 	byFunc := map[string]int64{}
 	for _, s := range cpu.Samples {
 		if !unexplained(s) {
@@ -84,7 +78,7 @@ func check(pass *rules.Pass) error {
 	if share < minShare {
 		return nil
 	}
-	cum := cpu.Share(func(f evidence.Frame) bool { return f.Func == top })
+	cum := cpu.Share(func(fn string) bool { return fn == top })
 	lines := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !unexplained(s) {
 			return nil
@@ -95,9 +89,9 @@ func check(pass *rules.Pass) error {
 		return nil
 	})
 	callers := cpu.TopSites(3, func(s evidence.Sample) *evidence.Frame {
-		for i, f := range s.Frames {
-			if f.Func == top && i+1 < len(s.Frames) {
-				return &s.Frames[i+1]
+		for i, id := range s.Frames {
+			if cpu.Frames[id].Func == top && i+1 < len(s.Frames) {
+				return &cpu.Frames[s.Frames[i+1]]
 			}
 		}
 		return nil

@@ -68,7 +68,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share / 2,
 		ImpactBasis: "half of the scheduler's share of CPU: matching GOMAXPROCS to the quota and cutting goroutine handoffs removes the spinning, not the scheduling itself",
 		Evidence:    []rules.Fact{rules.Share("scheduler share of CPU", share)},
-		Frames:      rules.MatchedFuncs(cpu, Frames, 10),
+		Frames:      cpu.Matched(Frames, 10),
 		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", rules.Percent(share)),
 		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
 	}
