@@ -1,0 +1,187 @@
+// Package e2e runs perfdoctor end to end against the casebook services, as
+// a user would: the service is a separate process that only imports
+// net/http/pprof, load comes from outside it, and perfdoctor's own binary
+// collects and diagnoses. These are the project's acceptance tests.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/load"
+)
+
+var bin struct{ perfdoctor, casebook string }
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped in -short mode")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "perfdoctor-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin.perfdoctor = filepath.Join(dir, "perfdoctor")
+	bin.casebook = filepath.Join(dir, "casebook")
+	for path, pkg := range map[string]string{bin.perfdoctor: "../../cmd/perfdoctor", bin.casebook: "../cmd/casebook"} {
+		if out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// service is a running casebook variant.
+type service struct {
+	cmd           *exec.Cmd
+	app, pprofURL string
+}
+
+func start(t *testing.T, caseName, variant string) *service {
+	t.Helper()
+	cmd := exec.Command(bin.casebook, "-case", caseName, "-variant", variant, "-listen", "127.0.0.1:0", "-pprof", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+		for sc.Scan() {
+		}
+	}()
+	s := &service{cmd: cmd}
+	select {
+	case l := <-line:
+		for _, f := range strings.Fields(l) {
+			if v, ok := strings.CutPrefix(f, "app="); ok {
+				s.app = v
+			}
+			if v, ok := strings.CutPrefix(f, "pprof="); ok {
+				s.pprofURL = v
+			}
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("casebook service not ready in 20s")
+	}
+	if s.app == "" || s.pprofURL == "" {
+		t.Fatalf("casebook %s/%s did not report its addresses", caseName, variant)
+	}
+	return s
+}
+
+type finding struct {
+	Rule     string
+	Class    string
+	Severity string
+	Impact   float64
+	Summary  string
+}
+
+// diagnoseUnderLoad loads the service, collects a bundle with the
+// perfdoctor binary while the load runs, and returns the JSON findings.
+func diagnoseUnderLoad(t *testing.T, s *service) []finding {
+	t.Helper()
+	const warmup, window = time.Second, 5 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := load.Run(ctx, load.Config{URL: s.app, Concurrency: 8, Duration: warmup + window + 3*time.Second})
+		loaded <- err
+	}()
+	time.Sleep(warmup)
+	bundleDir := filepath.Join(t.TempDir(), "bundle")
+	out, err := exec.Command(bin.perfdoctor, "collect", s.pprofURL, "-d", window.String(), "-o", bundleDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("perfdoctor collect: %v\n%s", err, out)
+	}
+	cancel()
+	<-loaded
+	stdout, err := exec.Command(bin.perfdoctor, "diagnose", bundleDir, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("perfdoctor diagnose: %v", err)
+	}
+	var doc struct {
+		Findings []finding
+		Inputs   struct {
+			System  bool
+			Metrics bool
+			Partial bool
+		}
+	}
+	if err := json.Unmarshal(stdout, &doc); err != nil {
+		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
+	}
+	if !doc.Inputs.System || !doc.Inputs.Metrics || doc.Inputs.Partial {
+		t.Errorf("bundle incomplete: %+v", doc.Inputs)
+	}
+	for i, f := range doc.Findings {
+		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
+	}
+	return doc.Findings
+}
+
+func TestCasebook(t *testing.T) {
+	for _, tc := range []struct {
+		name, caseName, class string
+	}{
+		{"D1 gc-pressure", "d1", "gc-pressure"},
+		{"D2 connection-churn", "d2", "connection-churn"},
+	} {
+		t.Run(tc.name+"/bad", func(t *testing.T) {
+			findings := diagnoseUnderLoad(t, start(t, tc.caseName, "bad"))
+			if len(findings) == 0 || findings[0].Class != tc.class {
+				t.Fatalf("top finding is not %s: %+v", tc.class, findings)
+			}
+			if findings[0].Severity != "high" {
+				t.Errorf("top finding severity %s, want high", findings[0].Severity)
+			}
+		})
+		t.Run(tc.name+"/fixed", func(t *testing.T) {
+			for _, f := range diagnoseUnderLoad(t, start(t, tc.caseName, "fixed")) {
+				if f.Class == tc.class && (f.Severity == "high" || f.Severity == "medium") {
+					t.Errorf("fixed variant still shows %s at %s: %s", f.Class, f.Severity, f.Summary)
+				}
+				if f.Severity == "high" {
+					t.Errorf("fixed variant has a high-severity finding: %+v", f)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
+)
+
+func (a *app) collectCommand() *cobra.Command {
+	var (
+		duration time.Duration
+		out      string
+		trace    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "collect URL",
+		Short: "Observe a live Go service through its /debug/pprof endpoint into a bundle",
+		Long: `Collect takes, concurrently and each with a timeout and size cap: a CPU profile
+for the duration, heap profiles at start and end, allocs, goroutine, mutex and
+block profiles, a short execution trace, and runtime statistics at start and
+end. When the target runs on this host it also snapshots the process from /proc
+and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`,
+		Example: `  perfdoctor collect http://127.0.0.1:6060 -d 30s -o ./b1
+  perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				out = defaultBundleName(args[0], time.Now())
+			}
+			line := progress.New(os.Stderr)
+			m, err := collect.Collect(cmd.Context(), collect.Options{
+				Target:        args[0],
+				Duration:      duration,
+				TraceDuration: trace,
+				OutDir:        out,
+				Progress:      line,
+				Logger:        a.log,
+			})
+			line.Clear()
+			if m != nil {
+				printCollected(a, out, m)
+			}
+			return err
+		},
+	}
+	cmd.Flags().DurationVarP(&duration, "duration", "d", 30*time.Second, "CPU profile length, 1s to 10m")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle directory to create (default perfdoctor-HOST-TIME)")
+	cmd.Flags().DurationVar(&trace, "trace", time.Second, "execution trace length (0 to skip)")
+	return cmd
+}
+
+func printCollected(a *app, dir string, m *bundle.Manifest) {
+	ok := 0
+	for _, it := range m.Items {
+		if it.Status == bundle.StatusOK {
+			ok++
+		}
+	}
+	state := "bundle"
+	if m.Partial {
+		state = "partial bundle"
+	}
+	fmt.Fprintf(a.stderr, "%s written to %s: %d of %d items collected\n", state, dir, ok, len(m.Items))
+	for _, it := range m.Failed() {
+		fmt.Fprintf(a.stderr, "  %s failed: %s\n", it.Name, it.Error)
+	}
+}
+
+// defaultBundleName makes a directory name from the target host and time.
+func defaultBundleName(target string, now time.Time) string {
+	host := "target"
+	if u, err := url.Parse(target); err == nil && u.Host != "" {
+		host = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(u.Host)
+	}
+	return fmt.Sprintf("perfdoctor-%s-%s", host, now.Format("20060102-150405"))
+}

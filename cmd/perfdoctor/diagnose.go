@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/report"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/catalog"
+)
+
+func (a *app) diagnoseCommand() *cobra.Command {
+	var format, out, failOn string
+	cmd := &cobra.Command{
+		Use:   "diagnose PATH...",
+		Short: "Diagnose a bundle, a directory of profiles, or profile files",
+		Long: `Diagnose reads a bundle written by collect, a plain directory of profiles
+(e.g. saved with curl; files are recognised by content, not name), or loose
+files, runs the rule catalog and prints the findings ranked by the share of
+CPU (or memory or latency) the fix can recover.`,
+		Example: `  perfdoctor diagnose ./b1
+  perfdoctor diagnose cpu.pb.gz allocs.pb.gz --format json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("diagnose needs at least one PATH (a bundle directory or profile files)")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, ok := report.Formats[format]; !ok {
+				return usageError{fmt.Errorf("unknown --format %q (want one of: %s)", format, report.FormatNames())}
+			}
+			var threshold rules.Severity
+			if failOn != "" {
+				if err := threshold.UnmarshalText([]byte(failOn)); err != nil {
+					return usageError{fmt.Errorf("--fail-on: %w (want info, low, medium or high)", err)}
+				}
+			}
+			rep, err := diagnose(args...)
+			if err != nil {
+				return err
+			}
+			if err := writeReport(a.stdout, out, format, rep); err != nil {
+				return err
+			}
+			if failOn != "" {
+				for _, f := range rep.Findings {
+					if f.Severity >= threshold {
+						return findingsError{fmt.Sprintf("finding %s (%s) is %s, at or above --fail-on %s", f.Rule, f.Class, f.Severity, failOn)}
+					}
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: "+report.FormatNames())
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the report to this file instead of stdout")
+	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit with code 3 if a finding has this severity or higher (info, low, medium, high)")
+	return cmd
+}
+
+// diagnose loads the evidence once and runs the catalog over it.
+func diagnose(paths ...string) (*report.Report, error) {
+	ev, err := evidence.Load(paths...)
+	if err != nil {
+		return nil, err
+	}
+	res := rules.Run(ev, catalog.All())
+	return report.New("perfdoctor "+version, ev, res), nil
+}
+
+// writeReport writes to path (atomically) or, with no path, to w.
+func writeReport(w io.Writer, path, format string, rep *report.Report) error {
+	if path == "" {
+		return report.Write(w, format, rep)
+	}
+	var b strings.Builder
+	if err := report.Write(&b, format, rep); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}
