@@ -207,8 +207,11 @@ func headroom(s evidence.Settings, live uint64, gcShare float64) advice {
 	if s.GOMEMLIMIT > 0 && (limit == 0 || s.GOMEMLIMIT < limit) {
 		limit, limitSrc = s.GOMEMLIMIT, "GOMEMLIMIT"
 	}
-	if limit == 0 && s.MemTotal > 0 {
-		limit, limitSrc = s.MemTotal/2, "half the machine's memory; no limit set"
+	if limit == 0 && s.MemTotal > 0 && live > 0 {
+		// No limit to fill: propose a modest one rather than half the machine.
+		peak := uint64(float64(live) * (1 + float64(gogc)/100))
+		limit = min(s.MemTotal/2, max(1<<30, 10*peak))
+		limitSrc = "a default of max(1 GiB, 10x peak heap), as no memory limit is set"
 	}
 	if live == 0 || limit == 0 {
 		a.text = "Then give the GC headroom: set GOMEMLIMIT to ~90% of the memory the service may use and raise GOGC (e.g. 400) or set GOGC=off with GOMEMLIMIT; the peak heap grows to about live × (1 + GOGC/100)."

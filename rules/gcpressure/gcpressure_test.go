@@ -138,6 +138,10 @@ func TestHeadroomAdvice(t *testing.T) {
 	if !strings.Contains(tight.text, "no room") {
 		t.Errorf("tight memory advice = %q", tight.text)
 	}
+	unlimited := headroom(evidence.Settings{GOGC: 100, MemTotal: 24 << 30}, 16*mib, 0.40)
+	if !strings.Contains(unlimited.text, "GOMEMLIMIT=921MiB") {
+		t.Errorf("without a limit, want a 1 GiB budget (90%% = 921 MiB): %q", unlimited.text)
+	}
 	off := headroom(evidence.Settings{GOGC: -1}, 100*mib, 0.30)
 	if !strings.Contains(off.text, "already off") {
 		t.Errorf("GOGC=off advice = %q", off.text)
