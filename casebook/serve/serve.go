@@ -15,28 +15,26 @@ import (
 	"net/http/pprof"
 	"sync"
 	"time"
-
-	"github.com/perfdoctor/perfdoctor/casebook/d1gc"
-	"github.com/perfdoctor/perfdoctor/casebook/d2udp"
 )
 
-// Cases and Variants accepted by Start.
-var (
-	Cases    = []string{"d1", "d2"}
-	Variants = []string{"bad", "fixed"}
-)
+// Variants accepted by Start.
+var Variants = []string{"bad", "fixed"}
 
 // DefaultAddr is used for an empty listen address: loopback, any port.
 const DefaultAddr = "127.0.0.1:0"
 
 // Option configures Start.
-type Option func(*options)
+type Option func(*Options)
 
-type options struct{ downstream string }
+// Options are the settings a case's Build receives.
+type Options struct{ downstream string }
+
+// Downstream is the address given with WithDownstream, if any.
+func (o Options) Downstream() string { return o.downstream }
 
 // WithDownstream sets D2's UDP downstream (host:port) instead of the built-in
 // sink. Ignored by other cases.
-func WithDownstream(addr string) Option { return func(o *options) { o.downstream = addr } }
+func WithDownstream(addr string) Option { return func(o *Options) { o.downstream = addr } }
 
 // Service is a running casebook variant.
 type Service struct {
@@ -57,31 +55,20 @@ type Service struct {
 // and serves until ctx is done or Close is called. Empty addresses mean
 // DefaultAddr.
 func Start(ctx context.Context, caseName, variant, appAddr, pprofAddr string, opts ...Option) (*Service, error) {
-	var o options
+	var o Options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var (
-		h      http.Handler
+	c, ok := registry[caseName]
+	if !ok {
+		return nil, fmt.Errorf("serve: unknown case %q (want one of %v)", caseName, Cases())
+	}
+	h, closer, err := c.Build(variant, o)
+	if err != nil {
+		return nil, err
+	}
+	if closer == nil {
 		closer = func() error { return nil }
-	)
-	switch caseName {
-	case "d1":
-		var err error
-		if h, err = d1gc.Handler(variant); err != nil {
-			return nil, err
-		}
-		if err := d1gc.Tune(variant); err != nil {
-			return nil, err
-		}
-	case "d2":
-		dh, err := d2udp.NewHandler(variant, o.downstream)
-		if err != nil {
-			return nil, err
-		}
-		h, closer = dh, dh.Close
-	default:
-		return nil, fmt.Errorf("serve: unknown case %q (want one of %v)", caseName, Cases)
 	}
 
 	appLn, err := listen(appAddr)
