@@ -163,10 +163,13 @@ func diagnoseUnderLoad(t *testing.T, s *service) []finding {
 // show that class above low, nor anything at high. A case without a class is
 // a healthy control: nothing above low on either variant.
 func TestCasebook(t *testing.T) {
+	var card scorecard
+	defer func() { t.Log("scorecard:\n" + card.String()) }()
 	for _, name := range serve.Cases() {
 		c, _ := serve.Lookup(name)
 		t.Run(name+"/bad", func(t *testing.T) {
 			findings := diagnoseUnderLoad(t, start(t, name, "bad"))
+			defer func() { card.add(name, "bad", c.Class, findings, !t.Failed()) }()
 			if c.Class == "" {
 				quiet(t, findings, "")
 				return
@@ -179,7 +182,9 @@ func TestCasebook(t *testing.T) {
 			}
 		})
 		t.Run(name+"/fixed", func(t *testing.T) {
-			quiet(t, diagnoseUnderLoad(t, start(t, name, "fixed")), c.Class)
+			findings := diagnoseUnderLoad(t, start(t, name, "fixed"))
+			defer func() { card.add(name, "fixed", c.Class, findings, !t.Failed()) }()
+			quiet(t, findings, c.Class)
 		})
 	}
 }
@@ -195,4 +200,39 @@ func quiet(t *testing.T, findings []finding, class string) {
 			t.Errorf("unexpected %s finding: %+v", f.Severity, f)
 		}
 	}
+}
+
+// scorecard is one line per case and variant: what was expected, what came
+// out on top, where the expected class ranked, and the verdict. The
+// casebook README shows its latest output.
+type scorecard struct{ lines []string }
+
+func (s *scorecard) add(name, variant, class string, findings []finding, pass bool) {
+	top, rank := "-", "-"
+	if len(findings) > 0 {
+		top = fmt.Sprintf("%s (%s, %.0f%%)", findings[0].Class, findings[0].Severity, findings[0].Impact*100)
+	}
+	for i, f := range findings {
+		if class != "" && f.Class == class {
+			rank = fmt.Sprintf("%d (%s)", i+1, f.Severity)
+			break
+		}
+	}
+	want := class
+	switch {
+	case class == "":
+		want = "nothing above low"
+	case variant == "fixed":
+		want = class + " at most low"
+	}
+	verdict := "PASS"
+	if !pass {
+		verdict = "FAIL"
+	}
+	s.lines = append(s.lines, fmt.Sprintf("%-8s %-6s %-34s %-38s %-12s %s", name, variant, want, top, rank, verdict))
+}
+
+func (s *scorecard) String() string {
+	head := fmt.Sprintf("%-8s %-6s %-34s %-38s %-12s %s", "CASE", "VAR", "EXPECTED", "TOP FINDING", "RANK", "RESULT")
+	return head + "\n" + strings.Join(s.lines, "\n")
 }
