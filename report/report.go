@@ -1,6 +1,8 @@
 // Package report renders a diagnosis (findings plus a summary of the
-// evidence behind them) as text for terminals or JSON for machines. It
-// decides nothing: ranking and wording come from the rules.
+// evidence behind them) as text for terminals, JSON for machines, a
+// self-contained HTML page with flame graphs for people, Markdown for pull
+// requests and SARIF for code-scanning tools; it also compares two profiles
+// (Diff). It decides nothing: ranking and wording come from the rules.
 package report
 
 import (
@@ -22,6 +24,11 @@ type Report struct {
 	Findings      []rules.Finding    `json:"findings"`
 	NotChecked    []rules.NotChecked `json:"not_checked"`
 	Inputs        Inputs             `json:"inputs"`
+
+	// Evidence is what the report was made from. The HTML report draws its
+	// flame graphs, GC and load figures from it; other formats ignore it,
+	// and a Report built by hand may leave it nil.
+	Evidence *evidence.Evidence `json:"-"`
 }
 
 // Inputs summarises the evidence the diagnosis read.
@@ -53,6 +60,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Tool:          tool,
 		Findings:      res.Findings,
 		NotChecked:    res.NotChecked,
+		Evidence:      ev,
 	}
 	if r.Findings == nil {
 		r.Findings = []rules.Finding{}
@@ -98,8 +106,11 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 
 // Formats maps each output format to its writer.
 var Formats = map[string]func(io.Writer, *Report) error{
-	"text": WriteText,
-	"json": WriteJSON,
+	"text":     WriteText,
+	"json":     WriteJSON,
+	"html":     WriteHTML,
+	"markdown": WriteMarkdown,
+	"sarif":    WriteSARIF,
 }
 
 // Write renders r in the named format.

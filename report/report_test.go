@@ -76,7 +76,7 @@ func TestTextPutsTheVerdictFirst(t *testing.T) {
 }
 
 func TestUnknownFormat(t *testing.T) {
-	if err := Write(&bytes.Buffer{}, "yaml", sampleReport(t)); err == nil || !strings.Contains(err.Error(), "json, text") {
+	if err := Write(&bytes.Buffer{}, "yaml", sampleReport(t)); err == nil || !strings.Contains(err.Error(), "json, markdown, sarif, text") {
 		t.Errorf("err = %v", err)
 	}
 }

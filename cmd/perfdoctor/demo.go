@@ -122,14 +122,14 @@ func (a *app) demo(ctx context.Context, dir string, duration time.Duration, conc
 	if err := writeReport(a.stdout, "", "text", rep); err != nil {
 		return err
 	}
-	for _, format := range []string{"text", "json"} {
-		path := filepath.Join(dir, "report."+map[string]string{"text": "txt", "json": "json"}[format])
+	for _, format := range []string{"text", "json", "html"} {
+		path := filepath.Join(dir, "report."+map[string]string{"text": "txt", "json": "json", "html": "html"}[format])
 		if err := writeReport(nil, path, format, rep); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(a.stderr, "\ndemo: bundle in %s, reports in %s; try: perfdoctor diagnose %s, go tool pprof %s\n",
-		bundleDir, filepath.Join(dir, "report.{txt,json}"), bundleDir, filepath.Join(bundleDir, bundle.CPUFile))
+		bundleDir, filepath.Join(dir, "report.{txt,json,html}"), bundleDir, filepath.Join(bundleDir, bundle.CPUFile))
 	return nil
 }
 

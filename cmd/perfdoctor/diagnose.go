@@ -58,7 +58,8 @@ CPU (or memory or latency) the fix can recover.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: "+report.FormatNames())
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: "+report.FormatNames()+
+		" (html: one self-contained page with flame graphs; markdown: for pull requests; sarif: SARIF 2.1.0 for code scanning)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the report to this file instead of stdout")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit with code 3 if a finding has this severity or higher (info, low, medium, high)")
 	return cmd

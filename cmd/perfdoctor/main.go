@@ -101,6 +101,7 @@ Start with:  perfdoctor demo`,
 		a.explainCommand(),
 		a.demoCommand(),
 		a.casebookServeCommand(),
+		a.diffCommand(), a.viewCommand(),
 	)
 	return root
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/report"
+)
+
+func (a *app) diffCommand() *cobra.Command {
+	var format, out, kind string
+	var failPct float64
+	cmd := &cobra.Command{
+		Use:   "diff A B",
+		Short: "Compare two bundles or two profiles: what grew, what shrank",
+		Long: `Diff compares the profiles of one kind in A (before) and B (after): two
+bundles, two directories or two profile files. Each function's flat share
+(time or bytes in the function itself) and cumulative share (with its
+callees) is taken of its own profile's total, so runs of different lengths
+compare. It lists the biggest growers and shrinkers, and the hot spots that
+are new in B or gone from A; --format html draws a differential flame graph.
+
+With --fail-on-regression PCT it exits with code 3 when any function's flat
+or cumulative share grew by more than PCT percentage points.`,
+		Example: `  perfdoctor diff before/ after/
+  perfdoctor diff old-cpu.pb.gz new-cpu.pb.gz --format html -o diff.html
+  perfdoctor diff main/ pr/ --fail-on-regression 5`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			write, ok := report.DiffFormats[format]
+			if !ok {
+				return usageError{fmt.Errorf("unknown --format %q (want one of: %s)", format, report.DiffFormatNames())}
+			}
+			failOn := cmd.Flags().Changed("fail-on-regression")
+			if failOn && (failPct < 0 || failPct > 100) {
+				return usageError{fmt.Errorf("--fail-on-regression %v: want percentage points between 0 and 100", failPct)}
+			}
+			evA, err := evidence.Load(args[0])
+			if err != nil {
+				return fmt.Errorf("A: %w", err)
+			}
+			evB, err := evidence.Load(args[1])
+			if err != nil {
+				return fmt.Errorf("B: %w", err)
+			}
+			d, err := report.CompareEvidence(evA, evB, kind)
+			if err != nil {
+				return err
+			}
+			d.Tool = "perfdoctor " + version
+			regressed := failOn && d.CheckRegression(failPct/100)
+			if err := writeOutput(a.stdout, out, func(w io.Writer) error { return write(w, d) }); err != nil {
+				return err
+			}
+			if regressed {
+				return findingsError{d.Regression}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: "+report.DiffFormatNames())
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the comparison to this file instead of stdout")
+	cmd.Flags().StringVar(&kind, "kind", "", "profile kind to compare: cpu, allocs, heap, heap-start, mutex, block, goroutine (default: cpu, else the only kind both have)")
+	cmd.Flags().Float64Var(&failPct, "fail-on-regression", 0, "exit with code 3 if a function's share grew by more than this many percentage points")
+	return cmd
+}
+
+// writeOutput renders to path (atomically) or, with no path, to w.
+func writeOutput(w io.Writer, path string, render func(io.Writer) error) error {
+	if path == "" {
+		return render(w)
+	}
+	var b bytes.Buffer
+	if err := render(&b); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
