@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
 )
 
 // Kind names a profile's role in the evidence.
@@ -50,8 +51,14 @@ type Evidence struct {
 	LoadPath                 string // load generator results (load.json)
 	Files                    []File // every file considered, with what it was taken as
 
+	// TraceSummary is the execution trace summarised. Trace computes it
+	// from TracePath on first use unless it was set beforehand.
+	TraceSummary *trace.Summary
+
 	stacksOnce sync.Once
 	cpuStacks  *Stacks
+	traceOnce  sync.Once
+	traceErr   error
 }
 
 // File records how one input file was used.
@@ -79,6 +86,24 @@ func (e *Evidence) Profile(k Kind) *profile.Profile { return e.Profiles[k] }
 func (e *Evidence) CPUStacks() *Stacks {
 	e.stacksOnce.Do(func() { e.cpuStacks = NewStacks(e.Profiles[CPU], "cpu") })
 	return e.cpuStacks
+}
+
+// ErrNoTrace is returned by Trace when the evidence holds no execution trace.
+var ErrNoTrace = errors.New("no execution trace")
+
+// Trace summarises the execution trace once and returns the summary, or
+// ErrNoTrace, or why the trace file could not be read.
+func (e *Evidence) Trace() (*trace.Summary, error) {
+	e.traceOnce.Do(func() {
+		switch {
+		case e.TraceSummary != nil:
+		case e.TracePath == "":
+			e.traceErr = ErrNoTrace
+		default:
+			e.TraceSummary, e.traceErr = trace.SummarizeFile(e.TracePath)
+		}
+	})
+	return e.TraceSummary, e.traceErr
 }
 
 // Window is the observation window: the CPU profile's duration, else the

@@ -126,13 +126,15 @@ func sampleIndex(p *profile.Profile, typ string) int {
 // of interest.
 type Matcher func(fn string) bool
 
-// FuncPrefix matches functions whose name starts with any of the prefixes.
-// Families are matched by prefix because runtime and library internals gain
-// suffixes (".func2", "1", "Fast") across versions.
+// FuncPrefix matches functions whose name starts with any of the prefixes,
+// also when the library is vendored into the service
+// ("example.com/svc/vendor/github.com/..."). Families are matched by prefix
+// because runtime and library internals gain suffixes (".func2", "1",
+// "Fast") across versions.
 func FuncPrefix(prefixes ...string) Matcher {
 	return func(fn string) bool {
 		for _, p := range prefixes {
-			if strings.HasPrefix(fn, p) {
+			if strings.HasPrefix(fn, p) || strings.Contains(fn, "/vendor/"+p) {
 				return true
 			}
 		}
@@ -152,9 +154,9 @@ func Any(ms ...Matcher) Matcher {
 	}
 }
 
-// eval runs m once per distinct function and returns, per frame, whether
-// its function matched.
-func (s *Stacks) eval(m Matcher) []bool {
+// FrameHits runs m once per distinct function and returns, per frame (index
+// into Frames), whether its function matched.
+func (s *Stacks) FrameHits(m Matcher) []bool {
 	funcHit := make([]bool, len(s.Funcs))
 	for i, fn := range s.Funcs {
 		funcHit[i] = m(fn)
@@ -171,7 +173,7 @@ func (s *Stacks) Has(m Matcher) func(Sample) bool {
 	if s == nil {
 		return func(Sample) bool { return false }
 	}
-	hit := s.eval(m)
+	hit := s.FrameHits(m)
 	return func(sm Sample) bool {
 		for _, id := range sm.Frames {
 			if hit[id] {
@@ -208,10 +210,41 @@ func (s *Stacks) First(m Matcher) func(Sample) *Frame {
 	if s == nil {
 		return func(Sample) *Frame { return nil }
 	}
-	hit := s.eval(m)
+	hit := s.FrameHits(m)
 	return func(sm Sample) *Frame {
 		for _, id := range sm.Frames {
 			if hit[id] {
+				return &s.Frames[id]
+			}
+		}
+		return nil
+	}
+}
+
+// CallerOf returns a pick function choosing the code that called into a
+// family: in a sample, the first frame matching app rootward of the
+// outermost (root-most) frame matching family, or nil. Starting from the
+// outermost frame skips callbacks and helpers the family itself calls (a
+// MarshalJSON method under json.Marshal, a circuit breaker inside a Kafka
+// client).
+func (s *Stacks) CallerOf(family, app Matcher) func(Sample) *Frame {
+	if s == nil {
+		return func(Sample) *Frame { return nil }
+	}
+	inFamily := s.FrameHits(family)
+	isApp := s.FrameHits(func(fn string) bool { return app(fn) && !family(fn) })
+	return func(sm Sample) *Frame {
+		outer := -1
+		for i, id := range sm.Frames {
+			if inFamily[id] {
+				outer = i
+			}
+		}
+		if outer < 0 {
+			return nil
+		}
+		for _, id := range sm.Frames[outer+1:] {
+			if isApp[id] {
 				return &s.Frames[id]
 			}
 		}
@@ -225,7 +258,7 @@ func (s *Stacks) Matched(m Matcher, n int) []string {
 	if s == nil {
 		return nil
 	}
-	hit := s.eval(m)
+	hit := s.FrameHits(m)
 	cost := make([]int64, len(s.Funcs))
 	lastSample := make([]int, len(s.Funcs)) // 1-based sample index, to count a function once per sample
 	for i, sm := range s.Samples {

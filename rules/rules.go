@@ -26,6 +26,7 @@ const (
 	Block     Input = "block"
 	Metrics   Input = "metrics" // runtime statistics at the start and end of the window
 	System    Input = "system"  // /proc and cgroup snapshot of a local target
+	Trace     Input = "trace"   // an execution trace (runtime/trace, /debug/pprof/trace)
 )
 
 // howToCollect tells the user how to obtain each input.
@@ -38,6 +39,7 @@ var howToCollect = map[Input]string{
 	Block:     "a block profile (runtime.SetBlockProfileRate > 0, /debug/pprof/block)",
 	Metrics:   "runtime statistics at the start and end of the window (perfdoctor collect)",
 	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host)",
+	Trace:     "an execution trace under load (perfdoctor collect takes 1 s; or /debug/pprof/trace?seconds=1)",
 }
 
 // Has reports whether the evidence provides the input.
@@ -50,6 +52,8 @@ func Has(ev *evidence.Evidence, in Input) bool {
 		return ok
 	case System:
 		return ev.SystemEnd != nil && ev.SystemEnd.Process != nil
+	case Trace:
+		return ev.TracePath != "" || ev.TraceSummary != nil
 	}
 	return false
 }

@@ -6,19 +6,45 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/compression"
 	"github.com/perfdoctor/perfdoctor/rules/connchurn"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
+	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
 	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
+	"github.com/perfdoctor/perfdoctor/rules/lockcontention"
+	"github.com/perfdoctor/perfdoctor/rules/logcost"
+	"github.com/perfdoctor/perfdoctor/rules/oversized"
+	"github.com/perfdoctor/perfdoctor/rules/producer"
+	"github.com/perfdoctor/perfdoctor/rules/reflectcodec"
+	"github.com/perfdoctor/perfdoctor/rules/regexphot"
+	"github.com/perfdoctor/perfdoctor/rules/scanheap"
+	"github.com/perfdoctor/perfdoctor/rules/schedlatency"
 	"github.com/perfdoctor/perfdoctor/rules/scheduler"
+	"github.com/perfdoctor/perfdoctor/rules/stringfmt"
+	"github.com/perfdoctor/perfdoctor/rules/summarycost"
+	"github.com/perfdoctor/perfdoctor/rules/syscallwrite"
 )
 
-// All returns the catalog in ID order.
+// All returns the catalog, grouped by area.
 func All() []*rules.Rule {
 	return []*rules.Rule{
 		hotfunction.Rule,
 		gcpressure.Rule,
+		scanheap.Rule,
 		connchurn.Rule,
+		summarycost.Rule,
+		producer.Rule,
+		reflectcodec.Rule,
+		compression.Rule,
+		syscallwrite.Rule,
+		stringfmt.Rule,
+		regexphot.Rule,
+		logcost.Rule,
+		lockcontention.Rule,
+		oversized.Rule,
 		scheduler.Rule,
+		goroutinechurn.Rule,
+		schedlatency.Rule,
 	}
 }
 

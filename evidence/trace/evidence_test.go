@@ -1,0 +1,61 @@
+package trace_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	rtrace "runtime/trace"
+	"sync"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
+)
+
+// Evidence loads a bundle's trace.out by content and summarises it once,
+// on first use.
+func TestEvidenceTrace(t *testing.T) {
+	var buf bytes.Buffer
+	if err := rtrace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {})
+	}
+	wg.Wait()
+	rtrace.Stop()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, bundle.TraceFile), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := evidence.Load(dir)
+	if err != nil {
+		t.Fatalf("load a directory holding only a trace: %v", err)
+	}
+	s, err := ev.Trace()
+	if err != nil || s == nil || s.Goroutines.Created < 10 {
+		t.Fatalf("Trace() = %+v, %v", s, err)
+	}
+	if again, _ := ev.Trace(); again != s {
+		t.Error("the summary is not computed once")
+	}
+
+	none := &evidence.Evidence{}
+	if _, err := none.Trace(); !errors.Is(err, evidence.ErrNoTrace) {
+		t.Errorf("no trace: err = %v", err)
+	}
+	set := &evidence.Evidence{TraceSummary: &trace.Summary{GOMAXPROCS: 3}}
+	if s, err := set.Trace(); err != nil || s.GOMAXPROCS != 3 {
+		t.Errorf("a summary set beforehand is not returned: %+v, %v", s, err)
+	}
+	cut := filepath.Join(t.TempDir(), "trace.out")
+	if err := os.WriteFile(cut, buf.Bytes()[:buf.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&evidence.Evidence{TracePath: cut}).Trace(); !errors.Is(err, trace.ErrCorrupt) {
+		t.Errorf("truncated trace: err = %v", err)
+	}
+}
