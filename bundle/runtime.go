@@ -31,6 +31,9 @@ type RuntimeStats struct {
 	NumForcedGC   uint64  `json:"num_forced_gc"`
 	GCCPUFraction float64 `json:"gc_cpu_fraction"` // since process start
 	MaxRSS        uint64  `json:"max_rss,omitempty"`
+	// Runtime is the full runtime/metrics snapshot when the target serves
+	// one (the agent package); nil otherwise.
+	Runtime *RuntimeMetrics `json:"runtime_metrics,omitempty"`
 	// Pauses are the most recent stop-the-world pauses (the runtime keeps 256),
 	// oldest first; pauses inside a window are those whose End falls in it.
 	Pauses []Pause `json:"pauses,omitempty"`
