@@ -18,10 +18,10 @@ type RuntimeMetrics struct {
 	Values map[string]float64 `json:"values"`
 	// Histograms holds every histogram metric, e.g. "/sched/latencies:seconds".
 	Histograms map[string]Histogram `json:"histograms,omitempty"`
-	GoVersion  string             `json:"go_version,omitempty"`
-	GOMAXPROCS int                `json:"gomaxprocs,omitempty"`
-	GOGC       int                `json:"gogc,omitempty"`       // percent; -1 = off
-	GOMEMLIMIT int64              `json:"gomemlimit,omitempty"` // bytes; math.MaxInt64 = none
+	GoVersion  string               `json:"go_version,omitempty"`
+	GOMAXPROCS int                  `json:"gomaxprocs,omitempty"`
+	GOGC       int                  `json:"gogc,omitempty"`       // percent; -1 = off
+	GOMEMLIMIT int64                `json:"gomemlimit,omitempty"` // bytes; math.MaxInt64 = none
 }
 
 // Histogram is a runtime/metrics Float64Histogram. Buckets are the
