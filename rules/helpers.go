@@ -63,11 +63,28 @@ func ShortFunc(fn string) string {
 func SiteList(sites []evidence.Site, n int) string {
 	var parts []string
 	for _, s := range sites[:min(n, len(sites))] {
-		loc := ShortFunc(s.Func)
-		if s.File != "" {
-			loc += fmt.Sprintf(" (%s:%d)", filepath.Base(s.File), s.Line)
-		}
-		parts = append(parts, loc+" "+Percent(s.Flat))
+		parts = append(parts, SiteName(s.Frame)+" "+Percent(s.Flat))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Grade maps a share to a severity with a rule's own thresholds: Low below
+// medium, Medium from medium, High from high.
+func Grade(share, medium, high float64) Severity {
+	switch {
+	case share >= high:
+		return High
+	case share >= medium:
+		return Medium
+	}
+	return Low
+}
+
+// SiteName formats a frame as "pkg.Func (file.go:12)".
+func SiteName(f evidence.Frame) string {
+	name := ShortFunc(f.Func)
+	if f.File != "" {
+		name += fmt.Sprintf(" (%s:%d)", filepath.Base(f.File), f.Line)
+	}
+	return name
 }

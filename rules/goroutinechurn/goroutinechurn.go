@@ -6,7 +6,6 @@ package goroutinechurn
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -133,7 +132,7 @@ func check(pass *rules.Pass) error {
 	}
 	cost := churn + sched/2
 	f := rules.Finding{
-		Severity: grade(cost),
+		Severity: rules.Grade(cost, mediumShare, highShare),
 		Impact:   cost,
 		Resource: "cpu",
 		ImpactBasis: "CPU share of goroutine creation and exit plus half the scheduler's share: " +
@@ -181,7 +180,7 @@ func check(pass *rules.Pass) error {
 
 	where := "the hot path"
 	if len(sites) > 0 {
-		where = siteName(sites[0].frame)
+		where = rules.SiteName(sites[0].frame)
 	}
 	rate := ""
 	if created > 0 {
@@ -338,28 +337,10 @@ func goroutineCount(ev *evidence.Evidence) (int64, string, int64) {
 	return st.Total, top, n
 }
 
-func grade(share float64) rules.Severity {
-	switch {
-	case share >= highShare:
-		return rules.High
-	case share >= mediumShare:
-		return rules.Medium
-	}
-	return rules.Low
-}
-
-func siteName(f evidence.Frame) string {
-	name := rules.ShortFunc(f.Func)
-	if f.File != "" {
-		name += fmt.Sprintf(" (%s:%d)", filepath.Base(f.File), f.Line)
-	}
-	return name
-}
-
 func siteNames(cs []creator) string {
 	var parts []string
 	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s %s", siteName(c.frame), rules.Percent(c.share)))
+		parts = append(parts, fmt.Sprintf("%s %s", rules.SiteName(c.frame), rules.Percent(c.share)))
 	}
 	return strings.Join(parts, ", ")
 }

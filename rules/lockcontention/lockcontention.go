@@ -4,7 +4,6 @@ package lockcontention
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -143,7 +142,7 @@ func check(pass *rules.Pass) error {
 	}
 
 	f := rules.Finding{
-		Severity: grade(share),
+		Severity: rules.Grade(share, mediumShare, highShare),
 		Impact:   min(share, 1) / 2,
 		Resource: "latency",
 		ImpactBasis: "half the lock wait share (goroutine time waiting for locks over span × GOMAXPROCS): " +
@@ -189,7 +188,7 @@ func check(pass *rules.Pass) error {
 
 	where := "a shared lock"
 	if len(c.sites) > 0 {
-		where = siteName(c.sites[0])
+		where = rules.SiteName(c.sites[0].Frame)
 	}
 	verb := "released"
 	if c.source == "block" {
@@ -318,24 +317,6 @@ func parallelism(ev *evidence.Evidence) (float64, string) {
 }
 
 func empty(p *profile.Profile) bool { return p == nil || len(p.Sample) == 0 }
-
-func grade(share float64) rules.Severity {
-	switch {
-	case share >= highShare:
-		return rules.High
-	case share >= mediumShare:
-		return rules.Medium
-	}
-	return rules.Low
-}
-
-func siteName(s evidence.Site) string {
-	name := rules.ShortFunc(s.Func)
-	if s.File != "" {
-		name += fmt.Sprintf(" (%s:%d)", filepath.Base(s.File), s.Line)
-	}
-	return name
-}
 
 func round(v float64, digits int) float64 {
 	p := 1.0

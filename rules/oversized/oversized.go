@@ -5,7 +5,6 @@ package oversized
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 
 	"github.com/google/pprof/profile"
@@ -105,9 +104,9 @@ func check(pass *rules.Pass) error {
 	for _, s := range found {
 		share := float64(s.bytes) / float64(space.Total)
 		per := uint64(s.perAlloc())
-		name := siteName(s.frame)
+		name := rules.SiteName(s.frame)
 		f := rules.Finding{
-			Severity:    grade(share),
+			Severity:    rules.Grade(share, mediumShare, highShare),
 			Impact:      share,
 			Resource:    "memory",
 			ImpactBasis: "share of all bytes allocated in the window that come from this site; sizing it to what each call uses recovers most of them (an upper bound: the profile does not show how much is used)",
@@ -256,22 +255,4 @@ func liveBySite(ev *evidence.Evidence) map[key]int64 {
 		}
 	}
 	return out
-}
-
-func siteName(f evidence.Frame) string {
-	name := rules.ShortFunc(f.Func)
-	if f.File != "" {
-		name += fmt.Sprintf(" (%s:%d)", filepath.Base(f.File), f.Line)
-	}
-	return name
-}
-
-func grade(share float64) rules.Severity {
-	switch {
-	case share >= highShare:
-		return rules.High
-	case share >= mediumShare:
-		return rules.Medium
-	}
-	return rules.Low
 }

@@ -5,7 +5,6 @@ package scanheap
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -111,7 +110,7 @@ func check(pass *rules.Pass) error {
 	}
 
 	f := rules.Finding{
-		Severity: grade(scan),
+		Severity: rules.Grade(scan, mediumShare, highShare),
 		Impact:   scan * top,
 		Resource: "cpu",
 		ImpactBasis: "CPU share of heap scanning × the share of live objects held by the top 3 sites: " +
@@ -139,7 +138,7 @@ func check(pass *rules.Pass) error {
 
 	holder := "the live heap"
 	if len(sites) > 0 {
-		holder = siteName(sites[0])
+		holder = rules.SiteName(sites[0].Frame)
 	}
 	f.Summary = fmt.Sprintf("The GC spends %s of CPU scanning a live heap of %s objects; %s holds %s of them",
 		rules.Percent(scan), rules.HumanNumber(float64(live)), holder, rules.Percent(firstFlat(sites)))
@@ -165,24 +164,6 @@ func firstFlat(sites []evidence.Site) float64 {
 		return 1
 	}
 	return sites[0].Flat
-}
-
-func siteName(s evidence.Site) string {
-	name := rules.ShortFunc(s.Func)
-	if s.File != "" {
-		name += fmt.Sprintf(" (%s:%d)", filepath.Base(s.File), s.Line)
-	}
-	return name
-}
-
-func grade(share float64) rules.Severity {
-	switch {
-	case share >= highShare:
-		return rules.High
-	case share >= mediumShare:
-		return rules.Medium
-	}
-	return rules.Low
 }
 
 func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
