@@ -1,0 +1,184 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+)
+
+func captureAgent(t *testing.T, dir string, o Options) *Agent {
+	t.Helper()
+	o.CaptureDir = dir
+	if o.CaptureCPU == 0 {
+		o.CaptureCPU = 200 * time.Millisecond
+	}
+	if o.WatchInterval == 0 {
+		o.WatchInterval = time.Hour // tests feed samples by hand
+	}
+	a, _ := startFake(t, o)
+	return a
+}
+
+// A capture is a bundle perfdoctor diagnose reads as-is.
+func TestCaptureIsDiagnosable(t *testing.T) {
+	dir := t.TempDir()
+	a := captureAgent(t, dir, Options{})
+	rec, err := a.Capture(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Partial || rec.Bytes == 0 || !strings.HasPrefix(filepath.Base(rec.Dir), capturePrefix) {
+		t.Fatalf("%+v", rec)
+	}
+	ev, err := evidence.Load(rec.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []evidence.Kind{evidence.CPU, evidence.Heap, evidence.HeapStart, evidence.Allocs, evidence.Goroutine, evidence.Mutex, evidence.Block} {
+		if ev.Profile(k) == nil {
+			t.Errorf("no %s profile", k)
+		}
+	}
+	if skipped := ev.Skipped(); len(skipped) > 0 {
+		t.Errorf("files not understood: %+v", skipped)
+	}
+	if ev.MetricsStart == nil || ev.MetricsEnd == nil || ev.MetricsEnd.Runtime == nil || len(ev.MetricsEnd.Runtime.Values) == 0 {
+		t.Fatal("metrics samples missing or without the runtime/metrics snapshot")
+	}
+	if _, ok := ev.GC(); !ok {
+		t.Error("no GC window from the two samples")
+	}
+	if ev.SystemEnd == nil || ev.SystemEnd.Cgroup == nil || ev.SystemEnd.Cgroup.MemoryLimitBytes != 1<<30 {
+		t.Errorf("system snapshot: %+v", ev.SystemEnd)
+	}
+	if w := ev.Window(); w < 150*time.Millisecond || w > 2*time.Second {
+		t.Errorf("window %v", w)
+	}
+	m := ev.Manifest
+	if m == nil || m.Partial || !m.OK("cpu") || !m.OK("metrics-end") || m.Runtime.GoVersion == "" || m.Runtime.GOGC == "" {
+		t.Fatalf("manifest: %+v", m)
+	}
+	var withTrigger captureManifest
+	b, _ := os.ReadFile(filepath.Join(rec.Dir, bundle.ManifestFile))
+	if err := json.Unmarshal(b, &withTrigger); err != nil || withTrigger.Trigger == nil || withTrigger.Trigger.Signal != "manual" {
+		t.Errorf("trigger in manifest: %v %+v", err, withTrigger.Trigger)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("capture dir holds %d entries, want just the capture", len(ents))
+	}
+}
+
+// A fed sample that jumps starts a capture recording the trigger.
+func TestTriggerCaptures(t *testing.T) {
+	dir := t.TempDir()
+	tr := Triggers{Goroutines: Threshold{Above: 50}, Baseline: 3, Cooldown: time.Hour}
+	a := captureAgent(t, dir, Options{Triggers: &tr})
+	ctx := context.Background()
+	s := Sample{Time: time.Now().Add(time.Second), Goroutines: 20} // after the origin taken at start
+	a.tick(ctx, s)
+	if st := a.Status(); len(st.Captures) != 0 || st.Watch.Capturing {
+		t.Fatalf("captured without a trigger: %+v", st.Captures)
+	}
+	s.Time, s.Goroutines = s.Time.Add(time.Second), 5000
+	a.tick(ctx, s)
+	rec := waitCapture(t, a, 1)
+	if rec.Error != "" || rec.Trigger == nil || rec.Trigger.Signal != SignalGoroutines || rec.Trigger.Value != 5000 {
+		t.Fatalf("%+v", rec)
+	}
+	m, err := bundle.ReadManifest(rec.Dir)
+	if err != nil || !strings.HasSuffix(rec.Dir, "-goroutines") || m.Partial {
+		t.Fatalf("%v %s", err, rec.Dir)
+	}
+	// Cooldown: the next breach does not capture.
+	s.Time = s.Time.Add(time.Second)
+	a.tick(ctx, s)
+	time.Sleep(50 * time.Millisecond)
+	if n := len(a.Status().Captures); n != 1 {
+		t.Fatalf("%d captures during cooldown", n)
+	}
+}
+
+func waitCapture(t *testing.T, a *Agent, n int) CaptureRecord {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st := a.Status(); len(st.Captures) >= n && !st.Watch.Capturing {
+			return st.Captures[n-1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("no capture")
+	return CaptureRecord{}
+}
+
+// Captures beyond the disk cap are rotated out, oldest first; the newest
+// stays even when it alone exceeds the cap.
+func TestRotation(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, size int) {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(p, 0o755)
+		os.WriteFile(filepath.Join(p, "cpu.pb.gz"), make([]byte, size), 0o644)
+	}
+	mk("capture-20260101T000000.000Z-cpu", 400)
+	mk("capture-20260101T000001.000Z-rss", 400)
+	mk("capture-20260101T000002.000Z-gc_share", 400)
+	mk("unrelated", 10_000) // not ours: never touched
+	removed, err := rotate(dir, 900, 10)
+	if err != nil || len(removed) != 1 || !strings.Contains(removed[0], "000000") {
+		t.Fatalf("removed %v, %v", removed, err)
+	}
+	removed, _ = rotate(dir, 900, 1) // count cap
+	if len(removed) != 1 || !strings.Contains(removed[0], "000001") {
+		t.Fatalf("count cap removed %v", removed)
+	}
+	removed, _ = rotate(dir, 10, 10) // the newest alone exceeds the cap
+	if len(removed) != 0 {
+		t.Fatalf("removed the newest: %v", removed)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "capture-20260101T000002.000Z-gc_share,unrelated" {
+		t.Fatalf("left %v", names)
+	}
+}
+
+// Real captures under a cap that holds one: the older is rotated out.
+func TestCaptureRotatesUnderCap(t *testing.T) {
+	dir := t.TempDir()
+	a := captureAgent(t, dir, Options{CaptureMaxBytes: 1, CaptureCPU: 50 * time.Millisecond})
+	first, err := a.Capture(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.Capture(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(first.Dir); !os.IsNotExist(err) {
+		t.Errorf("oldest capture kept: %v", err)
+	}
+	if _, err := os.Stat(second.Dir); err != nil {
+		t.Errorf("newest capture removed: %v", err)
+	}
+}
+
+// A stale temporary directory from a crash is cleaned at start.
+func TestStaleTempCleaned(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".tmp-capture-123"), 0o755)
+	captureAgent(t, dir, Options{})
+	if _, err := os.Stat(filepath.Join(dir, ".tmp-capture-123")); !os.IsNotExist(err) {
+		t.Error("stale temp dir kept")
+	}
+}
