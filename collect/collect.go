@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -233,7 +232,9 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 			{name: "system-end", file: bundle.SystemEndFile, kind: kindSystem},
 		}
 	)
+	series := c.heapSeries()
 	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], end[3], end[4], metricsStart, end[5], systemStart, end[6]}
+	order = append(order, series...)
 	for _, it := range order {
 		c.items[it.name] = &bundle.Item{Name: it.name}
 	}
@@ -259,6 +260,16 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 		c.skip("trace", "disabled")
 	}
 	wg.Go(func() { c.do(ctx, metricsStart) })
+	if len(series) > 0 {
+		wg.Go(func() {
+			for i, it := range series {
+				if !sleep(ctx, time.Until(start.Add(time.Duration(i+1)*c.HeapEvery))) {
+					return
+				}
+				c.do(ctx, it)
+			}
+		})
+	}
 	wg.Go(func() {
 		// heap-start first: its mappings tell whether the local process
 		// found by port is really the program being profiled.
@@ -368,6 +379,13 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 	if it.kind == kindSystem {
 		return c.snapshot(it, path)
 	}
+	if it.kind == kindMetrics {
+		st, err := c.runtimeStats(ctx, it)
+		if err != nil {
+			return 0, nil, err
+		}
+		return writeJSON(path, st)
+	}
 	body, err := c.get(ctx, c.endpointURL(it.endpoint, it.params), it.length+c.Timeout, c.MaxBytes)
 	if err != nil {
 		return 0, nil, err
@@ -382,16 +400,6 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 		if err := checkTrace(body); err != nil {
 			return 0, nil, err
 		}
-	case kindMetrics:
-		st, err := bundle.ParseMemStats(bytes.NewReader(body))
-		if errors.Is(err, bundle.ErrNoMemStats) {
-			return 0, nil, errors.New("heap?debug=1 has no runtime.MemStats section")
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		st.Time = time.Now()
-		return writeJSON(path, st)
 	}
 	// The original bytes are kept: `go tool pprof` reads them as served.
 	if err := bundle.WriteFileAtomic(path, body); err != nil {

@@ -44,6 +44,11 @@ type Options struct {
 	// window. 0 means DefaultTraceDuration; negative skips the trace. It is
 	// capped at Duration.
 	TraceDuration time.Duration
+	// HeapEvery, when positive, takes additional heap profiles every
+	// HeapEvery during the window, written as heap-1.pb.gz, heap-2.pb.gz, ...
+	// (HeapSeriesFile) between heap-0.pb.gz (start) and heap.pb.gz (end); at
+	// most MaxHeapSnapshots of them. At least MinHeapEvery.
+	HeapEvery time.Duration
 	// OutDir is the bundle directory to create. It must not exist or be empty.
 	OutDir string
 	// Timeout is allowed per request beyond its own duration. 0 means DefaultTimeout.
@@ -90,6 +95,9 @@ func validate(opt Options) (*settings, error) {
 		s.trace = min(DefaultTraceDuration, s.window)
 	default:
 		s.trace = min(opt.TraceDuration, s.window)
+	}
+	if opt.HeapEvery < 0 || (opt.HeapEvery > 0 && opt.HeapEvery < MinHeapEvery) {
+		return nil, fmt.Errorf("heap snapshot interval %v: want at least %v", opt.HeapEvery, MinHeapEvery)
 	}
 	if opt.OutDir == "" {
 		return nil, errors.New("no output directory given")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 )
 
@@ -55,6 +56,14 @@ type Evidence struct {
 	// from TracePath on first use unless it was set beforehand.
 	TraceSummary *trace.Summary
 
+	// GCTrace is the collector's own log (GODEBUG=gctrace=1) summarised,
+	// when one was given (AddGCTrace); nil otherwise.
+	GCTrace *gctrace.Summary
+	// HeapSeries is every heap profile, oldest first, when more than two
+	// were loaded (collect --heap-every); the first and last are also
+	// Profiles[HeapStart] and Profiles[Heap].
+	HeapSeries []*profile.Profile
+
 	stacksOnce sync.Once
 	cpuStacks  *Stacks
 	traceOnce  sync.Once
@@ -88,6 +97,21 @@ func (e *Evidence) CPUStacks() *Stacks {
 	return e.cpuStacks
 }
 
+// Heaps returns the heap profiles over the window, oldest first: the series
+// when collect took one (--heap-every), else the start and end heaps that exist.
+func (e *Evidence) Heaps() []*profile.Profile {
+	if len(e.HeapSeries) > 0 {
+		return e.HeapSeries
+	}
+	var out []*profile.Profile
+	for _, k := range []Kind{HeapStart, Heap} {
+		if p := e.Profiles[k]; p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // ErrNoTrace is returned by Trace when the evidence holds no execution trace.
 var ErrNoTrace = errors.New("no execution trace")
 
@@ -119,6 +143,26 @@ func (e *Evidence) Window() time.Duration {
 		return e.MetricsEnd.Time.Sub(e.MetricsStart.Time)
 	}
 	return 0
+}
+
+// New returns empty evidence, to which AddGCTrace can add a log when no
+// profiles were given.
+func New(sources ...string) *Evidence {
+	return &Evidence{Sources: sources, Profiles: map[Kind]*profile.Profile{}}
+}
+
+// AddGCTrace reads a GODEBUG=gctrace=1 log (a program's stderr) from r,
+// streaming, and keeps its summary as e.GCTrace. source names it in the
+// report ("-" for stdin).
+func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
+	s, err := gctrace.Summarize(io.LimitReader(r, 4<<30))
+	if err != nil {
+		return fmt.Errorf("gctrace %s: %w", source, err)
+	}
+	e.GCTrace = s
+	e.Sources = append(e.Sources, source)
+	e.Files = append(e.Files, File{Path: source, Kind: "gctrace"})
+	return nil
 }
 
 // ErrNoEvidence is returned when the inputs hold nothing perfdoctor can read.
@@ -401,6 +445,9 @@ func (e *Evidence) placeHeaps(heaps []*profile.Profile) {
 	e.Profiles[Heap] = heaps[len(heaps)-1]
 	if len(heaps) > 1 {
 		e.Profiles[HeapStart] = heaps[0]
+	}
+	if len(heaps) > 2 {
+		e.HeapSeries = heaps
 	}
 }
 

@@ -1,9 +1,12 @@
 package evidence
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
 )
 
 // GCWindow is what two runtime statistics samples say about the collector
@@ -94,6 +97,24 @@ func (e *Evidence) Settings() Settings {
 			s.GOGC = parseGOGC(m.Runtime.GOGC)
 		}
 	}
+	if m := e.MetricsEnd; m != nil && m.Runtime != nil {
+		rm := m.Runtime
+		if s.GoVersion == "" {
+			s.GoVersion = rm.GoVersion
+		}
+		if s.GOMAXPROCS == 0 && rm.GOMAXPROCS > 0 {
+			s.GOMAXPROCS, s.GOMAXPROCSSrc = rm.GOMAXPROCS, "runtime/metrics"
+		}
+		if s.GOGC == 0 && rm.GOGC != 0 {
+			s.GOGC = rm.GOGC
+		}
+		if s.GOMEMLIMIT == 0 && rm.GOMEMLIMIT > 0 && rm.GOMEMLIMIT < math.MaxInt64 {
+			s.GOMEMLIMIT = uint64(rm.GOMEMLIMIT)
+		}
+	}
+	if t := e.GCTrace; t != nil && s.GOMAXPROCS == 0 && t.Procs > 0 {
+		s.GOMAXPROCS, s.GOMAXPROCSSrc = t.Procs, "gctrace"
+	}
 	if s.GOGC == 0 && snap != nil && snap.Process != nil {
 		s.GOGC = 100 // the process environment was read and GOGC is unset
 	}
@@ -157,4 +178,159 @@ func goAtLeast(version string, minor int) bool {
 	}
 	n, err := strconv.Atoi(digits)
 	return err != nil || n >= minor
+}
+
+// runtime/metrics names the evidence reads.
+const (
+	MetricGCCycles       = "/gc/cycles/total:gc-cycles"
+	MetricGCCPU          = "/cpu/classes/gc/total:cpu-seconds"
+	MetricTotalCPU       = "/cpu/classes/total:cpu-seconds"
+	MetricIdleCPU        = "/cpu/classes/idle:cpu-seconds"
+	MetricAssistCPU      = "/cpu/classes/gc/mark/assist:cpu-seconds"
+	MetricSchedLatencies = "/sched/latencies:seconds"
+	MetricGCPauses       = "/sched/pauses/total/gc:seconds"
+	MetricHeapLive       = "/gc/heap/live:bytes"
+	MetricGOMEMLIMIT     = "/gc/gomemlimit:bytes"
+	MetricGOGC           = "/gc/gogc:percent"
+	MetricGoroutines     = "/sched/goroutines:goroutines"
+	MetricGoroutinesMade = "/sched/goroutines-created:goroutines" // Go >= 1.26
+	MetricHeapAllocs     = "/gc/heap/allocs:bytes"
+)
+
+// RuntimeWindow is what two runtime/metrics snapshots (served by the agent)
+// say about the window between them. Fields whose metric is absent from
+// either snapshot are zero; Has tells them apart.
+type RuntimeWindow struct {
+	Span     time.Duration
+	GCCycles float64 // cycles completed in the window
+	// GCShare is the exact GC CPU share of the CPU the process used
+	// (gc / (total - idle)); GCShareOfAvailable is of all CPU available
+	// to it (gc / total, total = wall time × GOMAXPROCS).
+	GCShare, GCShareOfAvailable float64
+	AssistShare                 float64 // mark assists over the CPU used
+	// SchedLatency is the runnable-to-running delay of goroutines
+	// scheduled in the window: its p99 (a bucket's upper bound) and count.
+	SchedLatencyP99   time.Duration
+	SchedLatencyP50   time.Duration
+	SchedLatencyCount uint64
+	GCPauseP99        time.Duration // stop-the-world pauses for GC
+	GCPauses          uint64
+	HeapLive          uint64 // at the end
+	GOMEMLIMIT        int64  // at the end; math.MaxInt64 = none
+	GOGC              int    // at the end; -1 = off
+	GoroutinesStart   float64
+	GoroutinesEnd     float64
+	GoroutinesCreated float64 // in the window (Go >= 1.26)
+	AllocBytes        float64 // allocated in the window
+
+	has map[string]bool
+}
+
+// Has reports whether the named metric was in both snapshots (histograms:
+// in the end snapshot and, for deltas, the start one).
+func (w RuntimeWindow) Has(name string) bool { return w.has[name] }
+
+// RuntimeMetrics returns the start and end runtime/metrics snapshots, when
+// both samples carry one.
+func (e *Evidence) RuntimeMetrics() (start, end *bundle.RuntimeMetrics, ok bool) {
+	if e.MetricsStart == nil || e.MetricsEnd == nil || e.MetricsStart.Runtime == nil || e.MetricsEnd.Runtime == nil {
+		return nil, nil, false
+	}
+	return e.MetricsStart.Runtime, e.MetricsEnd.Runtime, true
+}
+
+// RuntimeDelta is how much a cumulative runtime/metrics scalar grew over
+// the window.
+func (e *Evidence) RuntimeDelta(name string) (float64, bool) {
+	a, b, ok := e.RuntimeMetrics()
+	if !ok {
+		return 0, false
+	}
+	va, oka := a.Values[name]
+	vb, okb := b.Values[name]
+	if !oka || !okb || vb < va {
+		return 0, false
+	}
+	return vb - va, true
+}
+
+// Runtime returns the window's figures from the runtime/metrics snapshots,
+// or false when the evidence lacks them at either end.
+func (e *Evidence) Runtime() (RuntimeWindow, bool) {
+	a, b, ok := e.RuntimeMetrics()
+	if !ok || !b.Time.After(a.Time) {
+		return RuntimeWindow{}, false
+	}
+	w := RuntimeWindow{Span: b.Time.Sub(a.Time), has: map[string]bool{}, GOGC: b.GOGC, GOMEMLIMIT: b.GOMEMLIMIT}
+	delta := func(name string) float64 {
+		v, ok := e.RuntimeDelta(name)
+		if ok {
+			w.has[name] = true
+		}
+		return v
+	}
+	end := func(name string) float64 {
+		v, ok := b.Values[name]
+		if ok {
+			w.has[name] = true
+		}
+		return v
+	}
+	w.GCCycles = delta(MetricGCCycles)
+	gc, total, idle, assist := delta(MetricGCCPU), delta(MetricTotalCPU), delta(MetricIdleCPU), delta(MetricAssistCPU)
+	if used := total - idle; w.has[MetricGCCPU] && w.has[MetricTotalCPU] && used > 0 {
+		w.GCShare = min(gc/used, 1)
+		w.AssistShare = min(assist/used, 1)
+	}
+	if total > 0 {
+		w.GCShareOfAvailable = min(gc/total, 1)
+	}
+	w.AllocBytes = delta(MetricHeapAllocs)
+	w.GoroutinesCreated = delta(MetricGoroutinesMade)
+	w.HeapLive = uint64(end(MetricHeapLive))
+	if v, ok := b.Values[MetricGOMEMLIMIT]; ok {
+		w.GOMEMLIMIT, w.has[MetricGOMEMLIMIT] = int64(min(v, math.MaxInt64)), true
+	}
+	if v, ok := b.Values[MetricGOGC]; ok {
+		w.GOGC, w.has[MetricGOGC] = int(v), true
+		if v <= 0 {
+			w.GOGC = -1 // /gc/gogc:percent reads 0 when GOGC=off
+		}
+	}
+	w.GoroutinesEnd = end(MetricGoroutines)
+	if v, ok := a.Values[MetricGoroutines]; ok {
+		w.GoroutinesStart = v
+	}
+	hdelta := func(name string) (bundle.Histogram, bool) {
+		hb, okb := b.Histograms[name]
+		if !okb {
+			return bundle.Histogram{}, false
+		}
+		w.has[name] = true
+		if ha, oka := a.Histograms[name]; oka {
+			return hb.Sub(ha), true
+		}
+		return hb, true
+	}
+	if h, ok := hdelta(MetricSchedLatencies); ok {
+		w.SchedLatencyP99 = seconds(h.Quantile(0.99))
+		w.SchedLatencyP50 = seconds(h.Quantile(0.50))
+		for _, c := range h.Counts {
+			w.SchedLatencyCount += c
+		}
+	}
+	if h, ok := hdelta(MetricGCPauses); ok {
+		w.GCPauseP99 = seconds(h.Quantile(0.99))
+		for _, c := range h.Counts {
+			w.GCPauses += c
+		}
+	}
+	return w, true
+}
+
+func seconds(v float64) time.Duration {
+	if v <= 0 || math.IsNaN(v) {
+		return 0
+	}
+	return time.Duration(min(v, 1e6) * float64(time.Second))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -45,6 +46,74 @@ type Inputs struct {
 	Partial       bool            `json:"partial"`
 	Failed        []FailedItem    `json:"failed"`
 	Skipped       []evidence.File `json:"skipped"`
+	// Runtime holds the scheduler and collector figures of the window, when
+	// an execution trace, runtime/metrics or a gctrace log gave any.
+	Runtime *RuntimeFigures `json:"runtime,omitempty"`
+}
+
+// RuntimeFigures are the collector and scheduler over the window, each from
+// the best source present; zero means unknown.
+type RuntimeFigures struct {
+	GCCyclesPerSec          float64  `json:"gc_cycles_per_sec,omitempty"`
+	GCPauseP99Ms            float64  `json:"gc_pause_p99_ms,omitempty"`      // stop-the-world, per pause
+	GCCPUShare              float64  `json:"gc_cpu_share,omitempty"`         // of the CPU used, 0..1
+	SchedLatencyP99Ms       float64  `json:"sched_latency_p99_ms,omitempty"` // runnable -> running
+	GoroutinesCreatedPerSec float64  `json:"goroutines_created_per_sec,omitempty"`
+	Sources                 []string `json:"sources"` // "execution trace", "runtime/metrics", "gctrace", "runtime statistics"
+}
+
+// inputRuntime gathers the figures: the trace for the scheduler (it sees
+// every transition), runtime/metrics for the whole window, then the
+// MemStats samples and the gctrace log.
+func inputRuntime(ev *evidence.Evidence) *RuntimeFigures {
+	var f RuntimeFigures
+	used := map[string]bool{}
+	set := func(dst *float64, v float64, src string) {
+		if *dst == 0 && v > 0 {
+			*dst = v
+			used[src] = true
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	rw, haveRW := ev.Runtime()
+	if haveRW && rw.Span > 0 {
+		set(&f.GCCyclesPerSec, rw.GCCycles/rw.Span.Seconds(), "runtime/metrics")
+		set(&f.GCCPUShare, rw.GCShare, "runtime/metrics")
+	}
+	if gc, ok := ev.GC(); ok && (ev.TracePath != "" || ev.TraceSummary != nil || haveRW || ev.GCTrace != nil) {
+		set(&f.GCCyclesPerSec, gc.CyclesPerSec, "runtime statistics")
+	}
+	if ev.TracePath != "" || ev.TraceSummary != nil {
+		if s, err := ev.Trace(); err == nil && s != nil {
+			set(&f.SchedLatencyP99Ms, ms(s.SchedLatency.P99), "execution trace")
+			set(&f.GCPauseP99Ms, ms(s.GC.STW.P99), "execution trace")
+			set(&f.GoroutinesCreatedPerSec, s.Goroutines.CreatedPerSec, "execution trace")
+			if s.Window > 0 {
+				set(&f.GCCyclesPerSec, float64(s.GC.Cycles)/s.Window.Seconds(), "execution trace")
+			}
+		}
+	}
+	if haveRW {
+		set(&f.SchedLatencyP99Ms, ms(rw.SchedLatencyP99), "runtime/metrics")
+		set(&f.GCPauseP99Ms, ms(rw.GCPauseP99), "runtime/metrics")
+		if rw.Span > 0 {
+			set(&f.GoroutinesCreatedPerSec, rw.GoroutinesCreated/rw.Span.Seconds(), "runtime/metrics")
+		}
+	}
+	if t := ev.GCTrace; t != nil {
+		set(&f.GCCyclesPerSec, t.CyclesPerSec, "gctrace")
+		set(&f.GCPauseP99Ms, ms(t.STW.P99), "gctrace")
+		set(&f.GCCPUShare, t.CPUShare, "gctrace")
+	}
+	if len(used) == 0 {
+		return nil
+	}
+	for _, src := range []string{"execution trace", "runtime/metrics", "runtime statistics", "gctrace"} {
+		if used[src] {
+			f.Sources = append(f.Sources, src)
+		}
+	}
+	return &f
 }
 
 // FailedItem is a part of the bundle that collection could not get.
@@ -100,6 +169,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 			in.Failed = append(in.Failed, FailedItem{Name: it.Name, Error: it.Error})
 		}
 	}
+	in.Runtime = inputRuntime(ev)
 	r.Inputs = in
 	return r
 }

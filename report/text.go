@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -17,6 +18,9 @@ func WriteText(w io.Writer, r *Report) error {
 	in := r.Inputs
 	fmt.Fprintf(bw, "perfdoctor: %s from %s\n", plural(len(r.Findings), "finding"), strings.Join(in.Sources, ", "))
 	fmt.Fprintf(bw, "  evidence: %s\n", describeInputs(in))
+	if rt := in.Runtime; rt != nil {
+		fmt.Fprintf(bw, "  runtime: %s\n", describeRuntime(rt))
+	}
 	if in.Partial || len(in.Failed) > 0 {
 		fmt.Fprintf(bw, "  partial bundle: %d item(s) failed:\n", len(in.Failed))
 		for _, f := range in.Failed {
@@ -101,10 +105,34 @@ func describeInputs(in Inputs) string {
 	if in.Load {
 		parts = append(parts, "load results")
 	}
+	if in.Runtime != nil && slices.Contains(in.Runtime.Sources, "gctrace") {
+		parts = append(parts, "gctrace log")
+	}
 	if len(parts) == 0 {
 		return "none usable"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// describeRuntime is the one-line summary of the collector and scheduler.
+func describeRuntime(rt *RuntimeFigures) string {
+	var parts []string
+	if rt.GCCyclesPerSec > 0 {
+		parts = append(parts, fmt.Sprintf("GC %.3g cycles/s", rt.GCCyclesPerSec))
+	}
+	if rt.GCCPUShare > 0 {
+		parts = append(parts, "GC CPU "+rules.Percent(rt.GCCPUShare))
+	}
+	if rt.GCPauseP99Ms > 0 {
+		parts = append(parts, fmt.Sprintf("pause p99 %.3g ms", rt.GCPauseP99Ms))
+	}
+	if rt.SchedLatencyP99Ms > 0 {
+		parts = append(parts, fmt.Sprintf("runnable->running p99 %.3g ms", rt.SchedLatencyP99Ms))
+	}
+	if rt.GoroutinesCreatedPerSec > 0 {
+		parts = append(parts, fmt.Sprintf("goroutines created %s/s", rules.HumanNumber(rt.GoroutinesCreatedPerSec)))
+	}
+	return strings.Join(parts, ", ") + " (" + strings.Join(rt.Sources, ", ") + ")"
 }
 
 // wrap folds long prose at ~100 columns, indenting continuation lines.

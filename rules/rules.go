@@ -27,6 +27,7 @@ const (
 	Metrics   Input = "metrics" // runtime statistics at the start and end of the window
 	System    Input = "system"  // /proc and cgroup snapshot of a local target
 	Trace     Input = "trace"   // an execution trace (runtime/trace, /debug/pprof/trace)
+	GCTrace   Input = "gctrace" // the collector's log, GODEBUG=gctrace=1 (diagnose --gctrace)
 )
 
 // howToCollect tells the user how to obtain each input.
@@ -40,6 +41,7 @@ var howToCollect = map[Input]string{
 	Metrics:   "runtime statistics at the start and end of the window (perfdoctor collect)",
 	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host)",
 	Trace:     "an execution trace under load (perfdoctor collect takes 1 s; or /debug/pprof/trace?seconds=1)",
+	GCTrace:   "the target's stderr under GODEBUG=gctrace=1 (perfdoctor diagnose --gctrace FILE, or - for stdin)",
 }
 
 // Has reports whether the evidence provides the input.
@@ -54,6 +56,8 @@ func Has(ev *evidence.Evidence, in Input) bool {
 		return ev.SystemEnd != nil && ev.SystemEnd.Process != nil
 	case Trace:
 		return ev.TracePath != "" || ev.TraceSummary != nil
+	case GCTrace:
+		return ev.GCTrace != nil
 	}
 	return false
 }

@@ -16,9 +16,10 @@ import (
 
 func (a *app) collectCommand() *cobra.Command {
 	var (
-		duration time.Duration
-		out      string
-		trace    time.Duration
+		duration  time.Duration
+		out       string
+		trace     time.Duration
+		heapEvery time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "collect URL",
@@ -40,6 +41,7 @@ and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`
 				Target:        args[0],
 				Duration:      duration,
 				TraceDuration: trace,
+				HeapEvery:     heapEvery,
 				OutDir:        out,
 				Progress:      line,
 				Logger:        a.log,
@@ -54,6 +56,7 @@ and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`
 	cmd.Flags().DurationVarP(&duration, "duration", "d", 30*time.Second, "CPU profile length, 1s to 10m")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle directory to create (default perfdoctor-HOST-TIME)")
 	cmd.Flags().DurationVar(&trace, "trace", time.Second, "execution trace length (0 to skip)")
+	cmd.Flags().DurationVar(&heapEvery, "heap-every", 0, "also take a heap profile every D during the window (heap-1.pb.gz, heap-2.pb.gz, ...), so memory growth shows its shape")
 	return cmd
 }
 

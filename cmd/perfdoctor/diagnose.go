@@ -15,7 +15,7 @@ import (
 )
 
 func (a *app) diagnoseCommand() *cobra.Command {
-	var format, out, failOn string
+	var format, out, failOn, gcLog string
 	cmd := &cobra.Command{
 		Use:   "diagnose PATH...",
 		Short: "Diagnose a bundle, a directory of profiles, or profile files",
@@ -24,9 +24,10 @@ func (a *app) diagnoseCommand() *cobra.Command {
 files, runs the rule catalog and prints the findings ranked by the share of
 CPU (or memory or latency) the fix can recover.`,
 		Example: `  perfdoctor diagnose ./b1
-  perfdoctor diagnose cpu.pb.gz allocs.pb.gz --format json`,
+  perfdoctor diagnose cpu.pb.gz allocs.pb.gz --format json
+  GODEBUG=gctrace=1 ./service 2>&1 | perfdoctor diagnose --gctrace -`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			if len(args) == 0 && !cmd.Flags().Changed("gctrace") {
 				return usageError{fmt.Errorf("diagnose needs at least one PATH (a bundle directory or profile files)")}
 			}
 			return nil
@@ -41,7 +42,13 @@ CPU (or memory or latency) the fix can recover.`,
 					return usageError{fmt.Errorf("--fail-on: %w (want info, low, medium or high)", err)}
 				}
 			}
-			rep, err := diagnose(args...)
+			var rep *report.Report
+			var err error
+			if gcLog != "" {
+				rep, err = diagnoseWithGCTrace(cmd.InOrStdin(), gcLog, args...)
+			} else {
+				rep, err = diagnose(args...)
+			}
 			if err != nil {
 				return err
 			}
@@ -62,7 +69,34 @@ CPU (or memory or latency) the fix can recover.`,
 		" (html: one self-contained page with flame graphs; markdown: for pull requests; sarif: SARIF 2.1.0 for code scanning)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the report to this file instead of stdout")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit with code 3 if a finding has this severity or higher (info, low, medium, high)")
+	cmd.Flags().StringVar(&gcLog, "gctrace", "", "also read a GODEBUG=gctrace=1 log (the target's stderr) from this file, or - for stdin")
 	return cmd
+}
+
+// diagnoseWithGCTrace is diagnose plus a gctrace log read from a file or,
+// for "-", from stdin; with no paths the log is the only evidence.
+func diagnoseWithGCTrace(stdin io.Reader, gcLog string, paths ...string) (*report.Report, error) {
+	ev := evidence.New()
+	if len(paths) > 0 {
+		var err error
+		if ev, err = evidence.Load(paths...); err != nil {
+			return nil, err
+		}
+	}
+	r := stdin
+	if gcLog != "-" {
+		f, err := os.Open(gcLog)
+		if err != nil {
+			return nil, fmt.Errorf("--gctrace: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	if err := ev.AddGCTrace(r, gcLog); err != nil {
+		return nil, err
+	}
+	res := rules.Run(ev, catalog.All())
+	return report.New("perfdoctor "+version, ev, res), nil
 }
 
 // diagnose loads the evidence once and runs the catalog over it.

@@ -8,11 +8,13 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/compression"
 	"github.com/perfdoctor/perfdoctor/rules/connchurn"
+	"github.com/perfdoctor/perfdoctor/rules/gclog"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
 	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
 	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
 	"github.com/perfdoctor/perfdoctor/rules/lockcontention"
 	"github.com/perfdoctor/perfdoctor/rules/logcost"
+	"github.com/perfdoctor/perfdoctor/rules/memgrowth"
 	"github.com/perfdoctor/perfdoctor/rules/oversized"
 	"github.com/perfdoctor/perfdoctor/rules/producer"
 	"github.com/perfdoctor/perfdoctor/rules/reflectcodec"
@@ -30,6 +32,7 @@ func All() []*rules.Rule {
 	return []*rules.Rule{
 		hotfunction.Rule,
 		gcpressure.Rule,
+		gclog.Rule,
 		scanheap.Rule,
 		connchurn.Rule,
 		summarycost.Rule,
@@ -42,6 +45,7 @@ func All() []*rules.Rule {
 		logcost.Rule,
 		lockcontention.Rule,
 		oversized.Rule,
+		memgrowth.Rule,
 		scheduler.Rule,
 		goroutinechurn.Rule,
 		schedlatency.Rule,

@@ -26,7 +26,10 @@ gcAssistAlloc, gcDrain, bgsweep/sweepone, scanobject or Go 1.26's scanObject and
 scanSpan, markroot, write-barrier flushes); allocation share (runtime.mallocgc);
 GC cycles per second, pauses and allocation rate from two runtime statistics
 samples; live heap from the heap profile against the memory limit; the top
-alloc_objects sites. Reports from 5% GC share: low, 10% medium, 25% high.`,
+alloc_objects sites. When the target serves runtime/metrics, the GC share is
+the runtime's own accounting over the window and the live heap
+/gc/heap/live:bytes; a gctrace log adds cycle rate and pauses. Reports from 5%
+GC share: low, 10% medium, 25% high.`,
 		Fix: `First cut allocations at the top alloc_objects sites: GC cost follows the
 number of objects, not their bytes. Then give the collector headroom: set
 GOMEMLIMIT to the memory you can spend on the heap and raise GOGC (or GOGC=off
@@ -73,7 +76,17 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	cpu := ev.CPUStacks()
-	gcShare := cpu.Share(GCFrames)
+	profShare := cpu.Share(GCFrames)
+	gcShare := profShare
+	basis := "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it"
+	// The runtime's own CPU accounting, when the target serves
+	// runtime/metrics, is exact over the window where samples estimate.
+	rw, haveRW := ev.Runtime()
+	exact := haveRW && rw.Has(evidence.MetricGCCPU) && rw.Has(evidence.MetricTotalCPU) && rw.GCShare > 0
+	if exact {
+		gcShare = rw.GCShare
+		basis = "GC share of the CPU the process used over the window, from runtime/metrics (/cpu/classes/gc/total over /cpu/classes/total minus idle); cutting allocations and giving the GC headroom together can recover most of it"
+	}
 	if gcShare < lowShare {
 		return nil
 	}
@@ -84,12 +97,17 @@ func check(pass *rules.Pass) error {
 		Severity:    grade(gcShare),
 		Impact:      gcShare,
 		Resource:    "cpu",
-		ImpactBasis: "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it",
+		ImpactBasis: basis,
 		Evidence: []rules.Fact{
 			rules.Share("GC share of CPU", gcShare),
 			rules.Share("allocation share of CPU (outside GC)", mallocOnly),
 		},
 		Frames: cpu.Matched(GCFrames, 12),
+	}
+	if exact {
+		f.Evidence = append(f.Evidence,
+			rules.Share("GC share of CPU samples (profile; includes sweeping)", profShare),
+			rules.Share("mark-assist share of CPU (runtime/metrics)", rw.AssistShare))
 	}
 	gc, haveGC := ev.GC()
 	if haveGC {
@@ -99,6 +117,12 @@ func check(pass *rules.Pass) error {
 			rate(rules.Bytes("allocation rate", uint64(gc.AllocBytesSec))),
 			rules.Count("objects allocated", math.Round(gc.AllocObjsSec), "/s"),
 		)
+	}
+	if t := ev.GCTrace; t != nil && !haveGC && t.CyclesPerSec > 0 {
+		f.Evidence = append(f.Evidence,
+			rules.Count("GC cycles per second (gctrace)", round(t.CyclesPerSec, 2), "/s"),
+			rules.Count("GC stop-the-world p99 (gctrace)", round(t.STW.P99.Seconds()*1000, 3), "ms"))
+		haveGC, gc.CyclesPerSec = true, t.CyclesPerSec
 	}
 	if m := ev.MetricsEnd; m != nil && m.GCCPUFraction > 0 {
 		f.Evidence = append(f.Evidence, rules.Share("GC CPU fraction since process start (runtime)", m.GCCPUFraction))
@@ -173,6 +197,9 @@ func allocSites(ev *evidence.Evidence) []evidence.Site {
 // liveHeap estimates the live heap: the heap profile's in-use bytes are as
 // of the last GC, which is what survives; else HeapAlloc at the end.
 func liveHeap(ev *evidence.Evidence) uint64 {
+	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricHeapLive) && rw.HeapLive > 0 {
+		return rw.HeapLive // marked at the last GC, exact
+	}
 	if st := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_space"); st != nil && st.Total > 0 {
 		return uint64(st.Total)
 	}
@@ -247,4 +274,12 @@ func goMemLimit(b uint64) string { return fmt.Sprintf("%dMiB", max(b>>20, 1)) }
 func round(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(v*p) / p
+}
+
+// Headroom is the GOGC/GOMEMLIMIT advice for a live heap and GC share, for
+// rules that judge GC pressure from other evidence (GC003, from a gctrace):
+// the prescription text, a config example, the facts behind it and caveats.
+func Headroom(s evidence.Settings, live uint64, gcShare float64) (text, example string, facts []rules.Fact, caveats []string) {
+	a := headroom(s, live, gcShare)
+	return a.text, a.example, a.facts, a.caveats
 }

@@ -134,6 +134,12 @@ func check(pass *rules.Pass) error {
 	if s.GC.STW.Count > 0 {
 		f.Evidence = append(f.Evidence, durFact("longest stop-the-world pause", s.GC.STW.Max))
 	}
+	// runtime/metrics (the agent) covers the whole window, the trace its end.
+	if rw, ok := pass.Evidence.Runtime(); ok && rw.SchedLatencyCount > 0 {
+		f.Evidence = append(f.Evidence,
+			durFact("runnable -> running p99 over the window (runtime/metrics /sched/latencies)", rw.SchedLatencyP99),
+			rules.Count("scheduling events over the window (runtime/metrics)", float64(rw.SchedLatencyCount), ""))
+	}
 	settings := pass.Evidence.Settings()
 	overQuota := settings.CPUQuota > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > settings.CPUQuota*1.25
 	if settings.CPUQuota > 0 {

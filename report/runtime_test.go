@@ -1,0 +1,66 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/catalog"
+)
+
+// A gctrace log alone (diagnose --gctrace) gives the runtime line, and the
+// JSON still matches the schema with inputs.runtime present.
+func TestRuntimeFiguresFromGCTrace(t *testing.T) {
+	f, err := os.Open("../evidence/gctrace/testdata/d1-bad.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ev := evidence.New()
+	if err := ev.AddGCTrace(f, "d1-bad.log"); err != nil {
+		t.Fatal(err)
+	}
+	rep := New("perfdoctor test", ev, rules.Run(ev, catalog.All()))
+	rt := rep.Inputs.Runtime
+	if rt == nil || rt.GCCyclesPerSec < 5 || rt.GCPauseP99Ms <= 0 || rt.GCCPUShare <= 0 || len(rt.Sources) != 1 || rt.Sources[0] != "gctrace" {
+		t.Fatalf("runtime figures: %+v", rt)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "  runtime: GC 11.5 cycles/s, GC CPU 12%") || !strings.Contains(text.String(), "gctrace log") {
+		t.Errorf("text report:\n%s", text.String())
+	}
+
+	schema, err := jsonschema.NewCompiler().Compile("../docs/report.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Errorf("report does not match docs/report.schema.json: %v", err)
+	}
+}
+
+func TestNoRuntimeLineWithoutSources(t *testing.T) {
+	var text bytes.Buffer
+	if err := WriteText(&text, sampleReport(t)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "runtime:") {
+		t.Errorf("runtime line without trace, metrics or gctrace:\n%s", text.String())
+	}
+}

@@ -1,0 +1,224 @@
+package memgrowth
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+func TestMain(m *testing.M) {
+	runtime.MemProfileRate = 16 << 10 // fine sampling, so sites are exact enough
+	os.Exit(m.Run())
+}
+
+// heap writes the in-use heap profile as /debug/pprof/heap serves it, after
+// a GC so in-use figures are current.
+func heap(t *testing.T) *profile.Profile {
+	t.Helper()
+	runtime.GC()
+	runtime.GC() // the profile lags a cycle: frees of the previous test must show
+	var buf bytes.Buffer
+	if err := pprof.Lookup("heap").WriteTo(&buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.ParseData(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // distinct TimeNanos
+	return p
+}
+
+// runtimeMetrics reads every scalar and the goroutine count, as the agent serves them.
+func runtimeMetrics() *bundle.RuntimeStats {
+	descs := metrics.All()
+	samples := make([]metrics.Sample, len(descs))
+	for i, d := range descs {
+		samples[i].Name = d.Name
+	}
+	metrics.Read(samples)
+	rm := &bundle.RuntimeMetrics{Time: time.Now(), Values: map[string]float64{}}
+	for _, s := range samples {
+		switch s.Value.Kind() {
+		case metrics.KindUint64:
+			rm.Values[s.Name] = float64(s.Value.Uint64())
+		case metrics.KindFloat64:
+			rm.Values[s.Name] = s.Value.Float64()
+		}
+	}
+	return &bundle.RuntimeStats{Time: rm.Time, Source: "test", Runtime: rm}
+}
+
+func evidenceOf(series ...*profile.Profile) *evidence.Evidence {
+	ev := evidence.New("test")
+	ev.Profiles[evidence.HeapStart] = series[0]
+	ev.Profiles[evidence.Heap] = series[len(series)-1]
+	if len(series) > 2 {
+		ev.HeapSeries = series
+	}
+	return ev
+}
+
+type record struct {
+	id      int
+	payload []byte
+	next    *record
+}
+
+var leaky = map[int]*record{}
+
+//go:noinline
+func remember(n, size int) {
+	for range n {
+		id := len(leaky)
+		leaky[id] = &record{id: id, payload: make([]byte, size)}
+	}
+}
+
+var stable = map[int]*record{}
+
+//go:noinline
+func rotate(n, size int) {
+	for i := range n {
+		stable[i%256] = &record{id: i, payload: make([]byte, size)} // the map never exceeds 256 entries
+	}
+}
+
+func one(t *testing.T, ev *evidence.Evidence) rules.Finding {
+	t.Helper()
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one memory-growth finding, got %d (not checked %v)", len(res.Findings), res.NotChecked)
+	}
+	f := res.Findings[0]
+	t.Logf("%s %s: %s", f.Severity, f.Rule, f.Summary)
+	if f.Class != "memory-growth" || f.Resource != "memory" {
+		t.Errorf("class %s resource %s", f.Class, f.Resource)
+	}
+	return f
+}
+
+func topSite(t *testing.T, f rules.Finding, fn string) {
+	t.Helper()
+	if len(f.Locations) == 0 || !strings.HasSuffix(f.Locations[0].Function, fn) {
+		t.Errorf("top growing site %v, want %s", f.Locations, fn)
+	}
+}
+
+func TestLeakInSeriesIsHigh(t *testing.T) {
+	defer clear(leaky)
+	series := []*profile.Profile{heap(t)}
+	for range 3 {
+		remember(4000, 4<<10) // +16 MiB a step, never trimmed
+		series = append(series, heap(t))
+	}
+	f := one(t, evidenceOf(series...))
+	if f.Severity != rules.High {
+		t.Errorf("severity %s, want high", f.Severity)
+	}
+	if !strings.Contains(f.Summary, "leak") || !strings.Contains(f.Fix, "every one of 4 snapshots") {
+		t.Errorf("summary %q fix %q", f.Summary, f.Fix)
+	}
+	topSite(t, f, "memgrowth.remember")
+}
+
+func TestLeakWithFlatGoroutinesIsHigh(t *testing.T) {
+	defer clear(leaky)
+	ev := evidenceOf(heap(t), nil)
+	ev.MetricsStart = runtimeMetrics()
+	remember(8000, 4<<10)
+	ev.Profiles[evidence.Heap] = heap(t)
+	ev.MetricsEnd = runtimeMetrics()
+	f := one(t, ev)
+	if f.Severity != rules.High || !strings.Contains(f.Fix, "goroutine count stayed flat") {
+		t.Errorf("severity %s, fix %q", f.Severity, f.Fix)
+	}
+	topSite(t, f, "memgrowth.remember")
+}
+
+func TestTwoSnapshotsAloneCannotTell(t *testing.T) {
+	defer clear(leaky)
+	before := heap(t)
+	remember(8000, 4<<10)
+	f := one(t, evidenceOf(before, heap(t)))
+	if f.Severity > rules.Medium || !strings.Contains(f.Summary, "cannot tell") {
+		t.Errorf("severity %s summary %q", f.Severity, f.Summary)
+	}
+}
+
+func TestStableMapIsSilent(t *testing.T) {
+	defer clear(stable)
+	rotate(256, 4<<10) // warm: the map is at its size
+	before := heap(t)
+	rotate(20000, 4<<10) // 80 MiB allocated, nothing retained beyond 256 entries
+	res := rules.Run(evidenceOf(before, heap(t)), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 {
+		t.Errorf("stable heap reported: %+v", res.Findings)
+	}
+}
+
+// A backlog: work held by goroutines waiting for a slow consumer. The heap
+// grows with the goroutine count, and that is a throughput limit.
+func TestBacklogTrackingGoroutinesIsLow(t *testing.T) {
+	queue := make(chan []byte) // a slow consumer: nobody receives until the end
+	ev := evidenceOf(heap(t), nil)
+	ev.MetricsStart = runtimeMetrics()
+	var made atomic.Int32
+	for range 1000 {
+		go func() { // one goroutine per job, holding it
+			job := make([]byte, 16<<10)
+			made.Add(1)
+			queue <- job
+		}()
+	}
+	for made.Load() < 1000 {
+		time.Sleep(time.Millisecond)
+	}
+	ev.Profiles[evidence.Heap] = heap(t)
+	ev.MetricsEnd = runtimeMetrics()
+	for range 1000 {
+		<-queue
+	}
+	f := one(t, ev)
+	if f.Severity != rules.Low || !strings.Contains(f.Summary, "backlog") {
+		t.Errorf("severity %s summary %q", f.Severity, f.Summary)
+	}
+}
+
+var backlog [][]byte
+
+func TestSeriesThatDrainsIsBacklog(t *testing.T) {
+	before := heap(t)
+	for range 4000 {
+		backlog = append(backlog, make([]byte, 8<<10))
+	}
+	peak := heap(t)
+	backlog = backlog[:1000:1000] // most of it served
+	backlog = append([][]byte(nil), backlog...)
+	f := one(t, evidenceOf(before, peak, heap(t)))
+	backlog = nil
+	if f.Severity != rules.Low || !strings.Contains(f.Fix, "drains") {
+		t.Errorf("severity %s fix %q", f.Severity, f.Fix)
+	}
+}
+
+func TestNeedsTwoHeaps(t *testing.T) {
+	ev := evidence.New("test")
+	ev.Profiles[evidence.Heap] = heap(t)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "start and end") {
+		t.Errorf("%+v", res)
+	}
+}
