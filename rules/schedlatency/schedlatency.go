@@ -41,7 +41,8 @@ fan-out and look for long stop-the-world pauses.`,
 		After:  `load spread over 3 replicas (or a concurrency limit), p99 < 1 ms`,
 		Caveats: `The trace covers only its own window (1 s by default, at the end of the
 collection), so it must be taken under the load being judged. Tracing itself
-costs a little CPU.`,
+costs a little CPU. When another rule names a medium or worse CPU cost, this finding is
+treated as its symptom: its estimate is capped at half of the cause's, so it ranks behind it.`,
 		Since: "0.1",
 		Refs: []string{
 			"https://pkg.go.dev/runtime/trace",
@@ -50,6 +51,9 @@ costs a little CPU.`,
 	},
 	Needs: []rules.Input{rules.Trace},
 	Uses:  []rules.Input{rules.System},
+	// Waiting for a CPU is usually the symptom of a CPU cost another rule
+	// names; running after the others lets it rank behind its cause.
+	Fallback: true,
 	Check: check,
 }
 
@@ -181,8 +185,28 @@ func check(pass *rules.Pass) error {
 	if settings.CPUQuota == 0 && !pass.Has(rules.System) {
 		f.Caveats = append(f.Caveats, "No /proc snapshot of the target: GOMAXPROCS against the CPU quota not checked.")
 	}
+	deferToCause(&f, pass.Earlier)
 	pass.Report(f)
 	return nil
+}
+
+// deferToCause ranks the wait behind the CPU finding that causes it: when
+// another rule explains a medium or worse share of CPU, fixing that frees
+// the CPU the goroutines wait for, so the wait's own estimate is capped at
+// half of the cause's and the finding says where the cause is.
+func deferToCause(f *rules.Finding, earlier []rules.Finding) {
+	var cause *rules.Finding
+	for i, e := range earlier {
+		if e.Resource == "cpu" && e.Severity >= rules.Medium && (cause == nil || e.Impact > cause.Impact) {
+			cause = &earlier[i]
+		}
+	}
+	if cause == nil {
+		return
+	}
+	f.Impact = min(f.Impact, cause.Impact/2)
+	f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, the CPU cost that makes goroutines wait", cause.Rule)
+	f.Caveats = append(f.Caveats, fmt.Sprintf("Likely a symptom: %s (%s) takes %s of CPU; fix it first and trace again.", cause.Rule, cause.Class, rules.Percent(cause.Impact)))
 }
 
 func durFact(name string, d time.Duration) rules.Fact {

@@ -233,3 +233,16 @@ func TestFixFollowsTheCause(t *testing.T) {
 		t.Fatalf("bursty: fix %q", f.Fix)
 	}
 }
+
+func TestRanksBehindTheCPUCostThatCausesIt(t *testing.T) {
+	cause := &rules.Rule{ID: "GC001", Class: "gc-pressure", Needs: []rules.Input{rules.Trace}, Check: func(p *rules.Pass) error {
+		p.Report(rules.Finding{Severity: rules.High, Impact: 0.4, Resource: "cpu"})
+		return nil
+	}}
+	ev := bare()
+	ev.TraceSummary = summary(40*time.Millisecond, 0, 1000, 4, 3900*time.Millisecond, 2*time.Second)
+	res := rules.Run(ev, []*rules.Rule{Rule, cause})
+	if len(res.Findings) != 2 || res.Findings[0].Rule != "GC001" || res.Findings[1].Impact > 0.2 {
+		t.Fatalf("scheduling latency must rank behind its cause: %+v", res.Findings)
+	}
+}
