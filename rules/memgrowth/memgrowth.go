@@ -35,8 +35,10 @@ allocation site (the first application frame, else the first frame outside
 the runtime), end minus start, largest growth first. Growth must be at least
 4 MiB and 10% of the starting heap. Goroutine counts at both ends come from
 runtime/metrics (the agent), else the execution trace's first and last
-goroutine counts, scaled to the window. Verdicts: backlog when the series
-peaked and fell back, or when goroutines grew with the heap; leak when the
+goroutine counts, scaled to the window (flatness is judged on the counts as
+observed, unscaled). Allocations made by the profiler itself (net/http/pprof,
+runtime/pprof, runtime/trace: a trace in flight) are left out. Verdicts:
+backlog when the series peaked and fell back, or when goroutines grew with the heap; leak when the
 heap grew in every snapshot or while the goroutine count stayed flat;
 otherwise undetermined. Leak: high from 50% growth and 16 MiB, medium from
 25%, else low; undetermined at most medium; backlog low.`,
@@ -101,7 +103,17 @@ type siteKey struct {
 	line int64
 }
 
-// sites aggregates a heap profile's inuse_space and inuse_objects per site.
+// isObserver reports whether fn is the profiler's own code: an execution
+// trace or profile being written while the heap is sampled (collect runs its
+// trace across the end-of-window heap profile). Its buffers are the
+// observation, not the service's growth.
+func isObserver(fn string) bool {
+	return strings.HasPrefix(fn, "net/http/pprof.") || strings.HasPrefix(fn, "runtime/pprof.") ||
+		strings.HasPrefix(fn, "runtime/trace.")
+}
+
+// sites aggregates a heap profile's inuse_space and inuse_objects per site,
+// leaving out the profiler's own allocations (isObserver).
 func sites(p *profile.Profile) (map[siteKey]*acc, int64) {
 	out := map[siteKey]*acc{}
 	var total int64
@@ -112,7 +124,11 @@ func sites(p *profile.Profile) (map[siteKey]*acc, int64) {
 		}
 		app := st.First(rules.IsApplication)
 		any := st.First(func(fn string) bool { return !evidence.IsRuntime(fn) })
+		observer := st.First(isObserver)
 		for _, sm := range st.Samples {
+			if observer(sm) != nil {
+				continue
+			}
 			f := app(sm)
 			if f == nil {
 				f = any(sm)
@@ -161,34 +177,49 @@ func Diff(base, p *profile.Profile) (growth []Growth, baseTotal, endTotal int64)
 	return growth, baseTotal, endTotal
 }
 
-// inuse is a heap profile's total in-use bytes.
+// inuse is a heap profile's total in-use bytes, without the profiler's own.
 func inuse(p *profile.Profile) int64 {
-	if st := evidence.NewStacks(p, "inuse_space"); st != nil {
-		return st.Total
-	}
-	return 0
+	_, total := sites(p)
+	return total
 }
 
-// goroutines are the counts at both ends of the window, where known.
+// goroutines are the counts at both ends of the window, where known, and
+// the change actually observed (rawStart to rawEnd) over the span the counts
+// cover, before any scaling to the window.
 type goroutines struct {
-	start, end float64
-	source     string
+	start, end       float64
+	rawStart, rawEnd float64
+	source           string
 }
 
 func goroutineCounts(ev *evidence.Evidence, window time.Duration) (goroutines, bool) {
 	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricGoroutines) && rw.GoroutinesStart > 0 {
-		return goroutines{rw.GoroutinesStart, rw.GoroutinesEnd, "runtime/metrics at both ends"}, true
+		return goroutines{rw.GoroutinesStart, rw.GoroutinesEnd, rw.GoroutinesStart, rw.GoroutinesEnd, "runtime/metrics at both ends"}, true
 	}
 	if s, err := ev.Trace(); err == nil && s != nil && s.Window > 0 && s.Goroutines.AtStart > 0 {
 		g := s.Goroutines
 		start, end := float64(g.AtStart), float64(g.AtEnd)
+		rawStart := start
 		// the trace covers the end of the window: scale its change to the window
 		if window > s.Window {
 			start = max(0, end-(end-start)*window.Seconds()/s.Window.Seconds())
 		}
-		return goroutines{start, end, fmt.Sprintf("execution trace (%s), scaled to the window", s.Window.Round(time.Millisecond))}, true
+		return goroutines{start, end, rawStart, end, fmt.Sprintf("execution trace (%s), scaled to the window", s.Window.Round(time.Millisecond))}, true
 	}
 	return goroutines{}, false
+}
+
+// tracks: the goroutines grew with the heap (in-flight work piling up).
+func (g goroutines) tracks() bool {
+	return g.end-g.start >= minGoroutineRise && g.end >= 1.5*g.start
+}
+
+// flat: no trend in the goroutine count. It is judged on the change actually
+// observed, not the one scaled to the window: the counts are instants, and
+// scaling a short trace's jitter of short-lived goroutines (an HTTP server
+// starts tens of thousands a second) would turn noise into a trend.
+func (g goroutines) flat() bool {
+	return !g.tracks() && math.Abs(g.rawEnd-g.rawStart) <= max(20, 0.1*g.rawStart)
 }
 
 func check(pass *rules.Pass) error {
@@ -266,15 +297,14 @@ func check(pass *rules.Pass) error {
 			rules.Count("goroutines at end", math.Round(g.end), ""),
 			rules.Text("goroutine counts from", g.source))
 		rise := g.end - g.start
-		tracks = rise >= minGoroutineRise && g.end >= 1.5*g.start
-		flat = math.Abs(rise) <= max(20, 0.1*g.start)
+		tracks, flat = g.tracks(), g.flat()
 		switch {
 		case tracks:
 			per := float64(total) / rise
 			facts = append(facts, rules.Bytes("heap growth per added goroutine", uint64(per)))
 			why = append(why, fmt.Sprintf("goroutines grew with the heap, from %.0f to %.0f (%s of growth each): work is piling up in flight", g.start, g.end, rules.HumanBytes(uint64(per))))
 		case flat:
-			why = append(why, fmt.Sprintf("the goroutine count stayed flat (%.0f → %.0f) while the heap grew: the memory is retained, not in flight", g.start, g.end))
+			why = append(why, fmt.Sprintf("the goroutine count stayed flat (%.0f → %.0f) while the heap grew: the memory is retained, not in flight", g.rawStart, g.rawEnd))
 		}
 	} else if gp := ev.Profile(evidence.Goroutine); gp != nil {
 		if st := evidence.NewStacks(gp, ""); st != nil {

@@ -222,3 +222,65 @@ func TestNeedsTwoHeaps(t *testing.T) {
 		t.Errorf("%+v", res)
 	}
 }
+
+// heapOf is a hand-made heap profile: one sample per stack (leaf first) with
+// its in-use bytes and objects.
+func heapOf(stacks map[string]int64) *profile.Profile {
+	p := &profile.Profile{SampleType: []*profile.ValueType{
+		{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+		{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}}}
+	funcs := map[string]*profile.Function{}
+	for stack, bytes := range stacks {
+		s := &profile.Sample{Value: []int64{1, bytes, 1, bytes}}
+		for _, fn := range strings.Split(stack, ";") {
+			f := funcs[fn]
+			if f == nil {
+				f = &profile.Function{ID: uint64(len(funcs) + 1), Name: fn, Filename: "x.go"}
+				funcs[fn] = f
+				p.Function = append(p.Function, f)
+			}
+			loc := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f, Line: 1}}}
+			p.Location = append(p.Location, loc)
+			s.Location = append(s.Location, loc)
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	return p
+}
+
+// The execution trace perfdoctor collect runs across the end-of-window heap
+// profile buffers its output on the heap: that is the observation, not the
+// service's growth.
+func TestProfilerAllocationsAreLeftOut(t *testing.T) {
+	const app = "main.serve"
+	const tracer = "bytes.growSlice;runtime/trace.Start.func1;net/http/pprof.Trace"
+	start := heapOf(map[string]int64{app: 2 << 20})
+	end := heapOf(map[string]int64{app: 2 << 20, tracer: 6 << 20})
+	growth, base, total := Diff(start, end)
+	if len(growth) != 0 || base != 2<<20 || total != 2<<20 {
+		t.Errorf("growth %v, totals %d → %d: the tracer's buffers counted", growth, base, total)
+	}
+	res := rules.Run(evidenceOf(start, end), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 {
+		t.Errorf("finding on the profiler's own allocations: %+v", res.Findings[0])
+	}
+}
+
+// A short trace's goroutine counts are instants: the jitter of short-lived
+// goroutines must not read as a trend once scaled to the window.
+func TestFlatIsJudgedUnscaled(t *testing.T) {
+	// 25 → 30 in a 1 s trace, scaled to a 5 s window: 5 → 30.
+	g := goroutines{start: 5, end: 30, rawStart: 25, rawEnd: 30}
+	if g.tracks() || !g.flat() {
+		t.Errorf("tracks %v flat %v, want flat", g.tracks(), g.flat())
+	}
+	// A real rise, observed as such.
+	g = goroutines{start: 100, end: 1100, rawStart: 900, rawEnd: 1100}
+	if !g.tracks() || g.flat() {
+		t.Errorf("tracks %v flat %v, want tracks", g.tracks(), g.flat())
+	}
+	g = goroutines{start: 100, end: 160, rawStart: 100, rawEnd: 160}
+	if g.tracks() || g.flat() {
+		t.Errorf("tracks %v flat %v, want neither", g.tracks(), g.flat())
+	}
+}
