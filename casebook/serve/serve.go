@@ -32,8 +32,8 @@ type Options struct{ downstream string }
 // Downstream is the address given with WithDownstream, if any.
 func (o Options) Downstream() string { return o.downstream }
 
-// WithDownstream sets D2's UDP downstream (host:port) instead of the built-in
-// sink. Ignored by other cases.
+// WithDownstream sets the downstream (host:port) of the cases that send to
+// one (D2's UDP, C3's TCP) instead of their built-in sink. Others ignore it.
 func WithDownstream(addr string) Option { return func(o *Options) { o.downstream = addr } }
 
 // Service is a running casebook variant.

@@ -1,7 +1,7 @@
 // Command casebook runs one variant of a casebook reproduction as a plain Go
 // service with net/http/pprof on a separate listener:
 //
-//	casebook -case d1|d2 -variant bad|fixed -listen 127.0.0.1:0 -pprof 127.0.0.1:0
+//	casebook -case NAME -variant bad|fixed -listen 127.0.0.1:0 -pprof 127.0.0.1:0
 //
 // Once both listeners are up it prints exactly one line to stdout,
 //
@@ -16,17 +16,18 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
 )
 
 func main() {
-	caseName := flag.String("case", "", "case to run: d1 (gc-pressure) or d2 (connection-churn)")
+	caseName := flag.String("case", "", "case to run: one of "+strings.Join(serve.Cases(), ", "))
 	variant := flag.String("variant", "bad", "variant: bad or fixed")
 	listen := flag.String("listen", serve.DefaultAddr, "app listen address")
 	pprofAddr := flag.String("pprof", serve.DefaultAddr, "pprof listen address (keep it on loopback)")
-	downstream := flag.String("downstream", "", "d2: UDP downstream host:port (default: a built-in sink)")
+	downstream := flag.String("downstream", "", "d2, c3: the downstream host:port (default: a built-in sink)")
 	flag.Parse()
 	if *caseName == "" || flag.NArg() > 0 {
 		flag.Usage()
