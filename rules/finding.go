@@ -121,8 +121,8 @@ func HumanNumber(v float64) string {
 		return fmt.Sprintf("%.1fM", v/1e6)
 	case a >= 1e4:
 		return fmt.Sprintf("%.1fk", v/1e3)
-	case v == math.Trunc(v):
-		return fmt.Sprintf("%d", int64(v))
+	case v == math.Trunc(v) || a >= 100:
+		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
 }

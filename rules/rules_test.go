@@ -88,3 +88,11 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestHumanNumber(t *testing.T) {
+	for v, want := range map[float64]string{7: "7", 0.25: "0.25", 19.14: "19.1", 6060.6: "6061", 48200: "48.2k", 11e6: "11.0M"} {
+		if got := rules.HumanNumber(v); got != want {
+			t.Errorf("HumanNumber(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
