@@ -167,6 +167,11 @@ func TestCasebook(t *testing.T) {
 	defer func() { t.Log("scorecard:\n" + card.String()) }()
 	for _, name := range serve.Cases() {
 		c, _ := serve.Lookup(name)
+		if c.Pending != "" {
+			card.pending(name, c.Class, c.Pending)
+			t.Run(name, func(t *testing.T) { t.Skip("known gap: " + c.Pending) })
+			continue
+		}
 		t.Run(name+"/bad", func(t *testing.T) {
 			findings := diagnoseUnderLoad(t, start(t, name, "bad"))
 			defer func() { card.add(name, "bad", c.Class, findings, !t.Failed()) }()
@@ -230,6 +235,10 @@ func (s *scorecard) add(name, variant, class string, findings []finding, pass bo
 		verdict = "FAIL"
 	}
 	s.lines = append(s.lines, fmt.Sprintf("%-8s %-6s %-34s %-38s %-12s %s", name, variant, want, top, rank, verdict))
+}
+
+func (s *scorecard) pending(name, class, why string) {
+	s.lines = append(s.lines, fmt.Sprintf("%-8s %-6s %-34s %-38s %-12s %s", name, "both", class, "-", "-", "PENDING: "+why))
 }
 
 func (s *scorecard) String() string {

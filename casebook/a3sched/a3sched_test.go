@@ -1,0 +1,79 @@
+package a3sched
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestHandler(t *testing.T) {
+	for _, v := range []string{Bad, Fixed} {
+		restore, err := Setup(v) // in a test: runtime calls, no re-exec
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := NewHandler(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+			if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), "items=") {
+				t.Fatalf("%s: %d %q", v, rec.Code, rec.Body.String())
+			}
+		}
+		h.Close()
+		restore()
+	}
+}
+
+func TestSetupInTest(t *testing.T) {
+	procs, gc := runtime.GOMAXPROCS(0), debug.SetGCPercent(-1)
+	debug.SetGCPercent(gc)
+	restore, err := Setup(Bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != BadProcs {
+		t.Errorf("bad: GOMAXPROCS %d, want %d", got, BadProcs)
+	}
+	if got := debug.SetGCPercent(GOGC); got != GOGC {
+		t.Errorf("bad: GOGC %d, want %d", got, GOGC)
+	}
+	restore()
+	if runtime.GOMAXPROCS(0) != procs {
+		t.Error("restore did not reset GOMAXPROCS")
+	}
+}
+
+func TestEnv(t *testing.T) {
+	bad, _ := Env(Bad)
+	fixed, _ := Env(Fixed)
+	if bad["GOMAXPROCS"] == "" || fixed["GOMAXPROCS"] != "" || bad["GOGC"] != fixed["GOGC"] {
+		t.Errorf("bad %v, fixed %v", bad, fixed)
+	}
+	env := withEnv([]string{"A=1", "GOMAXPROCS=8", "GOMAXPROCSX=1"}, "GOMAXPROCS", "64")
+	if !slices.Equal(env, []string{"A=1", "GOMAXPROCSX=1", "GOMAXPROCS=64"}) {
+		t.Errorf("withEnv set: %v", env)
+	}
+	if env := withEnv([]string{"GOMAXPROCS=8", "B=2"}, "GOMAXPROCS", ""); !slices.Equal(env, []string{"B=2"}) {
+		t.Errorf("withEnv unset: %v", env)
+	}
+}
+
+func TestInvalidVariant(t *testing.T) {
+	if _, err := NewHandler("worse"); err == nil {
+		t.Error("NewHandler accepted an unknown variant")
+	}
+	if _, err := Setup("worse"); err == nil {
+		t.Error("Setup accepted an unknown variant")
+	}
+	if _, err := Env("worse"); err == nil {
+		t.Error("Env accepted an unknown variant")
+	}
+}
