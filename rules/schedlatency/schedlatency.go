@@ -54,7 +54,7 @@ treated as its symptom: its estimate is capped at half of the cause's, so it ran
 	// Waiting for a CPU is usually the symptom of a CPU cost another rule
 	// names; running after the others lets it rank behind its cause.
 	Fallback: true,
-	Check: check,
+	Check:    check,
 }
 
 const (
