@@ -99,11 +99,16 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	cpu := pass.Evidence.CPUStacks()
-	share := cpu.Share(Frames)
+	in := cpu.Has(Frames)
+	// A level check is what the fix adds, not logging cost: time inside a
+	// logger's Enabled is left out.
+	checking := cpu.Has(func(fn string) bool {
+		return Frames(fn) && (strings.Contains(fn, ".Enabled") || strings.Contains(fn, ".enabled"))
+	})
+	share := cpu.ShareWhere(func(s evidence.Sample) bool { return in(s) && !checking(s) })
 	if share < minShare {
 		return nil
 	}
-	in := cpu.Has(Frames)
 	under := func(m evidence.Matcher) float64 {
 		has := cpu.Has(m)
 		return cpu.ShareWhere(func(s evidence.Sample) bool { return in(s) && has(s) })

@@ -331,9 +331,23 @@ func check(pass *rules.Pass) error {
 	if verdict == Undetermined {
 		sev = min(sev, rules.Medium)
 	}
+	// A heap profile is as of the last completed GC. When that GC came well
+	// before the window opened and few cycles ran inside it (GOGC=off, a
+	// memory limit, a quiet service), the start profile predates the window,
+	// possibly start-up itself, and so may the growth.
+	var stale string
+	if gc, ok := ev.GC(); ok && gc.Cycles < 2 {
+		start := ev.MetricsStart
+		age := start.Time.Sub(time.Unix(0, int64(start.LastGC)))
+		if start.LastGC == 0 || age > staleProfileAge {
+			sev = min(sev, rules.Medium)
+			stale = fmt.Sprintf("The start heap profile is as of a GC %s before the window and only %d cycle(s) ran in it: part of the growth may predate the window. Collect longer, or compare two collections.", age.Round(time.Second), gc.Cycles)
+		}
+	}
 
 	top := growth[:min(maxSites, len(growth))]
 	f := rules.Finding{
+		Caveats:     nonEmpty(stale),
 		Severity:    sev,
 		Impact:      float64(total) / float64(end),
 		Resource:    "memory",
@@ -409,4 +423,15 @@ func roundWindow(d time.Duration) time.Duration {
 		return d.Round(time.Second)
 	}
 	return d.Round(10 * time.Millisecond)
+}
+
+// staleProfileAge is how long before the window the start profile's GC may
+// be and still speak for the window's start.
+const staleProfileAge = time.Second
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

@@ -58,7 +58,9 @@ func runtimeMetrics() *bundle.RuntimeStats {
 			rm.Values[s.Name] = s.Value.Float64()
 		}
 	}
-	return &bundle.RuntimeStats{Time: rm.Time, Source: "test", Runtime: rm}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return &bundle.RuntimeStats{Time: rm.Time, Source: "test", Runtime: rm, NumGC: uint64(ms.NumGC), LastGC: ms.LastGC}
 }
 
 func evidenceOf(series ...*profile.Profile) *evidence.Evidence {
@@ -282,5 +284,23 @@ func TestFlatIsJudgedUnscaled(t *testing.T) {
 	g = goroutines{start: 100, end: 160, rawStart: 100, rawEnd: 160}
 	if g.tracks() || g.flat() {
 		t.Errorf("tracks %v flat %v, want neither", g.tracks(), g.flat())
+	}
+}
+
+// Case D1 fixed (GOGC=off under a memory limit): the start profile is from
+// a GC at start-up, before the cache was built, and one cycle ran in the
+// window. The growth may predate the window: never high.
+func TestStaleStartProfileIsAtMostMedium(t *testing.T) {
+	defer clear(leaky)
+	ev := evidenceOf(heap(t), nil)
+	ev.MetricsStart = runtimeMetrics()
+	remember(8000, 4<<10)
+	ev.Profiles[evidence.Heap] = heap(t)
+	ev.MetricsEnd = runtimeMetrics()
+	ev.MetricsStart.LastGC = uint64(ev.MetricsStart.Time.Add(-10 * time.Second).UnixNano())
+	ev.MetricsEnd.NumGC = ev.MetricsStart.NumGC + 1
+	f := one(t, ev)
+	if f.Severity > rules.Medium || len(f.Caveats) == 0 || !strings.Contains(f.Caveats[0], "predate the window") {
+		t.Errorf("severity %s, caveats %q", f.Severity, f.Caveats)
 	}
 }

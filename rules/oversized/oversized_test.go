@@ -90,7 +90,9 @@ func TestFiresOnOversizedSlicePerRequest(t *testing.T) {
 		t.Errorf("site %+v, want handleOversized in oversized_test.go", loc)
 	}
 	per := f.Evidence[0].Num
-	if want := float64(maxLiveStreamers) * 32; per < want*0.9 || per > want*1.3 {
+	// The allocs profile samples by bytes, so the per-call figure is an
+	// estimate: within a factor of two of the truth is what matters here.
+	if want := float64(maxLiveStreamers) * 32; per < want/2 || per > want*2 {
 		t.Errorf("bytes per allocation %v, want ~%v", per, want)
 	}
 	if f.Impact < 0.9 || !strings.Contains(f.Summary, "oversized_test.go:") || !strings.Contains(f.Fix, "make([]T, 0, n)") {
