@@ -99,10 +99,10 @@ func TestCPUSharesRuntime(t *testing.T) {
 	for _, tc := range runtimeShareCases {
 		t.Run(tc.caseName+"/"+tc.variant, func(t *testing.T) {
 			prof, _ := rtProfileUnderLoad(t, tc.caseName, tc.variant)
-			share := rtShare(prof, tc.family)
+			share := familyShare(prof, [][]string{tc.family})
 			t.Logf("%s/%s: share %.1f%% (want %.0f..%.0f%%) of %s CPU; scheduler %.1f%%, GC %.1f%% (scan %.1f%%), churn %.1f%%, json %.1f%%",
 				tc.caseName, tc.variant, share, tc.min, tc.max, cpuTime(prof),
-				rtShare(prof, rtSched), rtShare(prof, rtGC), rtShare(prof, rtScan), rtShare(prof, rtChurn), rtShare(prof, rtJSON))
+				familyShare(prof, [][]string{rtSched}), familyShare(prof, [][]string{rtGC}), familyShare(prof, [][]string{rtScan}), familyShare(prof, [][]string{rtChurn}), familyShare(prof, [][]string{rtJSON}))
 			if share < tc.min || share > tc.max {
 				t.Errorf("share %.1f%% outside %.0f..%.0f%%", share, tc.min, tc.max)
 			}
@@ -130,7 +130,7 @@ func TestAllocsPerCall(t *testing.T) {
 			prof, allocs := rtProfileUnderLoad(t, "b2", tc.variant)
 			per, share := rtSiteAllocs(allocs, site)
 			t.Logf("b2/%s: %.0f bytes per allocation at the report slice, %.1f%% of bytes allocated; CPU zeroing large objects %.1f%%, GC %.1f%% of %s",
-				tc.variant, per, share, rtShare(prof, rtZeroing), rtShare(prof, rtGC), cpuTime(prof))
+				tc.variant, per, share, familyShare(prof, [][]string{rtZeroing}), familyShare(prof, [][]string{rtGC}), cpuTime(prof))
 			if per < tc.minPer || per > tc.maxPer || share < tc.minShare || share > tc.maxShr {
 				t.Errorf("%.0f bytes per call (want %.0f..%.0f), %.1f%% of bytes (want %.0f..%.0f%%)",
 					per, tc.minPer, tc.maxPer, share, tc.minShare, tc.maxShr)
@@ -199,41 +199,6 @@ func rtFetch(t *testing.T, url string) []byte {
 		t.Fatalf("%s: status %d, %v", url, resp.StatusCode, err)
 	}
 	return raw
-}
-
-// rtShare is the percentage of CPU time in samples with a frame whose
-// function name starts with any of the prefixes (pprof's -cum, without
-// double counting).
-func rtShare(p *profile.Profile, prefixes []string) float64 {
-	idx := len(p.SampleType) - 1 // cpu nanoseconds
-	var hit, total int64
-	for _, s := range p.Sample {
-		v := s.Value[idx]
-		total += v
-		if rtStackHas(s, prefixes) {
-			hit += v
-		}
-	}
-	if total == 0 {
-		return 0
-	}
-	return 100 * float64(hit) / float64(total)
-}
-
-func rtStackHas(s *profile.Sample, prefixes []string) bool {
-	for _, loc := range s.Location {
-		for _, ln := range loc.Line {
-			if ln.Function == nil {
-				continue
-			}
-			for _, pre := range prefixes {
-				if strings.HasPrefix(ln.Function.Name, pre) {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // rtSiteAllocs returns, for fn's allocation site (the line in fn just above
