@@ -8,7 +8,6 @@ import (
 
 func init() {
 	Register(Case{Name: "a3", Class: "scheduler-overhead", Title: "A3: GOMAXPROCS far above the CPUs, with many short goroutine handoffs",
-		Pending: "SCHED002 counts the HTTP server's per-connection background-read goroutine as churn and outranks SCHED001; SCHED001 compares GOMAXPROCS only with a cgroup quota, and this case has none",
 		Build: func(variant string, _ Options) (http.Handler, func() error, error) {
 			// Setup may re-execute the process with GOMAXPROCS in its
 			// environment (same PID and arguments): it runs before any

@@ -78,6 +78,7 @@ var wrappers = evidence.FuncPrefix(
 // serverSites are servers starting a goroutine per connection or stream.
 var serverSites = evidence.FuncPrefix(
 	"net/http.(*Server).Serve", "net/http.(*http2serverConn)", "net/http.(*conn).serve",
+	"net/http.(*connReader).startBackgroundRead", // one per request on a keep-alive connection
 	"golang.org/x/net/http2.(*serverConn)", "google.golang.org/grpc.(*Server)",
 	"google.golang.org/grpc/internal/transport.",
 )

@@ -58,7 +58,14 @@ func check(pass *rules.Pass) error {
 	cpu := pass.Evidence.CPUStacks()
 	share := cpu.Share(Frames)
 	s := pass.Evidence.Settings()
-	over := s.CPUQuota > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > s.CPUQuota*1.25
+	// The CPU the Ps compete for: the cgroup quota, or without one the CPUs
+	// the process may run on (a GOMAXPROCS forced above them oversubscribes
+	// just the same).
+	limit, limitName := s.CPUQuota, fmt.Sprintf("%.3g-core CPU quota", s.CPUQuota)
+	if limit == 0 && s.NumCPU > 0 {
+		limit, limitName = float64(s.NumCPU), fmt.Sprintf("%d CPUs the process may use", s.NumCPU)
+	}
+	over := limit > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > limit*1.25
 	if share < minShare && !over {
 		return nil
 	}
@@ -84,13 +91,13 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No /proc snapshot of the target: GOMAXPROCS against the CPU quota not checked (collect on the target's host).")
 	}
 	if over {
-		want := int(s.CPUQuota + 0.999)
-		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %.3g-core CPU quota; the scheduler spends %s of CPU", s.GOMAXPROCS, s.CPUQuota, rules.Percent(share))
-		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the CPU quota (Go >= 1.25 does this when GOMAXPROCS is not set in the environment; on older Go use go.uber.org/automaxprocs). %s", want, f.Fix)
+		want := int(limit + 0.999)
+		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", s.GOMAXPROCS, limitName, rules.Percent(share))
+		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
 		f.Severity = max(f.Severity+1, rules.Medium)
 		f.Severity = min(f.Severity, rules.High)
-		f.Impact = max(f.Impact, share*(1-s.CPUQuota/float64(s.GOMAXPROCS)))
+		f.Impact = max(f.Impact, share*(1-limit/float64(s.GOMAXPROCS)))
 	}
 	pass.Report(f)
 	return nil

@@ -68,3 +68,16 @@ func TestModernGoFollowsQuota(t *testing.T) {
 		t.Fatal("GOMAXPROCS=32 over a 7-core quota not reported")
 	}
 }
+
+func TestGOMAXPROCSAboveTheCPUsWithoutQuota(t *testing.T) {
+	// Case A3 on a machine without a quota: GOMAXPROCS=256 forced on 2 CPUs.
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(25)})
+	ev.SystemEnd = &bundle.SystemSnapshot{
+		Machine: bundle.MachineInfo{NumCPU: 2},
+		Process: &bundle.ProcessInfo{PID: 1, GoVersion: "go1.26.8", CPUsAllowed: 2, GoEnv: map[string]string{"GOMAXPROCS": "256"}},
+	}
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.High || !strings.Contains(res.Findings[0].Summary, "2 CPUs") {
+		t.Fatalf("got %+v", res.Findings)
+	}
+}
