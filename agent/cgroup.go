@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/perfdoctor/perfdoctor/internal/cgroupfs"
 )
 
 // Limits is what the cgroup hierarchy says about this process's CPU and
@@ -89,8 +91,8 @@ func readLimits(f cgroupFiles) (*Limits, error) {
 func readV2(mount, path string) (*Limits, error) {
 	l := &Limits{Version: 2, Path: path}
 	var errs []error
-	leaf := resolveDir(mount, path)
-	for dir := range ancestors(mount, leaf) {
+	leaf := cgroupfs.ResolveDir(mount, path)
+	for dir := range cgroupfs.Ancestors(mount, leaf) {
 		lv := Level{Hierarchy: "unified", Path: relPath(mount, dir)}
 		if b, err := readSmall(filepath.Join(dir, "cpu.max")); err == nil {
 			if lv.CPUCores, err = parseCPUMax(b); err != nil {
@@ -123,7 +125,7 @@ func readV1(base, cpuPath, memPath string) (*Limits, error) {
 	if cpuPath != "" {
 		mount := ""
 		for _, name := range []string{"cpu", "cpu,cpuacct", "cpuacct,cpu"} {
-			if isDir(filepath.Join(base, name)) {
+			if cgroupfs.IsDir(filepath.Join(base, name)) {
 				mount = filepath.Join(base, name)
 				break
 			}
@@ -131,7 +133,7 @@ func readV1(base, cpuPath, memPath string) (*Limits, error) {
 		if mount == "" {
 			errs = append(errs, fmt.Errorf("cgroup v1 cpu controller not mounted under %s", base))
 		} else {
-			for dir := range ancestors(mount, resolveDir(mount, cpuPath)) {
+			for dir := range cgroupfs.Ancestors(mount, cgroupfs.ResolveDir(mount, cpuPath)) {
 				lv := Level{Hierarchy: "cpu", Path: relPath(mount, dir)}
 				quota, err := readInt(filepath.Join(dir, "cpu.cfs_quota_us"))
 				if err == nil {
@@ -149,10 +151,10 @@ func readV1(base, cpuPath, memPath string) (*Limits, error) {
 	}
 	if memPath != "" {
 		mount := filepath.Join(base, "memory")
-		if !isDir(mount) {
+		if !cgroupfs.IsDir(mount) {
 			errs = append(errs, fmt.Errorf("cgroup v1 memory controller not mounted under %s", base))
 		} else {
-			for dir := range ancestors(mount, resolveDir(mount, memPath)) {
+			for dir := range cgroupfs.Ancestors(mount, cgroupfs.ResolveDir(mount, memPath)) {
 				lv := Level{Hierarchy: "memory", Path: relPath(mount, dir)}
 				p := filepath.Join(dir, "memory.limit_in_bytes")
 				if b, err := readSmall(p); err == nil {
@@ -191,46 +193,12 @@ func (l *Limits) leafCPUCores() float64 {
 	return 0
 }
 
-// resolveDir maps a path from /proc/self/cgroup to a directory under mount.
-// Inside a container without a cgroup namespace the path names the host's
-// hierarchy while the mount shows only the container's subtree, so leading
-// components are dropped until a directory exists.
-func resolveDir(mount, path string) string {
-	clean := strings.Trim(filepath.Clean("/"+path), "/") // no escaping mount with ".."
-	if clean == "" {
-		return mount
-	}
-	parts := strings.Split(clean, "/")
-	for i := range parts {
-		if d := filepath.Join(mount, filepath.Join(parts[i:]...)); isDir(d) {
-			return d
-		}
-	}
-	return mount
-}
-
-// ancestors yields leaf and its parents up to and including mount.
-func ancestors(mount, leaf string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for dir := leaf; ; dir = filepath.Dir(dir) {
-			if !yield(dir) || dir == mount || len(dir) <= len(mount) {
-				return
-			}
-		}
-	}
-}
-
 func relPath(mount, dir string) string {
 	r, err := filepath.Rel(mount, dir)
 	if err != nil || r == "." {
 		return "/"
 	}
 	return "/" + filepath.ToSlash(r)
-}
-
-func isDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
 }
 
 // readSmall reads a cgroup or proc file, which is a few lines long.

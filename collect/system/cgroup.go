@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/prometheus/procfs"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/cgroupfs"
 )
 
 // readCgroup finds the process's cgroup and reads its CPU and memory limits
@@ -56,10 +58,10 @@ func readCgroup(roots Roots, proc procfs.Proc) (*bundle.CgroupInfo, error) {
 func readCgroupV2(base, path string) (*bundle.CgroupInfo, error) {
 	info := &bundle.CgroupInfo{Version: 2, Path: path}
 	var errs []error
-	leaf := resolveCgroupDir(base, path)
+	leaf := cgroupfs.ResolveDir(base, path)
 	// Limits set on an ancestor (a Kubernetes pod, a systemd slice) bind too:
 	// the effective limit is the smallest on the way up.
-	for dir := range ancestors(base, leaf) {
+	for dir := range cgroupfs.Ancestors(base, leaf) {
 		if q, err := readWith(filepath.Join(dir, "cpu.max"), parseCPUMax); err == nil {
 			info.CPUQuotaCores = minLimit(info.CPUQuotaCores, q)
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -96,7 +98,7 @@ func readCgroupV1(base, cpuPath, memPath string) (*bundle.CgroupInfo, error) {
 	if cpuPath != "" {
 		mount := ""
 		for _, name := range []string{"cpu", "cpu,cpuacct", "cpuacct,cpu"} {
-			if isDir(filepath.Join(base, name)) {
+			if cgroupfs.IsDir(filepath.Join(base, name)) {
 				mount = filepath.Join(base, name)
 				break
 			}
@@ -104,8 +106,8 @@ func readCgroupV1(base, cpuPath, memPath string) (*bundle.CgroupInfo, error) {
 		if mount == "" {
 			errs = append(errs, fmt.Errorf("cgroup v1 cpu controller not mounted under %s", base))
 		} else {
-			leaf := resolveCgroupDir(mount, cpuPath)
-			for dir := range ancestors(mount, leaf) {
+			leaf := cgroupfs.ResolveDir(mount, cpuPath)
+			for dir := range cgroupfs.Ancestors(mount, leaf) {
 				quota, err := readWith(filepath.Join(dir, "cpu.cfs_quota_us"), parseCgroupInt)
 				if err != nil {
 					if !errors.Is(err, fs.ErrNotExist) {
@@ -131,11 +133,11 @@ func readCgroupV1(base, cpuPath, memPath string) (*bundle.CgroupInfo, error) {
 	}
 	if memPath != "" {
 		mount := filepath.Join(base, "memory")
-		if !isDir(mount) {
+		if !cgroupfs.IsDir(mount) {
 			errs = append(errs, fmt.Errorf("cgroup v1 memory controller not mounted under %s", base))
 		} else {
-			leaf := resolveCgroupDir(mount, memPath)
-			for dir := range ancestors(mount, leaf) {
+			leaf := cgroupfs.ResolveDir(mount, memPath)
+			for dir := range cgroupfs.Ancestors(mount, leaf) {
 				if m, err := readWith(filepath.Join(dir, "memory.limit_in_bytes"), parseCgroupValue); err == nil {
 					info.MemoryLimitBytes = minLimit(info.MemoryLimitBytes, m)
 				} else if !errors.Is(err, fs.ErrNotExist) {
@@ -161,40 +163,6 @@ func minLimit[T uint64 | float64](a, b T) T {
 		return a
 	}
 	return min(a, b)
-}
-
-// resolveCgroupDir maps a path from /proc/PID/cgroup to a directory under
-// mount. Inside a container without a cgroup namespace the path names the
-// host's hierarchy while the mount shows only the container's subtree, so
-// leading components are dropped until a directory exists.
-func resolveCgroupDir(mount, path string) string {
-	clean := strings.Trim(filepath.Clean("/"+path), "/") // no escaping mount with ".."
-	if clean == "" {
-		return mount
-	}
-	parts := strings.Split(clean, "/")
-	for i := range parts {
-		if d := filepath.Join(mount, filepath.Join(parts[i:]...)); isDir(d) {
-			return d
-		}
-	}
-	return mount
-}
-
-// ancestors yields leaf and its parents up to and including mount.
-func ancestors(mount, leaf string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for dir := leaf; ; dir = filepath.Dir(dir) {
-			if !yield(dir) || dir == mount || len(dir) <= len(mount) {
-				return
-			}
-		}
-	}
-}
-
-func isDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
 }
 
 // maxCgroupFile bounds reads of cgroup files, which are a few lines long.

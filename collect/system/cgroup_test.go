@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfdoctor/perfdoctor/internal/cgroupfs"
 )
 
 func TestParseCPUMax(t *testing.T) {
@@ -82,8 +84,8 @@ func TestResolveCgroupDir(t *testing.T) {
 		"/../../etc":                     mount, // never escapes the mount
 		"/kubepods/besteffort/pod1/ctr1": mount,
 	} {
-		if got := resolveCgroupDir(mount, path); got != want {
-			t.Errorf("resolveCgroupDir(%q) = %q, want %q", path, got, want)
+		if got := cgroupfs.ResolveDir(mount, path); got != want {
+			t.Errorf("ResolveDir(%q) = %q, want %q", path, got, want)
 		}
 	}
 }

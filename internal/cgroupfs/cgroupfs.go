@@ -1,0 +1,47 @@
+// Package cgroupfs walks the cgroup filesystem: it maps a process's cgroup
+// path to a directory under a mount and yields the directories up to the
+// mount, where each level's limits live. Both collect/system (reading a
+// target) and the agent (reading itself) use it; it depends on nothing but
+// the standard library, so the agent stays light.
+package cgroupfs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ResolveDir maps a path from /proc/PID/cgroup to a directory under mount.
+// Inside a container without a cgroup namespace the path names the host's
+// hierarchy while the mount shows only the container's subtree, so leading
+// components are dropped until a directory exists.
+func ResolveDir(mount, path string) string {
+	clean := strings.Trim(filepath.Clean("/"+path), "/") // no escaping mount with ".."
+	if clean == "" {
+		return mount
+	}
+	parts := strings.Split(clean, "/")
+	for i := range parts {
+		if d := filepath.Join(mount, filepath.Join(parts[i:]...)); IsDir(d) {
+			return d
+		}
+	}
+	return mount
+}
+
+// Ancestors yields leaf and its parents up to and including mount.
+func Ancestors(mount, leaf string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for dir := leaf; ; dir = filepath.Dir(dir) {
+			if !yield(dir) || dir == mount || len(dir) <= len(mount) {
+				return
+			}
+		}
+	}
+}
+
+// IsDir reports whether p is a directory.
+func IsDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
