@@ -1,15 +1,12 @@
 package casebook
 
 import (
-	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
-	"github.com/perfdoctor/perfdoctor/load"
 )
 
 // Frame families (prefixes) for the library cases A1, A2, C1, C3, C4 and D3.
@@ -76,7 +73,7 @@ func TestCPUSharesLib(t *testing.T) {
 		{"d3", "fixed", loggingFamily, 0, 3},
 	} {
 		t.Run(tc.caseName+"/"+tc.variant, func(t *testing.T) {
-			prof := libProfileUnderLoad(t, tc.caseName, tc.variant)
+			prof := profileUnderLoad(t, tc.caseName, tc.variant, benchConcurrency, 0, time.Second, nil)
 			share := familyShare(prof, tc.family)
 			t.Logf("%s/%s: share %.1f%% (want %.0f..%.0f%%) of %s CPU; GC %.1f%%, scheduler %.1f%%",
 				tc.caseName, tc.variant, share, tc.min, tc.max, cpuTime(prof),
@@ -89,37 +86,6 @@ func TestCPUSharesLib(t *testing.T) {
 			}
 		})
 	}
-}
-
-// libProfileUnderLoad starts the variant, warms it up, and returns a 5 s CPU
-// profile taken under load (saved to PERFDOCTOR_CASEBOOK_PROFILE_DIR if set).
-func libProfileUnderLoad(t *testing.T, caseName, variant string) *profile.Profile {
-	t.Helper()
-	p := startVariant(t, caseName, variant)
-	drive(t, context.Background(), p.appURL, benchConcurrency, 0, time.Second) // connections, caches
-	loaded := make(chan string, 1)
-	go func() {
-		res, err := load.Run(context.Background(), load.Config{
-			URL: p.appURL, Concurrency: benchConcurrency, Duration: 8 * time.Second})
-		switch {
-		case err != nil:
-			loaded <- err.Error()
-		case res.Errors > 0:
-			loaded <- "load errors: " + res.String()
-		default:
-			loaded <- res.String()
-		}
-	}()
-	time.Sleep(1500 * time.Millisecond)
-	prof, raw := fetchProfile(t, p.pprofURL, 5)
-	if dir := os.Getenv("PERFDOCTOR_CASEBOOK_PROFILE_DIR"); dir != "" {
-		name := filepath.Join(dir, caseName+"-"+variant+".pb.gz")
-		if err := os.WriteFile(name, raw, 0o644); err != nil {
-			t.Error(err)
-		}
-	}
-	t.Log("load:", <-loaded)
-	return prof
 }
 
 // familyShare is the percentage of CPU time in samples that have, for each

@@ -1,18 +1,13 @@
 package casebook
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
-	"github.com/perfdoctor/perfdoctor/load"
 )
 
 // Frame families, matched by prefix as perfdoctor's rules match them, that
@@ -139,66 +134,23 @@ func TestAllocsPerCall(t *testing.T) {
 	}
 }
 
-// rtProfileUnderLoad starts the variant, warms it up, and returns a 5 s CPU
-// profile taken under load and the allocs profile taken right after it.
+// rtProfileUnderLoad is profileUnderLoad plus the allocs profile taken
+// right after the CPU profile (allocs, heap and goroutine are saved too).
 func rtProfileUnderLoad(t *testing.T, caseName, variant string) (cpu, allocs *profile.Profile) {
 	t.Helper()
-	p := startVariant(t, caseName, variant)
-	drive(t, context.Background(), p.appURL, sharesConcurrency, 1000, 0) // connections, caches
-	loaded := make(chan string, 1)
-	go func() {
-		res, err := load.Run(context.Background(), load.Config{
-			URL: p.appURL, Concurrency: sharesConcurrency, Duration: 8 * time.Second})
-		switch {
-		case err != nil:
-			loaded <- err.Error()
-		case res.Errors > 0:
-			loaded <- "load errors: " + res.String()
-		default:
-			loaded <- res.String()
-		}
-	}()
-	time.Sleep(1500 * time.Millisecond)
-	cpu, raw := fetchProfile(t, p.pprofURL, 5)
-	dir := os.Getenv("PERFDOCTOR_CASEBOOK_PROFILE_DIR")
-	rtSave(t, dir, caseName+"-"+variant+".pb.gz", raw)
-	for _, kind := range []string{"allocs", "heap", "goroutine"} {
-		raw := rtFetch(t, p.pprofURL+"/debug/pprof/"+kind)
-		rtSave(t, dir, caseName+"-"+variant+"-"+kind+".pb.gz", raw)
-		if kind == "allocs" {
-			var err error
-			if allocs, err = profile.ParseData(raw); err != nil {
-				t.Fatal(err)
+	cpu = profileUnderLoad(t, caseName, variant, sharesConcurrency, 1000, 0, func(p *variantProc) {
+		for _, kind := range []string{"allocs", "heap", "goroutine"} {
+			raw := fetch(t, p.pprofURL+"/debug/pprof/"+kind, 20*time.Second)
+			saveProfile(t, caseName+"-"+variant+"-"+kind+".pb.gz", raw)
+			if kind == "allocs" {
+				var err error
+				if allocs, err = profile.ParseData(raw); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-	}
-	t.Log("load:", <-loaded)
+	})
 	return cpu, allocs
-}
-
-func rtSave(t *testing.T, dir, name string, raw []byte) {
-	t.Helper()
-	if dir == "" {
-		return
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
-		t.Error(err)
-	}
-}
-
-func rtFetch(t *testing.T, url string) []byte {
-	t.Helper()
-	c := &http.Client{Timeout: 20 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: status %d, %v", url, resp.StatusCode, err)
-	}
-	return raw
 }
 
 // rtSiteAllocs returns, for fn's allocation site (the line in fn just above

@@ -45,30 +45,7 @@ func TestCPUShares(t *testing.T) {
 		{"d2", "fixed", churnFrames, 0, 3},
 	} {
 		t.Run(tc.caseName+"/"+tc.variant, func(t *testing.T) {
-			p := startVariant(t, tc.caseName, tc.variant)
-			drive(t, context.Background(), p.appURL, benchConcurrency, 1000, 0) // connections, caches
-			loaded := make(chan string, 1)
-			go func() { // 8 s of load; the profile covers 1.5 s .. 6.5 s of it
-				res, err := load.Run(context.Background(), load.Config{
-					URL: p.appURL, Concurrency: benchConcurrency, Duration: 8 * time.Second})
-				switch {
-				case err != nil:
-					loaded <- err.Error()
-				case res.Errors > 0:
-					loaded <- "load errors: " + res.String()
-				default:
-					loaded <- res.String()
-				}
-			}()
-			time.Sleep(1500 * time.Millisecond)
-			prof, raw := fetchProfile(t, p.pprofURL, 5)
-			t.Log("load:", <-loaded)
-			if dir := os.Getenv("PERFDOCTOR_CASEBOOK_PROFILE_DIR"); dir != "" {
-				name := filepath.Join(dir, tc.caseName+"-"+tc.variant+".pb.gz")
-				if err := os.WriteFile(name, raw, 0o644); err != nil {
-					t.Error(err)
-				}
-			}
+			prof := profileUnderLoad(t, tc.caseName, tc.variant, benchConcurrency, 1000, 0, nil)
 			share := sampleShare(prof, tc.frames)
 			t.Logf("%s/%s: share %.1f%% (want %.0f..%.0f%%) of %s CPU", tc.caseName, tc.variant, share, tc.min, tc.max, cpuTime(prof))
 			if share < tc.min || share > tc.max {
@@ -78,23 +55,67 @@ func TestCPUShares(t *testing.T) {
 	}
 }
 
-func fetchProfile(t *testing.T, pprofURL string, seconds int) (*profile.Profile, []byte) {
+// profileUnderLoad starts the variant, warms it up (warmRequests requests
+// or warmFor of load), puts 8 s of closed-loop load on it and returns a 5 s
+// CPU profile taken from 1.5 s in, saved to PERFDOCTOR_CASEBOOK_PROFILE_DIR
+// when that is set. after, if given, runs while the load still runs.
+func profileUnderLoad(t *testing.T, caseName, variant string, concurrency int, warmRequests int64, warmFor time.Duration, after func(p *variantProc)) *profile.Profile {
 	t.Helper()
-	c := &http.Client{Timeout: time.Duration(seconds+10) * time.Second}
-	resp, err := c.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", pprofURL, seconds))
+	p := startVariant(t, caseName, variant)
+	drive(t, context.Background(), p.appURL, concurrency, warmRequests, warmFor) // connections, caches
+	loaded := make(chan string, 1)
+	go func() {
+		res, err := load.Run(context.Background(), load.Config{
+			URL: p.appURL, Concurrency: concurrency, Duration: 8 * time.Second})
+		switch {
+		case err != nil:
+			loaded <- err.Error()
+		case res.Errors > 0:
+			loaded <- "load errors: " + res.String()
+		default:
+			loaded <- res.String()
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	raw := fetch(t, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.pprofURL, 5), 15*time.Second)
+	saveProfile(t, caseName+"-"+variant+".pb.gz", raw)
+	prof, err := profile.ParseData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != nil {
+		after(p)
+	}
+	t.Log("load:", <-loaded)
+	return prof
+}
+
+// fetch GETs url and returns the body of a 200 response.
+func fetch(t *testing.T, url string, timeout time.Duration) []byte {
+	t.Helper()
+	c := &http.Client{Timeout: timeout}
+	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("profile: status %d, %v", resp.StatusCode, err)
+		t.Fatalf("%s: status %d, %v", url, resp.StatusCode, err)
 	}
-	prof, err := profile.ParseData(raw)
-	if err != nil {
-		t.Fatal(err)
+	return raw
+}
+
+// saveProfile keeps a raw profile in PERFDOCTOR_CASEBOOK_PROFILE_DIR, if set.
+func saveProfile(t *testing.T, name string, raw []byte) {
+	t.Helper()
+	dir := os.Getenv("PERFDOCTOR_CASEBOOK_PROFILE_DIR")
+	if dir == "" {
+		return
 	}
-	return prof, raw
+	if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+		t.Error(err)
+	}
 }
 
 // sampleShare is the percentage of CPU time in samples with any of the frames
