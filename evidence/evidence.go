@@ -68,6 +68,9 @@ type Evidence struct {
 	cpuStacks  *Stacks
 	traceOnce  sync.Once
 	traceErr   error
+	allocsOnce sync.Once
+	allocs     *profile.Profile
+	allocsWin  bool
 }
 
 // File records how one input file was used.
@@ -110,6 +113,54 @@ func (e *Evidence) Heaps() []*profile.Profile {
 		}
 	}
 	return out
+}
+
+// WindowAllocs returns the allocations made during the window, and whether
+// they are limited to it. The allocs profile counts from process start, so a
+// service that built a large cache at startup would name its loader as the
+// top allocation site; subtracting the start heap profile's alloc counts
+// (heap and allocs profiles carry the same four sample types) leaves what
+// was allocated between the GCs that bracket the window. Without a start
+// heap, or when the two profiles do not merge, it returns the cumulative
+// profile and false.
+func (e *Evidence) WindowAllocs() (*profile.Profile, bool) {
+	e.allocsOnce.Do(func() {
+		end, start := e.Profiles[Allocs], e.Profiles[HeapStart]
+		if end == nil {
+			end = e.Profiles[Heap]
+		}
+		e.allocs = end
+		if end == nil || start == nil || start.TimeNanos >= end.TimeNanos {
+			return
+		}
+		base := start.Copy()
+		base.Scale(-1)
+		delta, err := profile.Merge([]*profile.Profile{end.Copy(), base})
+		if err != nil {
+			return
+		}
+		// Stacks whose counts cancel out are dropped; a sample can also go
+		// negative when the start heap was sampled after a GC the end one
+		// predates, which only happens with no GC inside the window.
+		i := sampleIndex(delta, "alloc_objects")
+		if i < 0 {
+			return
+		}
+		kept := delta.Sample[:0]
+		var objects int64
+		for _, s := range delta.Sample {
+			if s.Value[i] > 0 {
+				kept = append(kept, s)
+				objects += s.Value[i]
+			}
+		}
+		if objects == 0 {
+			return
+		}
+		delta.Sample = kept
+		e.allocs, e.allocsWin = delta, true
+	})
+	return e.allocs, e.allocsWin
 }
 
 // ErrNoTrace is returned by Trace when the evidence holds no execution trace.

@@ -76,7 +76,8 @@ func writeFinding(w io.Writer, n int, f rules.Finding) {
 	}
 	fmt.Fprintf(w, "   Fix: %s\n", wrap(f.Fix, 8))
 	if f.Example != "" {
-		fmt.Fprintf(w, "   Example: %s\n", f.Example)
+		// Code keeps its own line breaks, aligned under the first line.
+		fmt.Fprintf(w, "   Example: %s\n", strings.ReplaceAll(f.Example, "\n", "\n            "))
 	}
 	for _, c := range f.Caveats {
 		fmt.Fprintf(w, "   Caveat: %s\n", wrap(c, 11))

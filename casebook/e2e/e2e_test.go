@@ -116,6 +116,9 @@ type finding struct {
 
 // diagnoseUnderLoad loads the service, collects a bundle with the
 // perfdoctor binary while the load runs, and returns the JSON findings.
+//
+// PERFDOCTOR_CASEBOOK_BUNDLES=DIR keeps each bundle as DIR/<case>-<variant>,
+// to rerun diagnose on it while working on a rule.
 func diagnoseUnderLoad(t *testing.T, s *service) []finding {
 	t.Helper()
 	const warmup, window = time.Second, 5 * time.Second
@@ -128,6 +131,10 @@ func diagnoseUnderLoad(t *testing.T, s *service) []finding {
 	}()
 	time.Sleep(warmup)
 	bundleDir := filepath.Join(t.TempDir(), "bundle")
+	if keep := os.Getenv("PERFDOCTOR_CASEBOOK_BUNDLES"); keep != "" {
+		bundleDir = filepath.Join(keep, strings.ReplaceAll(strings.TrimPrefix(t.Name(), "TestCasebook/"), "/", "-"))
+		os.RemoveAll(bundleDir)
+	}
 	out, err := exec.Command(bin.perfdoctor, "collect", s.pprofURL, "-d", window.String(), "-o", bundleDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("perfdoctor collect: %v\n%s", err, out)
@@ -162,12 +169,13 @@ func diagnoseUnderLoad(t *testing.T, s *service) []finding {
 // must be the case's class (at high severity), and the fixed variant must not
 // show that class above low, nor anything at high. A case without a class is
 // a healthy control: nothing above low on either variant.
+// PERFDOCTOR_CASEBOOK_PENDING=1 runs the pending cases too.
 func TestCasebook(t *testing.T) {
 	var card scorecard
 	defer func() { t.Log("scorecard:\n" + card.String()) }()
 	for _, name := range serve.Cases() {
 		c, _ := serve.Lookup(name)
-		if c.Pending != "" {
+		if c.Pending != "" && os.Getenv("PERFDOCTOR_CASEBOOK_PENDING") == "" {
 			card.pending(name, c.Class, c.Pending)
 			t.Run(name, func(t *testing.T) { t.Skip("known gap: " + c.Pending) })
 			continue

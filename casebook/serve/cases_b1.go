@@ -8,7 +8,6 @@ import (
 
 func init() {
 	Register(Case{Name: "b1", Class: "goroutine-churn", Title: "B1: ~10 goroutines per request write rate-limit counters",
-		Pending: "SCHED002 scores the bad variant at the high threshold (0.19-0.20 in repeated runs), so it is sometimes medium: the score counts goroutine creation and exit plus half the scheduler share, not the goroutines' own work",
 		Build: func(variant string, _ Options) (http.Handler, func() error, error) {
 			h, err := b1churn.NewHandler(variant)
 			if err != nil {

@@ -29,7 +29,9 @@ samples; live heap from the heap profile against the memory limit; the top
 alloc_objects sites. When the target serves runtime/metrics, the GC share is
 the runtime's own accounting over the window and the live heap
 /gc/heap/live:bytes; a gctrace log adds cycle rate and pauses. Reports from 5%
-GC share: low, 10% medium, 25% high.`,
+GC share: low, 10% medium, 25% high. A window whose GC cost is set by the
+live heap's scan instead (at most 5 cycles/s over at least 1M live objects,
+scanning at least half the GC's CPU) is GC002's, so one cost is one finding.`,
 		Fix: `First cut allocations at the top alloc_objects sites: GC cost follows the
 number of objects, not their bytes. Then give the collector headroom: set
 GOMEMLIMIT to the memory you can spend on the heap and raise GOGC (or GOGC=off
@@ -90,8 +92,11 @@ func check(pass *rules.Pass) error {
 	if gcShare < lowShare {
 		return nil
 	}
-	inMalloc, inGC := cpu.Has(MallocFrames), cpu.Has(GCFrames)
-	mallocOnly := cpu.ShareWhere(func(s evidence.Sample) bool { return inMalloc(s) && !inGC(s) })
+	scan, scanBound := HeapScanBound(ev)
+	if scanBound {
+		return nil // few, expensive cycles over a large live heap: GC002 reports this cost
+	}
+	mallocOnly := scan.Malloc
 
 	f := rules.Finding{
 		Severity:    grade(gcShare),
@@ -128,7 +133,7 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Share("GC CPU fraction since process start (runtime)", m.GCCPUFraction))
 	}
 
-	sites := allocSites(ev)
+	sites, sinceStart := allocSites(ev)
 	f.Locations = rules.Locations(sites, "allocation site (share of objects allocated)")
 
 	settings := ev.Settings()
@@ -160,8 +165,14 @@ func check(pass *rules.Pass) error {
 	f.Fix = fix.String()
 	f.Example = advice.example
 	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
+	if scan.LiveObjects >= minLiveObjects && scan.Scan >= minScanOfGC*scan.GC {
+		f.Caveats = append(f.Caveats, fmt.Sprintf("Each cycle scans %s live objects (%s of CPU in heap scanning): a pointer-free layout for long-lived data (see GC002) would make every cycle cheaper too.",
+			rules.HumanNumber(float64(scan.LiveObjects)), rules.Percent(scan.Scan)))
+	}
 	if !pass.Has(rules.Allocs) {
 		f.Caveats = append(f.Caveats, "No allocs profile: the allocation sites are not named.")
+	} else if sinceStart {
+		f.Caveats = append(f.Caveats, "No heap profile at the start of the window: the allocation sites are counted since the process started, startup included.")
 	}
 	if !haveGC {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: GC cycle rate unknown.")
@@ -187,11 +198,13 @@ func grade(share float64) rules.Severity {
 	return rules.Low
 }
 
-// allocSites names where objects are allocated: the first frame above the
-// runtime (application or library) in the allocs profile, by object count.
-func allocSites(ev *evidence.Evidence) []evidence.Site {
-	st := evidence.NewStacks(ev.Profile(evidence.Allocs), "alloc_objects")
-	return st.TopSites(5, st.First(func(fn string) bool { return !evidence.IsRuntime(fn) }))
+// allocSites names where objects are allocated during the window: the first
+// frame above the runtime (application or library), by object count. It
+// reports whether the counts run since process start instead.
+func allocSites(ev *evidence.Evidence) (sites []evidence.Site, sinceStart bool) {
+	p, inWindow := ev.WindowAllocs()
+	st := evidence.NewStacks(p, "alloc_objects")
+	return st.TopSites(5, st.First(func(fn string) bool { return !evidence.IsRuntime(fn) })), p != nil && !inWindow
 }
 
 // liveHeap estimates the live heap: the heap profile's in-use bytes are as

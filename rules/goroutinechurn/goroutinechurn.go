@@ -37,7 +37,9 @@ the runnable -> running delay; the goroutine profile's count by entry function.
 Fires only when both counts and costs say so: creation and exit take at least
 3% of CPU, or at least 1000 goroutines/s are created with creation plus
 scheduling at least 5% of CPU or a p99 runnable -> running delay of at least
-10 ms. Severity by creation plus half the scheduler share: 20% high, 8% medium.`,
+10 ms. Severity by creation plus half the scheduler share plus half the CPU
+inside the goroutines when each runs under 100 µs (per-item work a pooled,
+batching worker amortises): 20% high, 8% medium.`,
 		Fix: `Bound the concurrency where the goroutines are created: a fixed set of
 long-lived workers fed by a channel, sized to what the work needs (the
 downstream's connection pool, the cores), or errgroup with SetLimit. Work that
@@ -131,18 +133,23 @@ func check(pass *rules.Pass) error {
 	if serverShare >= 0.8 {
 		return nil // the server's per-connection goroutines: not a pool's job
 	}
-	cost := churn + sched/2
+	own := shortWork(cpu, sites)
+	cost := churn + sched/2 + own/2
 	f := rules.Finding{
 		Severity: rules.Grade(cost, mediumShare, highShare),
 		Impact:   cost,
 		Resource: "cpu",
-		ImpactBasis: "CPU share of goroutine creation and exit plus half the scheduler's share: " +
-			"a bounded pool removes the churn and most of the hand-offs, not the work itself",
+		ImpactBasis: "CPU share of goroutine creation and exit, plus half the scheduler's share, plus half the CPU the goroutines spend " +
+			"in their own work when each runs under 100µs: a bounded pool removes the churn and most of the hand-offs, and batching " +
+			"the per-item work it then queues amortises its round trips (case B1: 3.1x less CPU per request)",
 		Evidence: []rules.Fact{
 			rules.Share("goroutine creation and exit share of CPU", churn),
 			rules.Share("scheduler share of CPU", sched),
 		},
 		Frames: cpu.Matched(ChurnFrames, 10),
+	}
+	if own > 0 {
+		f.Evidence = append(f.Evidence, rules.Share("share of CPU in the short-lived goroutines' own work", own))
 	}
 	if ts != nil && p99 >= latencyP99 && f.Severity < rules.Medium {
 		f.Severity = rules.Medium
@@ -298,6 +305,35 @@ func creators(cpu *evidence.Stacks, ts *trace.Summary) ([]creator, float64) {
 		}
 	}
 	return out, server
+}
+
+// maxBatchable is the running time per goroutine below which its work is
+// per-item overhead that batching amortises (a channel round trip, one small
+// write), rather than real work a pool would only move.
+const maxBatchable = 100 * time.Microsecond
+
+// shortWork is the CPU share spent inside the goroutines started at the
+// named sites (stacks rooted at their entry function), counted only for
+// sites whose goroutines run briefly each. It needs the trace's entry
+// functions and running times.
+func shortWork(cpu *evidence.Stacks, sites []creator) float64 {
+	entries := map[string]bool{}
+	for _, c := range sites {
+		if c.entry != "" && c.runEach > 0 && c.runEach < maxBatchable {
+			entries[c.entry] = true
+		}
+	}
+	if len(entries) == 0 {
+		return 0
+	}
+	return cpu.ShareWhere(func(s evidence.Sample) bool {
+		for i := len(s.Frames) - 1; i >= 0; i-- {
+			if fn := cpu.Frames[s.Frames[i]].Func; fn != "runtime.goexit" {
+				return entries[fn]
+			}
+		}
+		return false
+	})
 }
 
 // goSite is the go statement in a creating stack: the first frame that is

@@ -232,3 +232,36 @@ func TestWrappersAreSkipped(t *testing.T) {
 		t.Error("runtime.goexit is the root of every stack, not churn")
 	}
 }
+
+// TestShortGoroutinesOwnWorkCounts: the CPU inside goroutines that run
+// briefly each (per-item work a batching pool amortises) adds half its share
+// to the estimate; long-running goroutines' work would only move to a pool.
+func TestShortGoroutinesOwnWorkCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		running time.Duration // per goroutine
+		impact  float64
+	}{
+		{"short: 50µs each", 50 * time.Microsecond, 0.04 + 0.02 + 0.30/2},
+		{"long: 5ms each", 5 * time.Millisecond, 0.04 + 0.02},
+	} {
+		cpu := testprof.Build(
+			testprof.Stack{Value: 20, Funcs: []string{"runtime.newproc1", "runtime.newproc", "main.(*Limiter).Record", "main.handler"}},
+			testprof.Stack{Value: 20, Funcs: []string{"runtime.gfput", "runtime.goexit0", "runtime.mcall"}},
+			testprof.Stack{Value: 40, Funcs: []string{"runtime.findRunnable", "runtime.schedule"}},
+			testprof.Stack{Value: 300, Funcs: []string{"net.(*conn).Write", "main.writeRedis", "runtime.goexit"}},
+			testprof.Stack{Value: 620, Funcs: []string{"main.work", "main.handler", "runtime.goexit"}},
+		)
+		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+		ev.TraceSummary = summaryOf(20000, time.Millisecond, "main.(*Limiter).Record")
+		site := &ev.TraceSummary.Goroutines.Sites[0]
+		site.Running = time.Duration(site.Created) * tc.running
+		res := rules.Run(ev, []*rules.Rule{Rule})
+		if len(res.Findings) != 1 {
+			t.Fatalf("%s: %d findings", tc.name, len(res.Findings))
+		}
+		if got := res.Findings[0].Impact; got < tc.impact-0.005 || got > tc.impact+0.005 {
+			t.Errorf("%s: impact %.3f, want %.3f", tc.name, got, tc.impact)
+		}
+	}
+}

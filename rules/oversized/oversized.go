@@ -72,7 +72,7 @@ func (s *site) perAlloc() float64 { return float64(s.bytes) / float64(s.objects)
 
 func check(pass *rules.Pass) error {
 	ev := pass.Evidence
-	p := ev.Profile(evidence.Allocs)
+	p, _ := ev.WindowAllocs()
 	space := evidence.NewStacks(p, "alloc_space")
 	objs := objectCounts(p)
 	if space == nil || space.Total == 0 || len(objs) != len(space.Samples) {

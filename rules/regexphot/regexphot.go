@@ -100,7 +100,8 @@ func check(pass *rules.Pass) error {
 
 	allocShare := -1.0
 	if pass.Has(rules.Allocs) {
-		if st := evidence.NewStacks(pass.Evidence.Profile(evidence.Allocs), "alloc_objects"); st != nil {
+		allocs, _ := pass.Evidence.WindowAllocs()
+		if st := evidence.NewStacks(allocs, "alloc_objects"); st != nil {
 			ain, ainit := st.Has(Frames), st.Has(initFrames)
 			allocShare = st.ShareWhere(func(s evidence.Sample) bool { return ain(s) && !ainit(s) })
 		}

@@ -28,10 +28,11 @@ pointers (map[int64]int64, []struct{ a, b int64 }, []byte) are not scanned.`,
 scanObject, scanSpan and scanObjectsSmall, greyobject, findObject, mark bits),
 against the GC share (GC001's frames) and the allocator's share
 (runtime.mallocgc outside GC); the heap profile's inuse_objects and its top
-sites. Reports when scanning takes at least 5% of CPU and at least half of the
-GC's CPU, the live heap holds at least 1M objects, and the allocator costs less
-CPU than scanning (otherwise the allocation rate is the lever: GC001). Severity
-by scan share: 5% low, 10% medium, 25% high.`,
+sites; the GC cycle rate. Reports when scanning takes at least 5% of CPU and
+at least half of the GC's CPU, the live heap holds at least 1M objects, the
+allocator costs less CPU than scanning, and the GC runs at most 5 cycles a
+second (otherwise the allocation rate is the lever: GC001). Severity by scan
+share: 5% low, 10% medium, 25% high.`,
 		Fix: `Make the long-lived data pointer-free or fewer objects: key maps by integers
 (map[int64]int64 instead of map[string]int64 or map[string]*T; intern strings
 to IDs), store values inline (map[K]T, []T indexed by int, instead of *T), keep
@@ -42,8 +43,10 @@ higher GOGC, so the remaining scan runs less often.`,
 		After:  `cache := map[uint64]Entry{}           // hashed key, inline value without pointers`,
 		Caveats: `A value type that still holds a pointer (a string, a slice) is still
 scanned; pointer-free means no strings, slices, maps or pointers inside.
-GC001 (gc-pressure) may report the same GC CPU: its fix cuts the number of
-cycles, this one the cost of each; they compound.`,
+GC CPU is cycles per second × cost per cycle. This rule reports when the cost
+per cycle is what is out of line (few cycles a second over millions of
+objects); when cycles are frequent GC001 (gc-pressure) reports the same CPU
+instead, since headroom is then the cheaper fix. The two fixes compound.`,
 		Since: "0.1",
 		Refs:  []string{"https://go.dev/doc/gc-guide"},
 	},
@@ -52,24 +55,10 @@ cycles, this one the cost of each; they compound.`,
 	Check: check,
 }
 
-// ScanFrames is the collector's heap-scanning work, matched by prefix
-// across Go versions (scanobject before Go 1.26's span-based marking).
-var ScanFrames = evidence.FuncPrefix(
-	"runtime.scanobject", "runtime.scanObject", "runtime.scanSpan", "runtime.scanObjectsSmall",
-	"runtime.scanObjectSmall", "runtime.spanSetScans", "runtime.tryDeferToSpanScan",
-	"runtime.greyobject", "runtime.findObject", "runtime.markBits", "runtime.(*markBits)",
-	"runtime.(*mspan).markBitsForIndex", "runtime.(*gcBits)", "runtime.(*spanInlineMarkBits)",
-	"runtime.typePointers", "runtime.(*mspan).typePointersOf", "runtime.(*gcWork).tryGetSpan",
-	"runtime.extractHeapBitsSmall", "runtime.heapBitsSmallForAddr", "runtime.spanOf",
-)
-
 const (
-	lowShare       = 0.05
-	mediumShare    = 0.10
-	highShare      = 0.25
-	minScanOfGC    = 0.5
-	minLiveObjects = 1_000_000
-	topSites       = 5
+	mediumShare = 0.10
+	highShare   = 0.25
+	topSites    = 5
 )
 
 func check(pass *rules.Pass) error {
@@ -77,29 +66,13 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
+	c, bound := gcpressure.HeapScanBound(ev)
+	if !bound {
+		return nil
+	}
 	cpu := ev.CPUStacks()
-	scan := cpu.Share(ScanFrames)
-	if scan < lowShare {
-		return nil
-	}
-	gcShare := cpu.Share(gcpressure.GCFrames)
-	if scan < minScanOfGC*gcShare {
-		return nil
-	}
-	inMalloc, inGC := cpu.Has(gcpressure.MallocFrames), cpu.Has(gcpressure.GCFrames)
-	malloc := cpu.ShareWhere(func(s evidence.Sample) bool { return inMalloc(s) && !inGC(s) })
-	if malloc >= scan {
-		return nil // allocation-driven: GC001's prescription applies
-	}
 	heapObjs := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_objects")
-	if heapObjs == nil || heapObjs.Total < minLiveObjects {
-		return nil
-	}
-	live := heapObjs.Total
-	var liveBytes int64
-	if hs := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_space"); hs != nil {
-		liveBytes = hs.Total
-	}
+	live := c.LiveObjects
 	sites := heapObjs.TopSites(topSites, heapObjs.First(func(fn string) bool { return !evidence.IsRuntime(fn) }))
 	top := 0.5 // no site outside the runtime: assume half the objects can go
 	if len(sites) > 0 {
@@ -110,51 +83,57 @@ func check(pass *rules.Pass) error {
 	}
 
 	f := rules.Finding{
-		Severity: rules.Grade(scan, mediumShare, highShare),
-		Impact:   scan * top,
+		Severity: rules.Grade(c.Scan, mediumShare, highShare),
+		Impact:   c.Scan * top,
 		Resource: "cpu",
 		ImpactBasis: "CPU share of heap scanning × the share of live objects held by the top 3 sites: " +
 			"a pointer-free layout there takes their objects out of every cycle's mark",
 		Evidence: []rules.Fact{
-			rules.Share("heap scanning share of CPU", scan),
-			rules.Share("GC share of CPU", gcShare),
-			rules.Share("allocation share of CPU (outside GC)", malloc),
+			rules.Share("heap scanning share of CPU", c.Scan),
+			rules.Share("GC share of CPU", c.GC),
+			rules.Share("allocation share of CPU (outside GC)", c.Malloc),
 			rules.Count("live heap objects", float64(live), ""),
 		},
-		Frames:    cpu.Matched(ScanFrames, 10),
+		Frames:    cpu.Matched(gcpressure.ScanFrames, 10),
 		Locations: rules.Locations(sites, "holds live objects (share of inuse_objects)"),
 	}
-	if liveBytes > 0 {
+	if c.LiveBytes > 0 {
 		f.Evidence = append(f.Evidence,
-			rules.Bytes("live heap", uint64(liveBytes)),
-			rules.Bytes("mean live object size", uint64(liveBytes/live)))
+			rules.Bytes("live heap", uint64(c.LiveBytes)),
+			rules.Bytes("mean live object size", uint64(c.LiveBytes/live)))
 	}
-	if gc, ok := ev.GC(); ok {
-		f.Evidence = append(f.Evidence, rules.Count("GC cycles per second", round2(gc.CyclesPerSec), "/s"))
-		if gc.AllocObjsSec > 0 {
-			f.Evidence = append(f.Evidence, rules.Count("objects allocated per second per live object", round2(gc.AllocObjsSec/float64(live)), "/s"))
-		}
+	if c.CyclesPerSec > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("GC cycles per second", round2(c.CyclesPerSec), "/s"))
+	}
+	if gc, ok := ev.GC(); ok && gc.AllocObjsSec > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("objects allocated per second per live object", round2(gc.AllocObjsSec/float64(live)), "/s"))
 	}
 
 	holder := "the live heap"
 	if len(sites) > 0 {
 		holder = rules.SiteName(sites[0].Frame)
 	}
-	f.Summary = fmt.Sprintf("The GC spends %s of CPU scanning a live heap of %s objects; %s holds %s of them",
-		rules.Percent(scan), rules.HumanNumber(float64(live)), holder, rules.Percent(firstFlat(sites)))
+	cycles := ""
+	if c.CyclesPerSec > 0 {
+		cycles = fmt.Sprintf(" in %.1f GC cycles/s", c.CyclesPerSec)
+	}
+	f.Summary = fmt.Sprintf("The GC spends %s of CPU scanning a live heap of %s objects%s; %s holds %s of them",
+		rules.Percent(c.Scan), rules.HumanNumber(float64(live)), cycles, holder, rules.Percent(firstFlat(sites)))
 
 	var fix strings.Builder
 	if len(sites) > 0 {
 		fmt.Fprintf(&fix, "The live objects are allocated at %s. ", rules.SiteList(sites, 3))
 	}
 	fix.WriteString("Make that long-lived data pointer-free or fewer objects: integer keys (map[int64]int64 instead of map[string]int64; intern strings to IDs), values stored inline (map[K]T or []T indexed by int instead of *T), or a byte-arena cache (bigcache/freecache style) for large caches. ")
-	fix.WriteString("Then set GOMEMLIMIT and raise GOGC so the remaining scan runs less often.")
+	headroom, _, facts, caveats := gcpressure.Headroom(ev.Settings(), uint64(max(c.LiveBytes, 0)), c.GC)
+	fix.WriteString(strings.Replace(headroom, "Then give the GC headroom", "Then, if memory allows, give the GC headroom for what remains", 1))
+	f.Evidence = append(f.Evidence, facts...)
 	f.Fix = fix.String()
 	f.Example = "before: byName map[string]*User        // every key and *User scanned each cycle\nafter:  byID map[int64]int32; users []User // IDs index a slice of values; strings interned once"
-	if !pass.Has(rules.Metrics) {
-		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: the GC cycle rate is unknown.")
+	if c.CyclesPerSec == 0 {
+		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: the GC cycle rate is unknown, so frequent cycles (GC001's case) cannot be ruled out.")
 	}
-	f.Caveats = append(f.Caveats, "GC001 (gc-pressure) may report the same GC CPU: its fix cuts the number of cycles, this one the cost of each.")
+	f.Caveats = append(f.Caveats, caveats...)
 	pass.Report(f)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -97,7 +98,7 @@ func TestFiresOnLargePointerRichHeap(t *testing.T) {
 	if len(res.Findings) != 1 {
 		cpu := evidence.NewStacks(profiles[evidence.CPU], "cpu")
 		t.Fatalf("want one gc-scan-heavy-heap finding, got %d (scan %.3f, gc %.3f, not checked %v)",
-			len(res.Findings), cpu.Share(ScanFrames), cpu.Share(gcpressure.GCFrames), res.NotChecked)
+			len(res.Findings), cpu.Share(gcpressure.ScanFrames), cpu.Share(gcpressure.GCFrames), res.NotChecked)
 	}
 	f := res.Findings[0]
 	if f.Class != "gc-scan-heavy-heap" || f.Impact <= 0 || f.Resource != "cpu" {
@@ -141,6 +142,8 @@ func heapOf(n int64) *profile.Profile {
 	}
 }
 
+// TestThresholds runs GC001 and GC002 together on synthetic profiles: one
+// GC cost must give one finding, GC002's when few cycles scan a large heap.
 func TestThresholds(t *testing.T) {
 	scanStack := []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}
 	otherGC := []string{"runtime.bgsweep"}
@@ -149,16 +152,19 @@ func TestThresholds(t *testing.T) {
 		name               string
 		scan, other, alloc int64 // percent of CPU
 		live               int64
-		fires              bool
-		want               rules.Severity
+		cycles             float64 // GC cycles per second; 0 = unknown
+		want               string  // the one GC finding's class
+		severity           rules.Severity
 	}{
-		{"scan-heavy, big heap", 30, 5, 5, 3_000_000, true, rules.High},
-		{"medium", 12, 2, 3, 2_000_000, true, rules.Medium},
-		{"low", 6, 1, 2, 1_000_000, true, rules.Low},
-		{"small live heap: allocation-driven (GC001)", 30, 5, 5, 200_000, false, 0},
-		{"allocator costs more than scanning", 10, 2, 15, 3_000_000, false, 0},
-		{"scanning a minor part of GC", 6, 10, 1, 3_000_000, false, 0},
-		{"too little scanning", 4, 0, 1, 3_000_000, false, 0},
+		{"scan-heavy, big heap", 30, 5, 5, 3_000_000, 0, "gc-scan-heavy-heap", rules.High},
+		{"scan-heavy, few cycles", 30, 5, 5, 3_000_000, 2, "gc-scan-heavy-heap", rules.High},
+		{"medium", 12, 2, 3, 2_000_000, 1, "gc-scan-heavy-heap", rules.Medium},
+		{"low", 6, 1, 2, 1_000_000, 0, "gc-scan-heavy-heap", rules.Low},
+		{"frequent cycles over a big heap: headroom (GC001)", 30, 5, 5, 3_000_000, 20, "gc-pressure", rules.High},
+		{"small live heap: allocation-driven (GC001)", 30, 5, 5, 200_000, 2, "gc-pressure", rules.High},
+		{"allocator costs more than scanning", 10, 2, 15, 3_000_000, 2, "gc-pressure", rules.Medium},
+		{"scanning a minor part of GC", 6, 10, 1, 3_000_000, 2, "gc-pressure", rules.Medium},
+		{"too little scanning", 4, 0, 1, 3_000_000, 2, "", 0},
 	} {
 		cpu := testprof.Build(
 			testprof.Stack{Value: tc.scan * 10, Funcs: scanStack},
@@ -167,19 +173,27 @@ func TestThresholds(t *testing.T) {
 			testprof.Stack{Value: (100 - tc.scan - tc.other - tc.alloc) * 10, Funcs: []string{"main.handle"}},
 		)
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.Heap: heapOf(tc.live)})
-		res := rules.Run(ev, []*rules.Rule{Rule})
-		if got := len(res.Findings) == 1; got != tc.fires {
-			t.Errorf("%s: fired=%v, want %v", tc.name, got, tc.fires)
+		if tc.cycles > 0 {
+			start := time.Unix(1_700_000_000, 0)
+			ev.MetricsStart = &bundle.RuntimeStats{Time: start, NumGC: 100}
+			ev.MetricsEnd = &bundle.RuntimeStats{Time: start.Add(10 * time.Second), NumGC: 100 + uint64(tc.cycles*10)}
+		}
+		res := rules.Run(ev, []*rules.Rule{gcpressure.Rule, Rule})
+		if tc.want == "" {
+			if len(res.Findings) != 0 {
+				t.Errorf("%s: want no finding, got %+v", tc.name, res.Findings)
+			}
 			continue
 		}
-		if !tc.fires {
+		if len(res.Findings) != 1 {
+			t.Errorf("%s: want one GC finding, got %d", tc.name, len(res.Findings))
 			continue
 		}
 		f := res.Findings[0]
-		if f.Severity != tc.want {
-			t.Errorf("%s: severity %s, want %s", tc.name, f.Severity, tc.want)
+		if f.Class != tc.want || f.Severity != tc.severity {
+			t.Errorf("%s: %s at %s, want %s at %s", tc.name, f.Class, f.Severity, tc.want, tc.severity)
 		}
-		if !strings.Contains(f.Summary, "(*Cache).Put (cache.go:42)") {
+		if f.Class == "gc-scan-heavy-heap" && !strings.Contains(f.Summary, "(*Cache).Put (cache.go:42)") {
 			t.Errorf("%s: summary %q", tc.name, f.Summary)
 		}
 	}
