@@ -73,6 +73,7 @@ type Handler struct {
 // generation is a mock broker with the producer that writes to it.
 type generation struct {
 	broker   *sarama.MockBroker
+	client   sarama.Client
 	producer sarama.AsyncProducer
 	rep      reporter
 	errsDone chan struct{}
@@ -110,12 +111,34 @@ func (h *Handler) newGeneration() (*generation, error) {
 		"MetadataRequest": meta,
 		"ProduceRequest":  sarama.NewMockProduceResponse(&g.rep),
 	})
-	p, err := sarama.NewAsyncProducer([]string{g.broker.Addr()}, Config(h.variant))
+	// Resolve every topic's leader and open its connection before the
+	// producer takes traffic: a producer that does this lazily on its first
+	// messages can race its own metadata refresh, lose that connection and
+	// retry, and a retry still pending when the generation is rotated out
+	// fails with ErrShuttingDown.
+	client, err := sarama.NewClient([]string{g.broker.Addr()}, Config(h.variant))
 	if err != nil {
+		g.broker.Close()
+		return nil, fmt.Errorf("a1producer: client: %w", err)
+	}
+	for _, t := range Topics {
+		leader, err := client.Leader(t, 0)
+		if err == nil {
+			_, err = leader.Connected()
+		}
+		if err != nil {
+			client.Close()
+			g.broker.Close()
+			return nil, fmt.Errorf("a1producer: leader of %s: %w", t, err)
+		}
+	}
+	p, err := sarama.NewAsyncProducerFromClient(client)
+	if err != nil {
+		client.Close()
 		g.broker.Close()
 		return nil, fmt.Errorf("a1producer: producer: %w", err)
 	}
-	g.producer = p
+	g.producer, g.client = p, client
 	go func() {
 		defer close(g.errsDone)
 		for pe := range p.Errors() {
@@ -131,6 +154,7 @@ func (h *Handler) newGeneration() (*generation, error) {
 func (g *generation) close() error {
 	err := g.producer.Close()
 	<-g.errsDone
+	err = errors.Join(err, g.client.Close())
 	g.broker.Close()
 	return errors.Join(err, g.rep.err())
 }

@@ -74,10 +74,6 @@ func TestHandler(t *testing.T) {
 }
 
 func TestRotation(t *testing.T) {
-	// Known flake (about 1 run in 12 at this rotation rate): a rotation
-	// sometimes loses one message with sarama's ErrShuttingDown although every
-	// send completes before the old producer is closed. Unskip with the fix.
-	t.Skip("known flake: rotation can drop one message (ErrShuttingDown); see the closing note of issue 3")
 	defer func(d time.Duration) { RotateEvery = d }(RotateEvery)
 	RotateEvery = 20 * time.Millisecond
 	h, err := NewHandler(Bad)
