@@ -209,8 +209,10 @@ func isLocalHost(ctx context.Context, host string) bool {
 	return false
 }
 
+// seconds is the window parameter of net/http/pprof's profiles, which take
+// whole seconds (the trace takes fractions).
 func seconds(d time.Duration) url.Values {
-	return url.Values{"seconds": {strconv.FormatFloat(d.Seconds(), 'f', -1, 64)}}
+	return url.Values{"seconds": {strconv.FormatInt(max(int64(d.Round(time.Second)/time.Second), 1), 10)}}
 }
 
 // run collects everything into c.dir and returns the manifest.
@@ -218,22 +220,26 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 	debug1 := url.Values{"debug": {"1"}}
 	var (
 		cpu          = item{name: "cpu", file: bundle.CPUFile, kind: kindProfile, endpoint: "profile", params: seconds(c.window), length: c.window}
-		trace        = item{name: "trace", file: bundle.TraceFile, kind: kindTrace, endpoint: "trace", params: seconds(c.trace), length: c.trace}
+		trace        = item{name: "trace", file: bundle.TraceFile, kind: kindTrace, endpoint: "trace", params: url.Values{"seconds": {strconv.FormatFloat(c.trace.Seconds(), 'f', -1, 64)}}, length: c.trace}
 		heapStart    = item{name: "heap-start", file: bundle.HeapStartFile, kind: kindProfile, endpoint: "heap"}
 		metricsStart = item{name: "metrics-start", file: bundle.MetricsStartFile, kind: kindMetrics, endpoint: "heap", params: debug1}
 		systemStart  = item{name: "system-start", file: bundle.SystemStartFile, kind: kindSystem}
-		end          = []item{
+		// Lock profiles count from process start; over the window (the
+		// handler's delta) they give a rate of contention for any target.
+		locks = []item{
+			{name: "mutex", file: bundle.MutexFile, kind: kindProfile, endpoint: "mutex", params: seconds(c.window), length: c.window},
+			{name: "block", file: bundle.BlockFile, kind: kindProfile, endpoint: "block", params: seconds(c.window), length: c.window},
+		}
+		end = []item{
 			{name: "heap", file: bundle.HeapFile, kind: kindProfile, endpoint: "heap"},
 			{name: "allocs", file: bundle.AllocsFile, kind: kindProfile, endpoint: "allocs"},
 			{name: "goroutine", file: bundle.GoroutineFile, kind: kindProfile, endpoint: "goroutine"},
-			{name: "mutex", file: bundle.MutexFile, kind: kindProfile, endpoint: "mutex"},
-			{name: "block", file: bundle.BlockFile, kind: kindProfile, endpoint: "block"},
 			{name: "metrics-end", file: bundle.MetricsEndFile, kind: kindMetrics, endpoint: "heap", params: debug1},
 			{name: "system-end", file: bundle.SystemEndFile, kind: kindSystem},
 		}
 	)
 	series := c.heapSeries()
-	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], end[3], end[4], metricsStart, end[5], systemStart, end[6]}
+	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], locks[0], locks[1], metricsStart, end[3], systemStart, end[4]}
 	order = append(order, series...)
 	for _, it := range order {
 		c.items[it.name] = &bundle.Item{Name: it.name}
@@ -260,6 +266,9 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 		c.skip("trace", "disabled")
 	}
 	wg.Go(func() { c.do(ctx, metricsStart) })
+	for _, it := range locks {
+		wg.Go(func() { c.do(ctx, it) })
+	}
 	if len(series) > 0 {
 		wg.Go(func() {
 			for i, it := range series {

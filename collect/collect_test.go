@@ -121,6 +121,11 @@ func TestCollectLocal(t *testing.T) {
 		if name == bundle.CPUFile && len(p.Sample) == 0 {
 			t.Errorf("cpu profile has no samples")
 		}
+		// Lock profiles cover the window (the handler's delta), so rules
+		// can turn waits into a rate without the process start time.
+		if d := time.Duration(p.DurationNanos); (name == bundle.MutexFile || name == bundle.BlockFile) && (d < time.Second || d > 2*time.Second) {
+			t.Errorf("%s covers %v, want the 1s window", name, d)
+		}
 	}
 	trace, err := os.ReadFile(filepath.Join(out, bundle.TraceFile))
 	if err != nil || !bytes.HasPrefix(trace, []byte("go 1.")) {

@@ -25,9 +25,9 @@ func (a *app) collectCommand() *cobra.Command {
 		Use:   "collect URL",
 		Short: "Observe a live Go service through its /debug/pprof endpoint into a bundle",
 		Long: `Collect takes, concurrently and each with a timeout and size cap: a CPU profile
-for the duration, heap profiles at start and end, allocs, goroutine, mutex and
-block profiles, a short execution trace, and runtime statistics at start and
-end. When the target runs on this host it also snapshots the process from /proc
+for the duration, mutex and block profiles over the same window, heap profiles
+at start and end, allocs and goroutine profiles, a short execution trace, and
+runtime statistics at start and end. When the target runs on this host it also snapshots the process from /proc
 and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`,
 		Example: `  perfdoctor collect http://127.0.0.1:6060 -d 30s -o ./b1
   perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s`,
