@@ -67,6 +67,9 @@ func (s *settings) get(ctx context.Context, u *url.URL, timeout time.Duration, l
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", unwrapURLError(err))
 	}
+	if s.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+	}
 	resp, err := s.Client.Do(req)
 	if err != nil {
 		return nil, requestError(ctx, rctx, err, timeout)

@@ -61,6 +61,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Roots locate /proc and /sys for local targets; zero means the real ones.
 	Roots system.Roots
+	// Token, when set, is sent on every request as "Authorization: Bearer
+	// <Token>", as an agent started with a token requires.
+	Token string
 	// Client makes the HTTP requests; nil means a default client.
 	Client *http.Client
 }

@@ -20,6 +20,7 @@ func (a *app) collectCommand() *cobra.Command {
 		out       string
 		trace     time.Duration
 		heapEvery time.Duration
+		tokenFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "collect URL",
@@ -36,8 +37,13 @@ and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`
 			if out == "" {
 				out = defaultBundleName(args[0], time.Now())
 			}
+			token, err := readToken(tokenFile)
+			if err != nil {
+				return err
+			}
 			line := progress.New(os.Stderr)
 			m, err := collect.Collect(cmd.Context(), collect.Options{
+				Token:         token,
 				Target:        args[0],
 				Duration:      duration,
 				TraceDuration: trace,
@@ -54,6 +60,7 @@ and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`
 		},
 	}
 	cmd.Flags().DurationVarP(&duration, "duration", "d", 30*time.Second, "CPU profile length, 1s to 10m")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token an agent requires (or set $"+tokenEnv+"); never on the command line, where ps shows it")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle directory to create (default perfdoctor-HOST-TIME)")
 	cmd.Flags().DurationVar(&trace, "trace", time.Second, "execution trace length (0 to skip)")
 	cmd.Flags().DurationVar(&heapEvery, "heap-every", 0, "also take a heap profile every D during the window (heap-1.pb.gz, heap-2.pb.gz, ...), so memory growth shows its shape")
@@ -84,4 +91,23 @@ func defaultBundleName(target string, now time.Time) string {
 		host = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(u.Host)
 	}
 	return fmt.Sprintf("perfdoctor-%s-%s", host, now.Format("20060102-150405"))
+}
+
+// tokenEnv names the environment variable holding an agent's bearer token.
+const tokenEnv = "PERFDOCTOR_TOKEN"
+
+// readToken returns the agent token from the file, else from $PERFDOCTOR_TOKEN.
+func readToken(file string) (string, error) {
+	if file == "" {
+		return os.Getenv(tokenEnv), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, "\r\n") {
+		return "", fmt.Errorf("token: %s must hold one non-empty line", file)
+	}
+	return tok, nil
 }
