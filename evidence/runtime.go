@@ -97,18 +97,21 @@ func (e *Evidence) Settings() Settings {
 			s.GOGC = parseGOGC(m.Runtime.GOGC)
 		}
 	}
+	// The runtime's own values win over the environment's: code
+	// (debug.SetGCPercent, SetMemoryLimit, the agent's tuner) may have
+	// changed them since the process started.
 	if m := e.MetricsEnd; m != nil && m.Runtime != nil {
 		rm := m.Runtime
 		if s.GoVersion == "" {
 			s.GoVersion = rm.GoVersion
 		}
-		if s.GOMAXPROCS == 0 && rm.GOMAXPROCS > 0 {
+		if rm.GOMAXPROCS > 0 {
 			s.GOMAXPROCS, s.GOMAXPROCSSrc = rm.GOMAXPROCS, "runtime/metrics"
 		}
-		if s.GOGC == 0 && rm.GOGC != 0 {
+		if rm.GOGC != 0 {
 			s.GOGC = rm.GOGC
 		}
-		if s.GOMEMLIMIT == 0 && rm.GOMEMLIMIT > 0 && rm.GOMEMLIMIT < math.MaxInt64 {
+		if rm.GOMEMLIMIT > 0 && rm.GOMEMLIMIT < math.MaxInt64 {
 			s.GOMEMLIMIT = uint64(rm.GOMEMLIMIT)
 		}
 	}
