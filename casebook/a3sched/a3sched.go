@@ -42,7 +42,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"testing"
 )
 
 // Variants.
@@ -89,21 +88,20 @@ func Env(variant string) (map[string]string, error) {
 	return env, nil
 }
 
-// Setup gives the process the variant's runtime environment (see Env). When
-// the environment differs, it replaces the process image with the same
-// executable, arguments and the corrected environment (syscall.Exec: the
-// PID, open stdout/stderr and parent stay the same) and so does not return
-// on success. Call it first thing, before any listener is opened.
-//
-// Inside a test binary, which cannot be re-executed meaningfully, it applies
-// the settings with runtime.GOMAXPROCS and debug.SetGCPercent instead and
-// returns a function that restores the previous values.
-func Setup(variant string) (restore func(), err error) {
+// Setup gives the process the variant's runtime environment (see Env). With
+// reexec, when the environment differs, it replaces the process image with
+// the same executable, arguments and the corrected environment
+// (syscall.Exec: the PID, open stdout/stderr and parent stay the same) and
+// so does not return on success; call it first thing, before any listener
+// is opened. Without reexec (tests, benchmarks, a process that does more)
+// it applies the settings with runtime.GOMAXPROCS and debug.SetGCPercent
+// and returns a function that restores the previous values.
+func Setup(variant string, reexec bool) (restore func(), err error) {
 	want, err := Env(variant)
 	if err != nil {
 		return nil, err
 	}
-	if testing.Testing() {
+	if !reexec {
 		procs := runtime.NumCPU()
 		if n, err := strconv.Atoi(want["GOMAXPROCS"]); err == nil {
 			procs = n

@@ -12,7 +12,7 @@ import (
 
 func TestHandler(t *testing.T) {
 	for _, v := range []string{Bad, Fixed} {
-		restore, err := Setup(v) // in a test: runtime calls, no re-exec
+		restore, err := Setup(v, false) // runtime calls, no re-exec
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +35,7 @@ func TestHandler(t *testing.T) {
 func TestSetupInTest(t *testing.T) {
 	procs, gc := runtime.GOMAXPROCS(0), debug.SetGCPercent(-1)
 	debug.SetGCPercent(gc)
-	restore, err := Setup(Bad)
+	restore, err := Setup(Bad, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestInvalidVariant(t *testing.T) {
 	if _, err := NewHandler("worse"); err == nil {
 		t.Error("NewHandler accepted an unknown variant")
 	}
-	if _, err := Setup("worse"); err == nil {
+	if _, err := Setup("worse", false); err == nil {
 		t.Error("Setup accepted an unknown variant")
 	}
 	if _, err := Env("worse"); err == nil {

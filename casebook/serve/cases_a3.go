@@ -8,11 +8,11 @@ import (
 
 func init() {
 	Register(Case{Name: "a3", Class: "scheduler-overhead", Title: "A3: GOMAXPROCS far above the CPUs, with many short goroutine handoffs",
-		Build: func(variant string, _ Options) (http.Handler, func() error, error) {
+		Build: func(variant string, opts Options) (http.Handler, func() error, error) {
 			// Setup may re-execute the process with GOMAXPROCS in its
 			// environment (same PID and arguments): it runs before any
 			// listener is opened.
-			restore, err := a3sched.Setup(variant)
+			restore, err := a3sched.Setup(variant, opts.Reexec())
 			if err != nil {
 				return nil, nil, err
 			}

@@ -27,10 +27,23 @@ const DefaultAddr = "127.0.0.1:0"
 type Option func(*Options)
 
 // Options are the settings a case's Build receives.
-type Options struct{ downstream string }
+type Options struct {
+	downstream string
+	reexec     bool
+}
 
 // Downstream is the address given with WithDownstream, if any.
 func (o Options) Downstream() string { return o.downstream }
+
+// Reexec reports whether the case may re-execute the process (WithReexec).
+func (o Options) Reexec() bool { return o.reexec }
+
+// WithReexec lets a case that needs its runtime settings in the process
+// environment (A3's GOMAXPROCS, where /proc shows them as in production)
+// re-execute the process with them; only a process that runs nothing but
+// this service should allow it. Without it the case applies the settings
+// in-process.
+func WithReexec() Option { return func(o *Options) { o.reexec = true } }
 
 // WithDownstream sets the downstream (host:port) of the cases that send to
 // one (D2's UDP, C3's TCP) instead of their built-in sink. Others ignore it.

@@ -234,7 +234,7 @@ func (a *app) casebookServeCommand() *cobra.Command {
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			svc, err := serve.Start(cmd.Context(), caseName, variant, listen, pprofAddr)
+			svc, err := serve.Start(cmd.Context(), caseName, variant, listen, pprofAddr, serve.WithReexec())
 			if err != nil {
 				return err
 			}

@@ -36,7 +36,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	svc, err := serve.Start(ctx, *caseName, *variant, *listen, *pprofAddr, serve.WithDownstream(*downstream))
+	svc, err := serve.Start(ctx, *caseName, *variant, *listen, *pprofAddr, serve.WithDownstream(*downstream), serve.WithReexec())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "casebook:", err)
 		os.Exit(1)
