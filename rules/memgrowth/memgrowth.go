@@ -37,7 +37,11 @@ the runtime), end minus start, largest growth first. Growth must be at least
 runtime/metrics (the agent), else the execution trace's first and last
 goroutine counts, scaled to the window (flatness is judged on the counts as
 observed, unscaled). Allocations made by the profiler itself (net/http/pprof,
-runtime/pprof, runtime/trace: a trace in flight) are left out. Verdicts:
+runtime/pprof, runtime/trace: a trace in flight) are left out, and so are
+sites whose growth is within what they allocate in one GC cycle (the window's
+allocations, end allocs minus start heap, over the cycles in the window): a
+heap profile counts what was allocated during its GC's mark as in use, so a
+fast-allocating request path can look grown at one snapshot. Verdicts:
 backlog when the series peaked and fell back, or when goroutines grew with the heap; leak when the
 heap grew in every snapshot or while the goroutine count stayed flat;
 otherwise undetermined. Leak: high from 50% growth and 16 MiB, medium from
@@ -115,9 +119,14 @@ func isObserver(fn string) bool {
 // sites aggregates a heap profile's inuse_space and inuse_objects per site,
 // leaving out the profiler's own allocations (isObserver).
 func sites(p *profile.Profile) (map[siteKey]*acc, int64) {
+	return sitesOf(p, "inuse_space", "inuse_objects")
+}
+
+// sitesOf aggregates a bytes and an objects sample type per site.
+func sitesOf(p *profile.Profile, spaceType, objectsType string) (map[siteKey]*acc, int64) {
 	out := map[siteKey]*acc{}
 	var total int64
-	for _, typ := range []string{"inuse_space", "inuse_objects"} {
+	for _, typ := range []string{spaceType, objectsType} {
 		st := evidence.NewStacks(p, typ)
 		if st == nil {
 			continue
@@ -142,7 +151,7 @@ func sites(p *profile.Profile) (map[siteKey]*acc, int64) {
 				a = &acc{frame: *f}
 				out[k] = a
 			}
-			if typ == "inuse_space" {
+			if typ == spaceType {
 				a.space += sm.Value
 				total += sm.Value
 			} else {
@@ -175,6 +184,33 @@ func Diff(base, p *profile.Profile) (growth []Growth, baseTotal, endTotal int64)
 		return growth[i].Func < growth[j].Func
 	})
 	return growth, baseTotal, endTotal
+}
+
+// withoutInFlight drops the sites whose growth is within what they allocate
+// in one GC cycle, and returns the bytes dropped. A heap profile counts as
+// in use everything allocated while its GC was marking, so a site that
+// allocates fast (per-request buffers at 20 cycles/s) can show more in use
+// at one snapshot than the other without retaining anything; a leak keeps
+// what it allocates cycle after cycle, so its growth over a window of
+// several cycles exceeds one cycle's allocation. It needs the window's
+// allocations and at least two cycles in the window.
+func withoutInFlight(ev *evidence.Evidence, growth []Growth) ([]Growth, int64) {
+	allocs, inWindow := ev.WindowAllocs()
+	gc, haveGC := ev.GC()
+	if !inWindow || !haveGC || gc.Cycles < 2 {
+		return growth, 0
+	}
+	allocated, _ := sitesOf(allocs, "alloc_space", "alloc_objects")
+	kept := growth[:0:0]
+	var dropped int64
+	for _, g := range growth {
+		if a := allocated[siteKey{g.Func, g.Line}]; a != nil && g.Space <= a.space/int64(gc.Cycles) {
+			dropped += g.Space
+			continue
+		}
+		kept = append(kept, g)
+	}
+	return kept, dropped
 }
 
 // inuse is a heap profile's total in-use bytes, without the profiler's own.
@@ -231,7 +267,8 @@ func check(pass *rules.Pass) error {
 	}
 	first, last := series[0], series[len(series)-1]
 	growth, base, end := Diff(first, last)
-	total := end - base
+	growth, inFlight := withoutInFlight(ev, growth)
+	total := end - base - inFlight
 	if total < minGrowth || base <= 0 || float64(total) < minRelGrowth*float64(base) {
 		return nil
 	}

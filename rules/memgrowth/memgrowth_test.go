@@ -304,3 +304,39 @@ func TestStaleStartProfileIsAtMostMedium(t *testing.T) {
 		t.Errorf("severity %s, caveats %q", f.Severity, f.Caveats)
 	}
 }
+
+// heapAt is a one-site heap profile at time at: allocated counts since
+// start, and in use.
+func heapAt(fn string, at time.Time, allocBytes, inuseBytes int64) *profile.Profile {
+	p := heapOf(map[string]int64{fn: inuseBytes})
+	p.Sample[0].Value = []int64{allocBytes >> 10, allocBytes, inuseBytes >> 10, inuseBytes}
+	p.TimeNanos = at.UnixNano()
+	return p
+}
+
+// A site that allocates a lot per GC cycle can show more in use at one
+// snapshot than at the other (what its GC's mark phase saw allocated) without
+// retaining anything; a leak keeps what it allocates, cycle after cycle.
+func TestGrowthWithinOneCyclesAllocationIsInFlight(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	t1 := t0.Add(10 * time.Second)
+	for _, tc := range []struct {
+		name                 string
+		allocStart, allocEnd int64
+		inuseStart, inuseEnd int64
+		fires                bool
+	}{
+		// 2 GiB allocated over 100 cycles: 20 MiB per cycle, 10 MiB "growth".
+		{"per-request buffers at 10 cycles/s", 1 << 30, 3 << 30, 20 << 20, 30 << 20, false},
+		// Everything allocated is kept: 40 MiB growth, 0.4 MiB per cycle.
+		{"leak", 20 << 20, 60 << 20, 20 << 20, 60 << 20, true},
+	} {
+		ev := evidenceOf(heapAt("main.handle", t0, tc.allocStart, tc.inuseStart), heapAt("main.handle", t1, tc.allocEnd, tc.inuseEnd))
+		ev.MetricsStart = &bundle.RuntimeStats{Time: t0, NumGC: 1000, LastGC: uint64(t0.UnixNano())}
+		ev.MetricsEnd = &bundle.RuntimeStats{Time: t1, NumGC: 1100, LastGC: uint64(t1.UnixNano())}
+		res := rules.Run(ev, []*rules.Rule{Rule})
+		if got := len(res.Findings) == 1; got != tc.fires {
+			t.Errorf("%s: fired=%v, want %v", tc.name, got, tc.fires)
+		}
+	}
+}
