@@ -50,8 +50,9 @@ type NetInfo struct {
 	// TCPStates counts IPv4 and IPv6 TCP sockets by state name
 	// (ESTABLISHED, TIME_WAIT, ...).
 	TCPStates map[string]int `json:"tcp_states,omitempty"`
-	// Remotes counts sockets by remote endpoint and state, for the
-	// endpoints with the most sockets (at most MaxRemotes), busiest first.
+	// Remotes counts outbound sockets (those not on a listening port) by
+	// remote endpoint and state, for the endpoints with the most sockets (at
+	// most MaxRemotes), busiest first.
 	Remotes []RemoteEndpoint `json:"remotes,omitempty"`
 	// Listeners are the listening sockets with their accept queues.
 	Listeners []Listener `json:"listeners,omitempty"`

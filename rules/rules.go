@@ -41,7 +41,7 @@ var howToCollect = map[Input]string{
 	Mutex:     "a mutex profile (runtime.SetMutexProfileFraction > 0, /debug/pprof/mutex)",
 	Block:     "a block profile (runtime.SetBlockProfileRate > 0, /debug/pprof/block)",
 	Metrics:   "runtime statistics at the start and end of the window (perfdoctor collect)",
-	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host)",
+	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host, or perfdoctor sys --pid PID)",
 	Trace:     "an execution trace under load (perfdoctor collect takes 1 s; or /debug/pprof/trace?seconds=1)",
 	GCTrace:   "the target's stderr under GODEBUG=gctrace=1 (perfdoctor diagnose --gctrace FILE, or - for stdin)",
 	Host:      "/proc snapshots at the start and end of the window (perfdoctor collect on the target's host, or perfdoctor sys)",

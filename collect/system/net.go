@@ -92,35 +92,45 @@ func readSysctls(pfs procfs.FS, fail func(string, error)) bundle.NetSysctls {
 }
 
 func readSockets(pfs procfs.FS, n *bundle.NetInfo, fail func(string, error)) {
-	n.TCPStates = map[string]int{}
-	remotes := map[string]*bundle.RemoteEndpoint{}
+	var lines procfs.NetTCP
 	for name, read := range map[string]func() (procfs.NetTCP, error){"net/tcp": pfs.NetTCP, "net/tcp6": pfs.NetTCP6} {
-		lines, err := read()
+		ls, err := read()
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) || name == "net/tcp" { // tcp6 is absent without IPv6
 				fail(name, err)
 			}
 			continue
 		}
-		for _, l := range lines {
-			state := tcpStateNames[l.St]
-			if state == "" {
-				state = "UNKNOWN"
-			}
-			n.TCPStates[state]++
-			if l.St == tcpListen {
-				n.Listeners = append(n.Listeners, bundle.Listener{Addr: endpoint(l.LocalAddr, l.LocalPort), Queue: l.RxQueue, Backlog: l.TxQueue})
-				continue
-			}
-			key := endpoint(l.RemAddr, l.RemPort)
-			r := remotes[key]
-			if r == nil {
-				r = &bundle.RemoteEndpoint{Addr: key, States: map[string]int{}}
-				remotes[key] = r
-			}
-			r.Total++
-			r.States[state]++
+		lines = append(lines, ls...)
+	}
+	n.TCPStates = map[string]int{}
+	listening := map[uint64]bool{}
+	for _, l := range lines {
+		if l.St == tcpListen {
+			listening[l.LocalPort] = true
+			n.Listeners = append(n.Listeners, bundle.Listener{Addr: endpoint(l.LocalAddr, l.LocalPort), Queue: l.RxQueue, Backlog: l.TxQueue})
 		}
+	}
+	remotes := map[string]*bundle.RemoteEndpoint{}
+	for _, l := range lines {
+		state := tcpStateNames[l.St]
+		if state == "" {
+			state = "UNKNOWN"
+		}
+		n.TCPStates[state]++
+		// Remotes are the destinations of outbound connections: a socket on
+		// a listening port is a client's connection to us.
+		if l.St == tcpListen || listening[l.LocalPort] {
+			continue
+		}
+		key := endpoint(l.RemAddr, l.RemPort)
+		r := remotes[key]
+		if r == nil {
+			r = &bundle.RemoteEndpoint{Addr: key, States: map[string]int{}}
+			remotes[key] = r
+		}
+		r.Total++
+		r.States[state]++
 	}
 	for _, r := range remotes {
 		n.Remotes = append(n.Remotes, *r)
@@ -134,9 +144,7 @@ func readSockets(pfs procfs.FS, n *bundle.NetInfo, fail func(string, error)) {
 	})
 	n.Remotes = n.Remotes[:min(len(n.Remotes), bundle.MaxRemotes)]
 	sort.Slice(n.Listeners, func(i, j int) bool { return n.Listeners[i].Addr < n.Listeners[j].Addr })
-	if len(n.Listeners) > bundle.MaxRemotes {
-		n.Listeners = n.Listeners[:bundle.MaxRemotes]
-	}
+	n.Listeners = n.Listeners[:min(len(n.Listeners), bundle.MaxRemotes)]
 }
 
 func endpoint(ip net.IP, port uint64) string {

@@ -6,7 +6,6 @@ package portexhaust
 import (
 	"fmt"
 	"math"
-	"net"
 	"sort"
 	"strconv"
 
@@ -38,8 +37,7 @@ state). Pressure is that rate against the ceiling, or the sockets held to the
 destination against the usable ports, whichever is larger. Low from 25%,
 medium from 50%, high from 80%. With a perf profile, the kernel's share in the
 port search (inet_csk_get_port, __inet_hash_connect) is shown too.
-Remote ports inside the local ephemeral range are taken for clients of a
-server on this host and skipped.`,
+Sockets on a listening port are inbound and not counted.`,
 		Fix: `Reuse connections first: keep-alive and one connection pool per destination
 (Go: one shared http.Client, Transport.MaxIdleConnsPerHost sized to the
 concurrency, response bodies drained and closed). Only then, for outbound
@@ -104,11 +102,6 @@ func Destinations(d *evidence.SystemDelta) []Destination {
 	ceiling := float64(ports) / TimeWaitSeconds
 	var out []Destination
 	for _, r := range n.Remotes {
-		if _, p, err := net.SplitHostPort(r.Addr); err == nil {
-			if port, _ := strconv.Atoi(p); port == 0 || (port >= n.Sysctls.PortRangeLow && port <= n.Sysctls.PortRangeHigh) {
-				continue
-			}
-		}
 		start, end := d.Remote(r.Addr)
 		tw := end.States["TIME_WAIT"]
 		growth := tw - start.States["TIME_WAIT"]
