@@ -33,9 +33,11 @@ into dial errors and goroutines pile up.`,
 and end of the window; net.ipv4.ip_local_port_range and tcp_tw_reuse. The new
 connection rate to a destination is estimated as the larger of the growth of
 its TIME_WAIT count over the window and its TIME_WAIT count / 60 s (the steady
-state). Pressure is that rate against the ceiling, or the sockets held to the
-destination against the usable ports, whichever is larger. Low from 25%,
-medium from 50%, high from 80%. With a perf profile, the kernel's share in the
+state), but never above the namespace's new outbound connections per second
+(Tcp.ActiveOpens), so TIME_WAIT left by a burst that ended is not taken for a
+steady rate. Pressure is that rate against the ceiling, or the sockets held
+to the destination against the usable ports, whichever is larger: low from
+25% (of the ceiling; ports held count from 50%), medium from 50%, high from 80%. With a perf profile, the kernel's share in the
 port search (inet_csk_get_port, __inet_hash_connect) is shown too.
 Sockets on a listening port are inbound and not counted.`,
 		Fix: `Reuse connections first: keep-alive and one connection pool per destination
@@ -100,6 +102,13 @@ func Destinations(d *evidence.SystemDelta) []Destination {
 		return nil
 	}
 	ceiling := float64(ports) / TimeWaitSeconds
+	// No destination gets more new connections than the whole namespace
+	// opened: this keeps TIME_WAIT left over from an earlier burst, no
+	// longer replenished, from passing for a steady rate.
+	opened := math.Inf(1)
+	if v, ok := d.Counter("Tcp.ActiveOpens"); ok && d.Seconds > 0 {
+		opened = float64(v) / d.Seconds
+	}
 	var out []Destination
 	for _, r := range n.Remotes {
 		start, end := d.Remote(r.Addr)
@@ -109,6 +118,7 @@ func Destinations(d *evidence.SystemDelta) []Destination {
 		if d.Seconds > 0 {
 			rate = math.Max(rate, float64(growth)/d.Seconds)
 		}
+		rate = math.Min(rate, opened)
 		dst := Destination{Addr: r.Addr, TimeWait: tw, Growth: growth, Held: r.Total, SynSent: end.States["SYN_SENT"],
 			Rate: rate, Ceiling: ceiling, Ports: ports, PortsTaken: float64(r.Total) / float64(ports)}
 		dst.Pressure = math.Max(rate/ceiling, dst.PortsTaken)
@@ -132,7 +142,7 @@ func check(pass *rules.Pass) error {
 		search = st.Share(PortSearch)
 		searchFrames = st.Matched(PortSearch, 6)
 	}
-	if len(dests) == 0 || (dests[0].Pressure < low && search < minSearchShare) {
+	if len(dests) == 0 || (dests[0].Rate/dests[0].Ceiling < low && dests[0].PortsTaken < medium && search < minSearchShare) {
 		return nil
 	}
 	w := dests[0]
@@ -177,7 +187,7 @@ func check(pass *rules.Pass) error {
 	if search > 0 {
 		f.Evidence = append(f.Evidence, rules.Share("perf samples searching for a local port", search))
 	}
-	if w.Pressure < low {
+	if w.Rate/w.Ceiling < low && w.PortsTaken < medium {
 		f.Summary = fmt.Sprintf("connect() spends %s of perf samples searching for a free local port (%s)", rules.Percent(search), w.Addr)
 		f.Severity, f.Impact = rules.Grade(search, 0.10, 0.20), search
 		f.Resource = "cpu"
