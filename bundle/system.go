@@ -54,6 +54,9 @@ type NetInfo struct {
 	// remote endpoint and state, for the endpoints with the most sockets (at
 	// most MaxRemotes), busiest first.
 	Remotes []RemoteEndpoint `json:"remotes,omitempty"`
+	// TimeWaitAges says RemoteEndpoint.RecentTimeWait was counted (from the
+	// TIME_WAIT timers in /proc/net/tcp).
+	TimeWaitAges bool `json:"time_wait_ages,omitempty"`
 	// Listeners are the listening sockets with their accept queues.
 	Listeners []Listener `json:"listeners,omitempty"`
 	// Counters are cumulative kernel counters from /proc/net/snmp and
@@ -62,14 +65,21 @@ type NetInfo struct {
 	Conntrack *Conntrack        `json:"conntrack,omitempty"` // nil without netfilter conntrack
 }
 
-// MaxRemotes bounds NetInfo.Remotes: a server has one remote per client.
+// MaxRemotes bounds NetInfo.Remotes and NetInfo.Listeners.
 const MaxRemotes = 32
+
+// RecentSeconds is the age under which a TIME_WAIT entry counts as recent:
+// entries closed in the last RecentSeconds, over RecentSeconds, are the
+// current rate of new connections to a destination.
+const RecentSeconds = 5
 
 // RemoteEndpoint is the sockets connected to one remote address and port.
 type RemoteEndpoint struct {
 	Addr   string         `json:"addr"` // host:port
 	Total  int            `json:"total"`
 	States map[string]int `json:"states"`
+	// RecentTimeWait counts the TIME_WAIT entries younger than RecentSeconds.
+	RecentTimeWait int `json:"recent_time_wait,omitempty"`
 }
 
 // Listener is a listening socket. Queue is the connections waiting for

@@ -41,10 +41,10 @@ const (
 	Fixed = "fixed"
 )
 
-// Bounds of the bad variant: the dial rate is about twice the default
+// Bounds of the bad variant: the dial rate is about three times the default
 // per-destination ceiling, and the total stays well under the 28232 ports.
 const (
-	MaxDialRate = 1000 // new connections per second
+	MaxDialRate = 1500 // new connections per second
 	MaxDials    = 20000
 	maxIdle     = 32
 )

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -21,6 +22,11 @@ var tcpStateNames = map[uint64]string{
 	0x09: "LAST_ACK", 0x0A: "LISTEN", 0x0B: "CLOSING", 0x0C: "NEW_SYN_RECV",
 }
 
+const (
+	tcpTimeWait   = 0x06
+	timerTimeWait = 3
+)
+
 // readCPUs reads per-CPU times from /proc/stat, sorted by CPU number.
 func readCPUs(st procfs.Stat) []bundle.CPUTimes {
 	out := make([]bundle.CPUTimes, 0, len(st.CPU))
@@ -37,11 +43,7 @@ func readCPUs(st procfs.Stat) []bundle.CPUTimes {
 func readNet(roots Roots, pfs procfs.FS, ns procfs.Proc, fail func(string, error)) *bundle.NetInfo {
 	n := &bundle.NetInfo{Sysctls: readSysctls(pfs, fail)}
 	// /proc/PID/net is that process's namespace; /proc/net only ours.
-	if nsFS, err := procfs.NewFS(filepath.Join(roots.Proc, strconv.Itoa(ns.PID))); err != nil {
-		fail("net", err)
-	} else {
-		readSockets(nsFS, n, fail)
-	}
+	readSockets(filepath.Join(roots.Proc, strconv.Itoa(ns.PID)), n, fail)
 	n.Counters = map[string]uint64{}
 	if st, err := ns.Snmp(); err != nil {
 		fail("net/snmp", err)
@@ -91,39 +93,44 @@ func readSysctls(pfs procfs.FS, fail func(string, error)) bundle.NetSysctls {
 	return s
 }
 
-func readSockets(pfs procfs.FS, n *bundle.NetInfo, fail func(string, error)) {
-	var lines procfs.NetTCP
-	for name, read := range map[string]func() (procfs.NetTCP, error){"net/tcp": pfs.NetTCP, "net/tcp6": pfs.NetTCP6} {
-		ls, err := read()
+func readSockets(procRoot string, n *bundle.NetInfo, fail func(string, error)) {
+	var socks []tcpSocket
+	for _, name := range []string{"net/tcp", "net/tcp6"} {
+		f, err := os.Open(filepath.Join(procRoot, name))
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) || name == "net/tcp" { // tcp6 is absent without IPv6
 				fail(name, err)
 			}
 			continue
 		}
-		lines = append(lines, ls...)
+		err = parseTCP(f, func(s tcpSocket) { socks = append(socks, s) })
+		f.Close()
+		if err != nil {
+			fail(name, err)
+		}
 	}
+	n.TimeWaitAges = true
 	n.TCPStates = map[string]int{}
 	listening := map[uint64]bool{}
-	for _, l := range lines {
-		if l.St == tcpListen {
-			listening[l.LocalPort] = true
-			n.Listeners = append(n.Listeners, bundle.Listener{Addr: endpoint(l.LocalAddr, l.LocalPort), Queue: l.RxQueue, Backlog: l.TxQueue})
+	for _, l := range socks {
+		if l.state == tcpListen {
+			listening[l.lport] = true
+			n.Listeners = append(n.Listeners, bundle.Listener{Addr: endpoint(l.local, l.lport), Queue: l.rxQueue, Backlog: l.txQueue})
 		}
 	}
 	remotes := map[string]*bundle.RemoteEndpoint{}
-	for _, l := range lines {
-		state := tcpStateNames[l.St]
+	for _, l := range socks {
+		state := tcpStateNames[l.state]
 		if state == "" {
 			state = "UNKNOWN"
 		}
 		n.TCPStates[state]++
 		// Remotes are the destinations of outbound connections: a socket on
 		// a listening port is a client's connection to us.
-		if l.St == tcpListen || listening[l.LocalPort] {
+		if l.state == tcpListen || listening[l.lport] {
 			continue
 		}
-		key := endpoint(l.RemAddr, l.RemPort)
+		key := endpoint(l.remote, l.rport)
 		r := remotes[key]
 		if r == nil {
 			r = &bundle.RemoteEndpoint{Addr: key, States: map[string]int{}}
@@ -131,6 +138,9 @@ func readSockets(pfs procfs.FS, n *bundle.NetInfo, fail func(string, error)) {
 		}
 		r.Total++
 		r.States[state]++
+		if l.state == tcpTimeWait && l.timer == timerTimeWait && l.expires+bundle.RecentSeconds*userHZ >= 60*userHZ {
+			r.RecentTimeWait++
+		}
 	}
 	for _, r := range remotes {
 		n.Remotes = append(n.Remotes, *r)

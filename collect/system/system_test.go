@@ -207,10 +207,12 @@ func checkNet(t *testing.T, snap *bundle.SystemSnapshot) {
 	if n.Sysctls != want || n.Sysctls.EphemeralPorts() != 28232 {
 		t.Errorf("sysctls = %+v", n.Sysctls)
 	}
-	if n.TCPStates["LISTEN"] != 3 || n.TCPStates["ESTABLISHED"] != 2 || n.TCPStates["TIME_WAIT"] != 2 {
+	if n.TCPStates["LISTEN"] != 3 || n.TCPStates["ESTABLISHED"] != 2 || n.TCPStates["TIME_WAIT"] != 3 {
 		t.Errorf("tcp states = %v", n.TCPStates)
 	}
-	if len(n.Remotes) == 0 || n.Remotes[0].Addr != "1.0.0.10:7070" || n.Remotes[0].States["TIME_WAIT"] != 2 || n.Remotes[0].Total != 3 {
+	// One TIME_WAIT entry has 58.9 s left (closed 1.1 s ago), two 39.9 s.
+	if len(n.Remotes) != 1 || n.Remotes[0].Addr != "1.0.0.10:7070" || n.Remotes[0].States["TIME_WAIT"] != 3 ||
+		n.Remotes[0].Total != 4 || n.Remotes[0].RecentTimeWait != 1 || !n.TimeWaitAges {
 		t.Errorf("remotes = %+v", n.Remotes)
 	}
 	if len(n.Listeners) != 3 || n.Listeners[0].Addr != "0.0.0.0:9090" {

@@ -29,13 +29,13 @@ to one destination: 28232 / 60 = 470/s with the default ip_local_port_range
 port (inet_csk_get_port, __inet_hash_connect), then fails with
 EADDRNOTAVAIL ("cannot assign requested address"); Go's HTTP client turns it
 into dial errors and goroutines pile up.`,
-		Evidence: `TCP sockets per remote endpoint from /proc/net/tcp and tcp6 at the start
-and end of the window; net.ipv4.ip_local_port_range and tcp_tw_reuse. The new
-connection rate to a destination is estimated as the larger of the growth of
-its TIME_WAIT count over the window and its TIME_WAIT count / 60 s (the steady
-state), but never above the namespace's new outbound connections per second
-(Tcp.ActiveOpens), so TIME_WAIT left by a burst that ended is not taken for a
-steady rate. Pressure is that rate against the ceiling, or the sockets held
+		Evidence: `Outbound TCP sockets per remote endpoint from /proc/net/tcp and tcp6 at the
+start and end of the window; net.ipv4.ip_local_port_range and tcp_tw_reuse.
+The new connection rate to a destination is its TIME_WAIT entries closed in
+the last 5 s of the window (dated by their TIME_WAIT timers) per second. For
+snapshots without timers it is estimated as the larger of the TIME_WAIT
+growth over the window and the TIME_WAIT count / 60 s, capped by the
+namespace's new outbound connections per second (Tcp.ActiveOpens). Pressure is that rate against the ceiling, or the sockets held
 to the destination against the usable ports, whichever is larger: low from
 25% (of the ceiling; ports held count from 50%), medium from 50%, high from 80%. With a perf profile, the kernel's share in the
 port search (inet_csk_get_port, __inet_hash_connect) is shown too.
@@ -82,6 +82,7 @@ type Destination struct {
 	Addr       string
 	TimeWait   int     // at the end of the window
 	Growth     int     // TIME_WAIT growth over the window
+	Recent     int     // TIME_WAIT entries closed in the last RecentSeconds
 	Held       int     // sockets in any state at the end
 	SynSent    int     // connects in progress at the end
 	Rate       float64 // estimated new connections per second
@@ -102,9 +103,9 @@ func Destinations(d *evidence.SystemDelta) []Destination {
 		return nil
 	}
 	ceiling := float64(ports) / TimeWaitSeconds
-	// No destination gets more new connections than the whole namespace
-	// opened: this keeps TIME_WAIT left over from an earlier burst, no
-	// longer replenished, from passing for a steady rate.
+	// Without timers: no destination gets more new connections than the
+	// whole namespace opened, so TIME_WAIT left over from an earlier burst,
+	// no longer replenished, does not pass for a steady rate.
 	opened := math.Inf(1)
 	if v, ok := d.Counter("Tcp.ActiveOpens"); ok && d.Seconds > 0 {
 		opened = float64(v) / d.Seconds
@@ -114,12 +115,20 @@ func Destinations(d *evidence.SystemDelta) []Destination {
 		start, end := d.Remote(r.Addr)
 		tw := end.States["TIME_WAIT"]
 		growth := tw - start.States["TIME_WAIT"]
-		rate := float64(tw) / TimeWaitSeconds
-		if d.Seconds > 0 {
-			rate = math.Max(rate, float64(growth)/d.Seconds)
+		var rate float64
+		if n.TimeWaitAges {
+			// Connections closed in the last seconds of the window, dated
+			// by their TIME_WAIT timers: the current rate, whatever an
+			// earlier burst left behind.
+			rate = float64(end.RecentTimeWait) / bundle.RecentSeconds
+		} else {
+			rate = float64(tw) / TimeWaitSeconds
+			if d.Seconds > 0 {
+				rate = math.Max(rate, float64(growth)/d.Seconds)
+			}
+			rate = math.Min(rate, opened)
 		}
-		rate = math.Min(rate, opened)
-		dst := Destination{Addr: r.Addr, TimeWait: tw, Growth: growth, Held: r.Total, SynSent: end.States["SYN_SENT"],
+		dst := Destination{Addr: r.Addr, TimeWait: tw, Growth: growth, Recent: end.RecentTimeWait, Held: r.Total, SynSent: end.States["SYN_SENT"],
 			Rate: rate, Ceiling: ceiling, Ports: ports, PortsTaken: float64(r.Total) / float64(ports)}
 		dst.Pressure = math.Max(rate/ceiling, dst.PortsTaken)
 		out = append(out, dst)
@@ -163,6 +172,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("rate against ceiling", w.Rate/w.Ceiling),
 			rules.Count("TIME_WAIT to destination at end", float64(w.TimeWait), ""),
 			rules.Count("TIME_WAIT growth over the window", float64(w.Growth), ""),
+			rules.Count("TIME_WAIT closed in the last 5 s", float64(w.Recent), ""),
 			rules.Count("sockets held to destination", float64(w.Held), ""),
 			rules.Share("local ports taken for destination", w.PortsTaken),
 			rules.Text("ip_local_port_range", fmt.Sprintf("%d-%d (%d ports)", sys.PortRangeLow, sys.PortRangeHigh, w.Ports)),
