@@ -134,9 +134,10 @@ type ProcessInfo struct {
 	Threads          int     `json:"threads"`
 	OpenFDs          int     `json:"open_fds"`
 	FDLimit          uint64  `json:"fd_limit"`
-	VoluntaryCtxt    uint64  `json:"voluntary_ctxt_switches"`
-	NonvoluntaryCtxt uint64  `json:"nonvoluntary_ctxt_switches"`
-	CPUsAllowed      int     `json:"cpus_allowed,omitempty"` // affinity mask size
+	VoluntaryCtxt    uint64  `json:"voluntary_ctxt_switches"` // of all threads
+
+	NonvoluntaryCtxt uint64 `json:"nonvoluntary_ctxt_switches"`
+	CPUsAllowed      int    `json:"cpus_allowed,omitempty"` // affinity mask size
 	// GoEnv holds only the Go runtime's tuning variables (GOGC, GOMEMLIMIT,
 	// GOMAXPROCS, GODEBUG) from the process environment; nothing else of the
 	// environment is read, since it commonly holds secrets.

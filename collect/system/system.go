@@ -240,6 +240,18 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 		p.NonvoluntaryCtxt = st.NonVoluntaryCtxtSwitches
 		p.CPUsAllowed = len(st.CpusAllowedList)
 	}
+	// /proc/PID/status counts the main thread's switches only; a Go
+	// program's work runs on the others.
+	if threads, err := pfs.AllThreads(proc.PID); err == nil && len(threads) > 0 {
+		var vol, invol uint64
+		for _, t := range threads {
+			if st, err := t.NewStatus(); err == nil {
+				vol += st.VoluntaryCtxtSwitches
+				invol += st.NonVoluntaryCtxtSwitches
+			}
+		}
+		p.VoluntaryCtxt, p.NonvoluntaryCtxt = vol, invol
+	}
 	if lim, err := proc.Limits(); err != nil {
 		fail("process limits", err)
 	} else {
