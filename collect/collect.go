@@ -391,8 +391,7 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 		return c.snapshot(it, path)
 	case kindPerf:
 		return c.recordPerf(ctx, it, path)
-	}
-	if it.kind == kindMetrics {
+	case kindMetrics:
 		st, err := c.runtimeStats(ctx, it)
 		if err != nil {
 			return 0, nil, err

@@ -311,7 +311,8 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 	case formatJSON:
 		return e.readJSON(path, data, metrics)
 	case formatPerfScript:
-		p, err := perfscript.Parse(bytes.NewReader(data), perfscript.Options{})
+		// JIT maps in this machine's /tmp need not be the recording's.
+		p, err := perfscript.Parse(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
 		if err != nil {
 			return "", err
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/collect/perf"
 	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -307,9 +308,7 @@ func (r *sysResult) summary() sysSummary {
 		var n, k int64
 		for _, smp := range p.Sample {
 			n += smp.Value[0]
-			if slices.ContainsFunc(smp.Location, func(l *profile.Location) bool {
-				return l.Mapping != nil && strings.HasPrefix(l.Mapping.File, "[kernel")
-			}) {
+			if slices.ContainsFunc(smp.Location, perfscript.IsKernel) {
 				k += smp.Value[0]
 			}
 		}
