@@ -31,6 +31,9 @@ const (
 	SystemStartFile  = "system-0.json"
 	SystemEndFile    = "system-1.json"
 	LoadFile         = "load.json"
+	// PerfFile holds stacks with kernel frames from Linux perf (collect
+	// --perf), converted from `perf script` to a pprof profile.
+	PerfFile = "perf.pb.gz"
 )
 
 // Item status values in the manifest.

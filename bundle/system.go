@@ -9,7 +9,115 @@ type SystemSnapshot struct {
 	Process *ProcessInfo `json:"process,omitempty"`
 	Machine MachineInfo  `json:"machine"`
 	Cgroup  *CgroupInfo  `json:"cgroup,omitempty"`
-	Errors  []string     `json:"errors,omitempty"` // parts that could not be read
+	// CPUs are the per-CPU time counters of /proc/stat, cumulative since
+	// boot: only the difference between two snapshots means something.
+	CPUs []CPUTimes `json:"cpus,omitempty"`
+	// NetRxSoftirqs and NetTxSoftirqs count NET_RX and NET_TX softirqs per
+	// CPU (/proc/softirqs), cumulative.
+	NetRxSoftirqs []uint64 `json:"net_rx_softirqs,omitempty"`
+	NetTxSoftirqs []uint64 `json:"net_tx_softirqs,omitempty"`
+	Net           *NetInfo `json:"net,omitempty"`
+	Errors        []string `json:"errors,omitempty"` // parts that could not be read
+}
+
+// CPUTimes is one CPU's time in seconds by state since boot.
+type CPUTimes struct {
+	CPU     int     `json:"cpu"`
+	User    float64 `json:"user"` // including nice
+	System  float64 `json:"system"`
+	Idle    float64 `json:"idle"`
+	IOWait  float64 `json:"iowait"`
+	IRQ     float64 `json:"irq"`
+	SoftIRQ float64 `json:"softirq"`
+	Steal   float64 `json:"steal"`
+}
+
+// Total is the time the CPU counted in every state.
+func (c CPUTimes) Total() float64 {
+	return c.User + c.System + c.Idle + c.IOWait + c.IRQ + c.SoftIRQ + c.Steal
+}
+
+// Sub is c minus an earlier reading: the time spent in each state between them.
+func (c CPUTimes) Sub(earlier CPUTimes) CPUTimes {
+	return CPUTimes{CPU: c.CPU, User: c.User - earlier.User, System: c.System - earlier.System,
+		Idle: c.Idle - earlier.Idle, IOWait: c.IOWait - earlier.IOWait, IRQ: c.IRQ - earlier.IRQ,
+		SoftIRQ: c.SoftIRQ - earlier.SoftIRQ, Steal: c.Steal - earlier.Steal}
+}
+
+// NetInfo is the host's (the network namespace's) TCP state, counters and settings.
+type NetInfo struct {
+	Sysctls NetSysctls `json:"sysctls"`
+	// TCPStates counts IPv4 and IPv6 TCP sockets by state name
+	// (ESTABLISHED, TIME_WAIT, ...).
+	TCPStates map[string]int `json:"tcp_states,omitempty"`
+	// Remotes counts outbound sockets (those not on a listening port) by
+	// remote endpoint and state, for the endpoints with the most sockets (at
+	// most MaxRemotes), busiest first.
+	Remotes []RemoteEndpoint `json:"remotes,omitempty"`
+	// TimeWaitAges says RemoteEndpoint.RecentTimeWait was counted (from the
+	// TIME_WAIT timers in /proc/net/tcp).
+	TimeWaitAges bool `json:"time_wait_ages,omitempty"`
+	// Listeners are the listening sockets with their accept queues.
+	Listeners []Listener `json:"listeners,omitempty"`
+	// Counters are cumulative kernel counters from /proc/net/snmp and
+	// /proc/net/netstat, named "Tcp.RetransSegs", "TcpExt.ListenOverflows", ...
+	Counters  map[string]uint64 `json:"counters,omitempty"`
+	Conntrack *Conntrack        `json:"conntrack,omitempty"` // nil without netfilter conntrack
+}
+
+// MaxRemotes bounds NetInfo.Remotes and NetInfo.Listeners.
+const MaxRemotes = 32
+
+// RecentSeconds is the age under which a TIME_WAIT entry counts as recent:
+// entries closed in the last RecentSeconds, over RecentSeconds, are the
+// current rate of new connections to a destination.
+const RecentSeconds = 5
+
+// RemoteEndpoint is the sockets connected to one remote address and port.
+type RemoteEndpoint struct {
+	Addr   string         `json:"addr"` // host:port
+	Total  int            `json:"total"`
+	States map[string]int `json:"states"`
+	// RecentTimeWait counts the TIME_WAIT entries younger than RecentSeconds.
+	RecentTimeWait int `json:"recent_time_wait,omitempty"`
+}
+
+// Listener is a listening socket. Queue is the connections waiting for
+// accept; Backlog the most the kernel will queue (min(listen backlog, somaxconn)).
+type Listener struct {
+	Addr    string `json:"addr"`
+	Queue   uint64 `json:"queue"`
+	Backlog uint64 `json:"backlog"`
+}
+
+// NetSysctls are the kernel settings the network rules judge by. Zero means unread.
+type NetSysctls struct {
+	PortRangeLow     int `json:"ip_local_port_range_low,omitempty"`
+	PortRangeHigh    int `json:"ip_local_port_range_high,omitempty"`
+	TCPFinTimeout    int `json:"tcp_fin_timeout,omitempty"`
+	TCPTWReuse       int `json:"tcp_tw_reuse"`
+	TCPMaxTWBuckets  int `json:"tcp_max_tw_buckets,omitempty"`
+	Somaxconn        int `json:"somaxconn,omitempty"`
+	TCPMaxSynBacklog int `json:"tcp_max_syn_backlog,omitempty"`
+}
+
+// EphemeralPorts is how many local ports outbound connections may use.
+func (s NetSysctls) EphemeralPorts() int {
+	if s.PortRangeHigh < s.PortRangeLow || s.PortRangeLow == 0 {
+		return 0
+	}
+	return s.PortRangeHigh - s.PortRangeLow + 1
+}
+
+// Conntrack is netfilter's connection tracking table.
+type Conntrack struct {
+	Count uint64 `json:"count"`
+	Max   uint64 `json:"max"`
+	// Drops and EarlyDrops are summed over CPUs (cumulative): packets dropped
+	// because the table was full.
+	Drops        uint64 `json:"drops"`
+	EarlyDrops   uint64 `json:"early_drops"`
+	InsertFailed uint64 `json:"insert_failed"`
 }
 
 // ProcessInfo describes the target process.
@@ -26,9 +134,10 @@ type ProcessInfo struct {
 	Threads          int     `json:"threads"`
 	OpenFDs          int     `json:"open_fds"`
 	FDLimit          uint64  `json:"fd_limit"`
-	VoluntaryCtxt    uint64  `json:"voluntary_ctxt_switches"`
-	NonvoluntaryCtxt uint64  `json:"nonvoluntary_ctxt_switches"`
-	CPUsAllowed      int     `json:"cpus_allowed,omitempty"` // affinity mask size
+	VoluntaryCtxt    uint64  `json:"voluntary_ctxt_switches"` // of all threads
+
+	NonvoluntaryCtxt uint64 `json:"nonvoluntary_ctxt_switches"`
+	CPUsAllowed      int    `json:"cpus_allowed,omitempty"` // affinity mask size
 	// GoEnv holds only the Go runtime's tuning variables (GOGC, GOMEMLIMIT,
 	// GOMAXPROCS, GODEBUG) from the process environment; nothing else of the
 	// environment is read, since it commonly holds secrets.

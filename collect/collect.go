@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect/perf"
 	"github.com/perfdoctor/perfdoctor/collect/system"
 )
 
@@ -28,6 +30,7 @@ const (
 	kindTrace                   // a Go execution trace
 	kindMetrics                 // heap?debug=1, kept as parsed RuntimeStats
 	kindSystem                  // a /proc snapshot, local targets only
+	kindPerf                    // perf stacks of a local target
 )
 
 // item is one thing to collect.
@@ -241,6 +244,10 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 	series := c.heapSeries()
 	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], locks[0], locks[1], metricsStart, end[3], systemStart, end[4]}
 	order = append(order, series...)
+	perfItem := item{name: "perf", file: bundle.PerfFile, kind: kindPerf, length: c.window}
+	if c.Perf {
+		order = append(order, perfItem)
+	}
 	for _, it := range order {
 		c.items[it.name] = &bundle.Item{Name: it.name}
 	}
@@ -268,6 +275,9 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 	wg.Go(func() { c.do(ctx, metricsStart) })
 	for _, it := range locks {
 		wg.Go(func() { c.do(ctx, it) })
+	}
+	if c.Perf {
+		wg.Go(func() { c.do(ctx, perfItem) })
 	}
 	if len(series) > 0 {
 		wg.Go(func() {
@@ -385,10 +395,12 @@ func (c *collector) skip(name, reason string) {
 // produce fetches, validates and writes one item, returning its size.
 func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profile, error) {
 	path := filepath.Join(c.dir, it.file)
-	if it.kind == kindSystem {
+	switch it.kind {
+	case kindSystem:
 		return c.snapshot(it, path)
-	}
-	if it.kind == kindMetrics {
+	case kindPerf:
+		return c.recordPerf(ctx, it, path)
+	case kindMetrics:
 		st, err := c.runtimeStats(ctx, it)
 		if err != nil {
 			return 0, nil, err
@@ -439,6 +451,37 @@ func (c *collector) snapshot(it item, path string) (int64, *profile.Profile, err
 	}
 	c.mu.Unlock()
 	return writeJSON(path, snap)
+}
+
+// recordPerf records the local target with perf over the window.
+func (c *collector) recordPerf(ctx context.Context, it item, path string) (int64, *profile.Profile, error) {
+	c.mu.Lock()
+	pid, why := c.pid, c.notLocal
+	c.mu.Unlock()
+	if pid == 0 {
+		return 0, nil, &skipError{"perf needs a local target: " + why}
+	}
+	p, err := perf.Record(ctx, perf.Options{PID: pid, Duration: it.length, Perf: c.PerfPath, Logger: c.Logger})
+	if errors.Is(err, perf.ErrNoSamples) {
+		return 0, nil, &skipError{err.Error()}
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := WriteProfile(path, p)
+	return n, p, err
+}
+
+// WriteProfile writes p gzipped to path atomically and returns its size.
+func WriteProfile(path string, p *profile.Profile) (int64, error) {
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		return 0, fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
+	}
+	if err := bundle.WriteFileAtomic(path, buf.Bytes()); err != nil {
+		return 0, fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	return int64(buf.Len()), nil
 }
 
 func writeJSON(path string, v any) (int64, *profile.Profile, error) {
@@ -524,7 +567,7 @@ func (c *collector) runtimeInfo() bundle.RuntimeInfo {
 func (c *collector) allFailed(m *bundle.Manifest) (bundle.Item, bool) {
 	var first bundle.Item
 	for _, it := range m.Items {
-		if strings.HasPrefix(it.Name, "system-") {
+		if strings.HasPrefix(it.Name, "system-") || it.Name == "perf" {
 			continue
 		}
 		switch it.Status {

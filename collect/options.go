@@ -49,6 +49,11 @@ type Options struct {
 	// (HeapSeriesFile) between heap-0.pb.gz (start) and heap.pb.gz (end); at
 	// most MaxHeapSnapshots of them. At least MinHeapEvery.
 	HeapEvery time.Duration
+	// Perf, for a local target, also records its stacks with kernel frames
+	// through Linux perf over the window (PerfFile).
+	Perf bool
+	// PerfPath is the perf executable; "" looks up perf in PATH.
+	PerfPath string
 	// OutDir is the bundle directory to create. It must not exist or be empty.
 	OutDir string
 	// Timeout is allowed per request beyond its own duration. 0 means DefaultTimeout.

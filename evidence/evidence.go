@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
+	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 )
 
@@ -34,6 +36,9 @@ const (
 	Goroutine Kind = "goroutine"
 	Mutex     Kind = "mutex"
 	Block     Kind = "block"
+	// Perf is a whole-stack profile from Linux perf (kernel frames included),
+	// converted from `perf script` output.
+	Perf Kind = "perf"
 )
 
 // maxFileBytes bounds what one input file may occupy in memory.
@@ -66,6 +71,8 @@ type Evidence struct {
 
 	stacksOnce sync.Once
 	cpuStacks  *Stacks
+	perfOnce   sync.Once
+	perfStacks *Stacks
 	traceOnce  sync.Once
 	traceErr   error
 	allocsOnce sync.Once
@@ -98,6 +105,32 @@ func (e *Evidence) Profile(k Kind) *profile.Profile { return e.Profiles[k] }
 func (e *Evidence) CPUStacks() *Stacks {
 	e.stacksOnce.Do(func() { e.cpuStacks = NewStacks(e.Profiles[CPU], "cpu") })
 	return e.cpuStacks
+}
+
+// PerfStacks is the perf profile flattened by samples, computed once; nil
+// without a perf profile.
+func (e *Evidence) PerfStacks() *Stacks {
+	e.perfOnce.Do(func() {
+		if p := e.Profiles[Perf]; p != nil {
+			e.perfStacks = NewStacks(p, "samples")
+		}
+	})
+	return e.perfStacks
+}
+
+// KernelFrames matches the functions the perf profile saw in the kernel.
+func (e *Evidence) KernelFrames() Matcher {
+	kernel := map[string]bool{}
+	if p := e.Profiles[Perf]; p != nil {
+		for _, l := range p.Location {
+			if perfscript.IsKernel(l) {
+				for _, ln := range l.Line {
+					kernel[ln.Function.Name] = true
+				}
+			}
+		}
+	}
+	return func(fn string) bool { return kernel[fn] }
 }
 
 // Heaps returns the heap profiles over the window, oldest first: the series
@@ -328,6 +361,13 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 		return "memstats", nil
 	case formatJSON:
 		return e.readJSON(path, data, metrics)
+	case formatPerfScript:
+		// JIT maps in this machine's /tmp need not be the recording's.
+		p, err := perfscript.Parse(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
+		if err != nil {
+			return "", err
+		}
+		return e.addProfile(Perf, p)
 	case formatProfile:
 		p, err := profile.ParseData(data)
 		if err != nil {
@@ -341,17 +381,22 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 			*heaps = append(*heaps, p)
 			return string(kind), nil
 		}
-		if prev := e.Profiles[kind]; prev != nil {
-			merged, err := profile.Merge([]*profile.Profile{prev, p})
-			if err != nil {
-				return "", fmt.Errorf("cannot merge with the other %s profile: %w", kind, err)
-			}
-			p = merged
-		}
-		e.Profiles[kind] = p
-		return string(kind), nil
+		return e.addProfile(kind, p)
 	}
 	return "", errUnknown
+}
+
+// addProfile files p as kind, merging it with one already loaded.
+func (e *Evidence) addProfile(kind Kind, p *profile.Profile) (string, error) {
+	if prev := e.Profiles[kind]; prev != nil {
+		merged, err := profile.Merge([]*profile.Profile{prev, p})
+		if err != nil {
+			return "", fmt.Errorf("cannot merge with the other %s profile: %w", kind, err)
+		}
+		p = merged
+	}
+	e.Profiles[kind] = p
+	return string(kind), nil
 }
 
 type format int
@@ -363,6 +408,7 @@ const (
 	formatTrace
 	formatMemStatsText
 	formatJSON
+	formatPerfScript
 )
 
 func sniff(data []byte) format {
@@ -380,6 +426,8 @@ func sniff(data []byte) format {
 		return formatJSON
 	case looksLikeProto(data):
 		return formatProfile
+	case perfscript.Looks(data):
+		return formatPerfScript
 	}
 	return formatUnknown
 }
@@ -414,6 +462,8 @@ func classify(p *profile.Profile, path string) (Kind, error) {
 		return false
 	}
 	switch {
+	case slices.Contains(p.Comments, perfscript.Comment):
+		return Perf, nil
 	case has("cpu"):
 		return CPU, nil
 	case has("alloc_objects") || has("inuse_space"):

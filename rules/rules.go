@@ -28,6 +28,8 @@ const (
 	System    Input = "system"  // /proc and cgroup snapshot of a local target
 	Trace     Input = "trace"   // an execution trace (runtime/trace, /debug/pprof/trace)
 	GCTrace   Input = "gctrace" // the collector's log, GODEBUG=gctrace=1 (diagnose --gctrace)
+	Host      Input = "host"    // /proc snapshots of the host at the start and end of the window
+	Perf      Input = "perf"    // stacks with kernel frames from Linux perf
 )
 
 // howToCollect tells the user how to obtain each input.
@@ -39,15 +41,17 @@ var howToCollect = map[Input]string{
 	Mutex:     "a mutex profile (runtime.SetMutexProfileFraction > 0, /debug/pprof/mutex)",
 	Block:     "a block profile (runtime.SetBlockProfileRate > 0, /debug/pprof/block)",
 	Metrics:   "runtime statistics at the start and end of the window (perfdoctor collect)",
-	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host)",
+	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host, or perfdoctor sys --pid PID)",
 	Trace:     "an execution trace under load (perfdoctor collect takes 1 s; or /debug/pprof/trace?seconds=1)",
 	GCTrace:   "the target's stderr under GODEBUG=gctrace=1 (perfdoctor diagnose --gctrace FILE, or - for stdin)",
+	Host:      "/proc snapshots at the start and end of the window (perfdoctor collect on the target's host, or perfdoctor sys)",
+	Perf:      "kernel and user stacks from Linux perf (perfdoctor collect --perf, perfdoctor sys --perf, or a perf script text file)",
 }
 
 // Has reports whether the evidence provides the input.
 func Has(ev *evidence.Evidence, in Input) bool {
 	switch in {
-	case CPU, Heap, Allocs, Goroutine, Mutex, Block:
+	case CPU, Heap, Allocs, Goroutine, Mutex, Block, Perf:
 		return ev.Profile(evidence.Kind(in)) != nil
 	case Metrics:
 		_, ok := ev.GC()
@@ -58,6 +62,9 @@ func Has(ev *evidence.Evidence, in Input) bool {
 		return ev.TracePath != "" || ev.TraceSummary != nil
 	case GCTrace:
 		return ev.GCTrace != nil
+	case Host:
+		_, ok := ev.SystemDelta()
+		return ok
 	}
 	return false
 }

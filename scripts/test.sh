@@ -16,6 +16,16 @@ if ! command -v chromium >/dev/null 2>&1; then
 		echo "chromium is not installed and this is not root: the browser tests will skip (and fail under CI)" >&2
 	fi
 fi
+# Linux perf, for the kernel-stack tests (collect/perf, casebook e2e --perf):
+# they skip without it on a developer's machine. The software cpu-clock event
+# works on virtual machines without hardware counters.
+if ! command -v perf >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y linux-perf
+	else
+		echo "perf is not installed and this is not root: the perf tests will skip" >&2
+	fi
+fi
 # Screenshots the browser tests take.
 export PERFDOCTOR_ARTIFACTS="${PERFDOCTOR_ARTIFACTS:-${TMPDIR:-/tmp}/perfdoctor-artifacts}"
 

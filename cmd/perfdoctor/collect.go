@@ -21,6 +21,7 @@ func (a *app) collectCommand() *cobra.Command {
 		trace     time.Duration
 		heapEvery time.Duration
 		tokenFile string
+		withPerf  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "collect URL",
@@ -28,8 +29,10 @@ func (a *app) collectCommand() *cobra.Command {
 		Long: `Collect takes, concurrently and each with a timeout and size cap: a CPU profile
 for the duration, mutex and block profiles over the same window, heap profiles
 at start and end, allocs and goroutine profiles, a short execution trace, and
-runtime statistics at start and end. When the target runs on this host it also snapshots the process from /proc
-and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`,
+runtime statistics at start and end. When the target runs on this host it also
+snapshots the process, its cgroup and the host's CPU and network state from
+/proc at both ends, and with --perf records its kernel and user stacks through
+Linux perf. The bundle is a plain directory; go tool pprof reads its files.`,
 		Example: `  perfdoctor collect http://127.0.0.1:6060 -d 30s -o ./b1
   perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s`,
 		Args: exactArgs(1),
@@ -48,6 +51,7 @@ and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`
 				Duration:      duration,
 				TraceDuration: trace,
 				HeapEvery:     heapEvery,
+				Perf:          withPerf,
 				OutDir:        out,
 				Progress:      line,
 				Logger:        a.log,
@@ -64,6 +68,7 @@ and its cgroup. The bundle is a plain directory; go tool pprof reads its files.`
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle directory to create (default perfdoctor-HOST-TIME)")
 	cmd.Flags().DurationVar(&trace, "trace", time.Second, "execution trace length (0 to skip)")
 	cmd.Flags().DurationVar(&heapEvery, "heap-every", 0, "also take a heap profile every D during the window (heap-1.pb.gz, heap-2.pb.gz, ...), so memory growth shows its shape")
+	cmd.Flags().BoolVar(&withPerf, "perf", false, "for a local target, also record its stacks with kernel frames through Linux perf (perf.pb.gz)")
 	return cmd
 }
 

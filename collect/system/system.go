@@ -155,8 +155,13 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("system snapshot: %w", err)
 	}
-	readMachine(pfs, &snap.Machine, fail)
+	readMachine(pfs, snap, fail)
 	if pid == 0 {
+		if self, err := pfs.Self(); err != nil {
+			fail("net", err)
+		} else {
+			snap.Net = readNet(roots, pfs, self, fail)
+		}
 		return snap, nil
 	}
 	proc, err := pfs.Proc(pid)
@@ -167,6 +172,7 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 		fail("process", err)
 		return snap, nil
 	}
+	snap.Net = readNet(roots, pfs, proc, fail)
 	snap.Process = readProcess(roots, pfs, proc, fail)
 	cg, err := readCgroup(roots, proc)
 	if err != nil {
@@ -176,11 +182,18 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 	return snap, nil
 }
 
-func readMachine(pfs procfs.FS, m *bundle.MachineInfo, fail func(string, error)) {
+func readMachine(pfs procfs.FS, snap *bundle.SystemSnapshot, fail func(string, error)) {
+	m := &snap.Machine
 	if st, err := pfs.Stat(); err != nil {
 		fail("stat", err)
 	} else {
 		m.NumCPU = len(st.CPU)
+		snap.CPUs = readCPUs(st)
+	}
+	if si, err := pfs.Softirqs(); err != nil {
+		fail("softirqs", err)
+	} else {
+		snap.NetRxSoftirqs, snap.NetTxSoftirqs = si.NetRx, si.NetTx
 	}
 	if m.NumCPU == 0 {
 		if ci, err := pfs.CPUInfo(); err == nil {
@@ -226,6 +239,18 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 		p.VoluntaryCtxt = st.VoluntaryCtxtSwitches
 		p.NonvoluntaryCtxt = st.NonVoluntaryCtxtSwitches
 		p.CPUsAllowed = len(st.CpusAllowedList)
+	}
+	// /proc/PID/status counts the main thread's switches only; a Go
+	// program's work runs on the others.
+	if threads, err := pfs.AllThreads(proc.PID); err == nil && len(threads) > 0 {
+		var vol, invol uint64
+		for _, t := range threads {
+			if st, err := t.NewStatus(); err == nil {
+				vol += st.VoluntaryCtxtSwitches
+				invol += st.NonVoluntaryCtxtSwitches
+			}
+		}
+		p.VoluntaryCtxt, p.NonvoluntaryCtxt = vol, invol
 	}
 	if lim, err := proc.Limits(); err != nil {
 		fail("process limits", err)

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
 )
 
 // fixtureRoots copies testdata/proc to a temporary directory and adds the
@@ -33,6 +35,10 @@ func fixtureRoots(t *testing.T, sys string) Roots {
 		"999/fd/4":    "socket:[66666]",
 		"2345/fd/0":   "/dev/null",
 		"2345/fd/255": "/dev/null",
+		"self":        "1234",
+		"1234/net":    "../net", // the targets share our network namespace
+		"2345/net":    "../net",
+		"999/net":     "../net",
 	}
 	for name, target := range links {
 		p := filepath.Join(proc, name)
@@ -129,6 +135,7 @@ func TestSnapshotFixtureV2(t *testing.T) {
 		cg.NrPeriods != 5000 || cg.NrThrottled != 1200 || cg.ThrottledUsec != 98765432 {
 		t.Errorf("cgroup = %+v", *cg)
 	}
+	checkNet(t, snap)
 }
 
 func TestSnapshotFixtureV1(t *testing.T) {
@@ -178,6 +185,45 @@ func TestSnapshotMachineOnly(t *testing.T) {
 	if snap.Process != nil || snap.Cgroup != nil || snap.Machine.NumCPU != 4 {
 		t.Errorf("snapshot = %+v", snap)
 	}
+	checkNet(t, snap)
+}
+
+// checkNet checks the host part of a fixture snapshot: per-CPU times,
+// softirqs, sockets, settings and counters.
+func checkNet(t *testing.T, snap *bundle.SystemSnapshot) {
+	t.Helper()
+	if len(snap.CPUs) != 4 || snap.CPUs[3].CPU != 3 || snap.CPUs[0].User != 1 || snap.CPUs[0].System != 0.5 || snap.CPUs[3].SoftIRQ != 0.02 {
+		t.Errorf("cpus = %+v", snap.CPUs)
+	}
+	if len(snap.NetRxSoftirqs) != 4 || snap.NetRxSoftirqs[0] != 9000000 || snap.NetTxSoftirqs[0] != 16 {
+		t.Errorf("softirqs rx %v tx %v", snap.NetRxSoftirqs, snap.NetTxSoftirqs)
+	}
+	n := snap.Net
+	if n == nil {
+		t.Fatal("no net info")
+	}
+	want := bundle.NetSysctls{PortRangeLow: 32768, PortRangeHigh: 60999, TCPFinTimeout: 60, TCPTWReuse: 2,
+		TCPMaxTWBuckets: 131072, Somaxconn: 4096, TCPMaxSynBacklog: 2048}
+	if n.Sysctls != want || n.Sysctls.EphemeralPorts() != 28232 {
+		t.Errorf("sysctls = %+v", n.Sysctls)
+	}
+	if n.TCPStates["LISTEN"] != 3 || n.TCPStates["ESTABLISHED"] != 2 || n.TCPStates["TIME_WAIT"] != 3 {
+		t.Errorf("tcp states = %v", n.TCPStates)
+	}
+	// One TIME_WAIT entry has 58.9 s left (closed 1.1 s ago), two 39.9 s.
+	if len(n.Remotes) != 1 || n.Remotes[0].Addr != "1.0.0.10:7070" || n.Remotes[0].States["TIME_WAIT"] != 3 ||
+		n.Remotes[0].Total != 4 || n.Remotes[0].RecentTimeWait != 1 || !n.TimeWaitAges {
+		t.Errorf("remotes = %+v", n.Remotes)
+	}
+	if len(n.Listeners) != 3 || n.Listeners[0].Addr != "0.0.0.0:9090" {
+		t.Errorf("listeners = %+v", n.Listeners)
+	}
+	if n.Counters["TcpExt.ListenOverflows"] != 17 || n.Counters["Tcp.ActiveOpens"] == 0 || n.Counters["TcpExt.SyncookiesSent"] != 0 {
+		t.Errorf("counters: overflows %d active opens %d", n.Counters["TcpExt.ListenOverflows"], n.Counters["Tcp.ActiveOpens"])
+	}
+	if ct := n.Conntrack; ct == nil || ct.Count != 250000 || ct.Max != 262144 {
+		t.Errorf("conntrack = %+v", ct)
+	}
 }
 
 func TestSnapshotMissingProcess(t *testing.T) {
@@ -191,8 +237,10 @@ func TestSnapshotMissingProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.Errors) != 3 {
-		t.Errorf("errors = %q, want stat, meminfo, loadavg", snap.Errors)
+	for _, part := range []string{"stat:", "meminfo:", "loadavg:", "softirqs:", "net:"} {
+		if !strings.Contains(strings.Join(snap.Errors, "\n"), part) {
+			t.Errorf("errors = %q, want one for %s", snap.Errors, part)
+		}
 	}
 }
 

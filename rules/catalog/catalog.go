@@ -6,16 +6,21 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/backlog"
 	"github.com/perfdoctor/perfdoctor/rules/compression"
 	"github.com/perfdoctor/perfdoctor/rules/connchurn"
+	"github.com/perfdoctor/perfdoctor/rules/conntrack"
+	"github.com/perfdoctor/perfdoctor/rules/fdlimit"
 	"github.com/perfdoctor/perfdoctor/rules/gclog"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
 	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
 	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
+	"github.com/perfdoctor/perfdoctor/rules/kernelnet"
 	"github.com/perfdoctor/perfdoctor/rules/lockcontention"
 	"github.com/perfdoctor/perfdoctor/rules/logcost"
 	"github.com/perfdoctor/perfdoctor/rules/memgrowth"
 	"github.com/perfdoctor/perfdoctor/rules/oversized"
+	"github.com/perfdoctor/perfdoctor/rules/portexhaust"
 	"github.com/perfdoctor/perfdoctor/rules/producer"
 	"github.com/perfdoctor/perfdoctor/rules/reflectcodec"
 	"github.com/perfdoctor/perfdoctor/rules/regexphot"
@@ -25,6 +30,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/stringfmt"
 	"github.com/perfdoctor/perfdoctor/rules/summarycost"
 	"github.com/perfdoctor/perfdoctor/rules/syscallwrite"
+	"github.com/perfdoctor/perfdoctor/rules/throttling"
 )
 
 // All returns the catalog, grouped by area.
@@ -49,6 +55,13 @@ func All() []*rules.Rule {
 		scheduler.Rule,
 		goroutinechurn.Rule,
 		schedlatency.Rule,
+		// Operating system and network
+		portexhaust.Rule,
+		kernelnet.Rule,
+		conntrack.Rule,
+		backlog.Rule,
+		throttling.Rule,
+		fdlimit.Rule,
 	}
 }
 

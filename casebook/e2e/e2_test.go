@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/load"
+)
+
+// fullFinding is a finding with its evidence, as diagnose --format json gives it.
+type fullFinding struct {
+	finding
+	Evidence []struct {
+		Name   string
+		Value  string
+		Number float64
+	}
+}
+
+func (f fullFinding) fact(t *testing.T, name string) float64 {
+	t.Helper()
+	for _, e := range f.Evidence {
+		if e.Name == name {
+			return e.Number
+		}
+	}
+	t.Fatalf("finding has no fact %q: %+v", name, f.Evidence)
+	return 0
+}
+
+// e2Run loads a variant of case E2 for warmup+window+3 s, collects a bundle
+// over the window (with --perf when perf is installed) and diagnoses it.
+func e2Run(t *testing.T, variant string) ([]fullFinding, *load.Result, string) {
+	t.Helper()
+	s := start(t, "e2", variant)
+	const warmup, window = time.Second, 5 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type loaded struct {
+		res *load.Result
+		err error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		res, err := load.Run(ctx, load.Config{URL: s.app, Concurrency: 8, Duration: warmup + window + 3*time.Second})
+		done <- loaded{res, err}
+	}()
+	time.Sleep(warmup)
+	dir := filepath.Join(t.TempDir(), "bundle")
+	args := []string{"collect", s.pprofURL, "-d", window.String(), "-o", dir}
+	if _, err := exec.LookPath("perf"); err == nil {
+		args = append(args, "--perf")
+	}
+	if out, err := exec.Command(bin.perfdoctor, args...).CombinedOutput(); err != nil {
+		t.Fatalf("perfdoctor collect: %v\n%s", err, out)
+	}
+	l := <-done
+	if l.err != nil {
+		t.Fatalf("load: %v", l.err)
+	}
+	t.Logf("load: %s", l.res)
+	stdout, err := exec.Command(bin.perfdoctor, "diagnose", dir, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("perfdoctor diagnose: %v", err)
+	}
+	var doc struct {
+		Findings []fullFinding
+		Inputs   struct{ Profiles []string }
+	}
+	if err := json.Unmarshal(stdout, &doc); err != nil {
+		t.Fatalf("diagnose JSON: %v", err)
+	}
+	for i, f := range doc.Findings {
+		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
+	}
+	m, err := bundle.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range m.Items {
+		if it.Name == "perf" && it.Status != bundle.StatusOK {
+			if strings.Contains(it.Error, "not permitted") {
+				t.Logf("perf not permitted here: %s", it.Error)
+			} else {
+				t.Errorf("perf item %s: %s", it.Status, it.Error)
+			}
+		}
+	}
+	return doc.Findings, l.res, dir
+}
+
+// TestE2PortCeiling checks the numbers of the ephemeral-port finding on E2's
+// bad variant against what the test measures itself (the kernel's port range,
+// the load's request rate, the TIME_WAIT sockets in /proc), and that the
+// fixed variant, with kept-alive connections, has no such finding at all.
+func TestE2PortCeiling(t *testing.T) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		t.Skip("needs /proc:", err)
+	}
+	rng, err := fs.SysctlInts("net.ipv4.ip_local_port_range")
+	if err != nil || len(rng) != 2 {
+		t.Skip("cannot read ip_local_port_range:", err)
+	}
+	ceiling := float64(rng[1]-rng[0]+1) / 60
+
+	t.Run("bad", func(t *testing.T) {
+		findings, res, _ := e2Run(t, "bad")
+		if len(findings) == 0 || findings[0].Class != "ephemeral-port-exhaustion" || findings[0].Severity != "high" {
+			t.Fatalf("top finding is not ephemeral-port-exhaustion at high: %+v", findings)
+		}
+		f := findings[0]
+		if got := f.fact(t, "ceiling per destination"); math.Abs(got-ceiling) > 0.01 {
+			t.Errorf("ceiling %.2f/s, want %.2f/s (ports / 60 s)", got, ceiling)
+		}
+		// Each request is one connection: the estimated rate follows the
+		// load's request rate.
+		reqRate := float64(res.Requests) / res.Duration.Seconds()
+		rate := f.fact(t, "new connections per second (estimated)")
+		if rate < 0.6*reqRate || rate > 1.4*reqRate {
+			t.Errorf("estimated %.0f new connections/s, the load made %.0f requests/s", rate, reqRate)
+		}
+		growth := f.fact(t, "TIME_WAIT growth over the window")
+		if growth < 0.6*reqRate*5 || growth > 1.4*reqRate*5 {
+			t.Errorf("TIME_WAIT grew by %.0f in the 5 s window at %.0f requests/s", growth, reqRate)
+		}
+		// The finding's destination, counted independently after the load:
+		// TIME_WAIT lasts 60 s, so no fewer than at the end of the window.
+		dst := f.Evidence[0].Value
+		tw := countTimeWait(t, fs, dst)
+		if end := f.fact(t, "TIME_WAIT to destination at end"); end > float64(tw) || end < 0.5*float64(tw) {
+			t.Errorf("finding counts %.0f TIME_WAIT to %s at the end of the window; /proc shows %d after the load", end, dst, tw)
+		}
+		t.Logf("ceiling %.1f/s, estimated %.0f/s, load %.0f req/s, TIME_WAIT to %s now %d", ceiling, rate, reqRate, dst, tw)
+	})
+	t.Run("fixed", func(t *testing.T) {
+		findings, _, _ := e2Run(t, "fixed")
+		for _, f := range findings {
+			if f.Class == "ephemeral-port-exhaustion" {
+				t.Errorf("fixed variant reported: %s", f.Summary)
+			}
+		}
+	})
+}
+
+// countTimeWait counts TIME_WAIT sockets to host:port in /proc/net/tcp{,6}.
+func countTimeWait(t *testing.T, fs procfs.FS, dst string) int {
+	t.Helper()
+	n := 0
+	for _, read := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
+		lines, err := read()
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			ip := l.RemAddr
+			if v4 := ip.To4(); v4 != nil {
+				ip = v4
+			}
+			if l.St == 6 && strings.EqualFold(ip.String()+":"+strconv.FormatUint(l.RemPort, 10), dst) {
+				n++
+			}
+		}
+	}
+	return n
+}

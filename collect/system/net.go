@@ -1,0 +1,190 @@
+package system
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+)
+
+// tcpStateNames are the kernel's TCP states (include/net/tcp_states.h) by number.
+var tcpStateNames = map[uint64]string{
+	0x01: "ESTABLISHED", 0x02: "SYN_SENT", 0x03: "SYN_RECV", 0x04: "FIN_WAIT1",
+	0x05: "FIN_WAIT2", 0x06: "TIME_WAIT", 0x07: "CLOSE", 0x08: "CLOSE_WAIT",
+	0x09: "LAST_ACK", 0x0A: "LISTEN", 0x0B: "CLOSING", 0x0C: "NEW_SYN_RECV",
+}
+
+const (
+	tcpTimeWait   = 0x06
+	timerTimeWait = 3
+)
+
+// readCPUs reads per-CPU times from /proc/stat, sorted by CPU number.
+func readCPUs(st procfs.Stat) []bundle.CPUTimes {
+	out := make([]bundle.CPUTimes, 0, len(st.CPU))
+	for n, c := range st.CPU {
+		out = append(out, bundle.CPUTimes{CPU: int(n), User: c.User + c.Nice, System: c.System, Idle: c.Idle,
+			IOWait: c.Iowait, IRQ: c.IRQ, SoftIRQ: c.SoftIRQ, Steal: c.Steal})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CPU < out[j].CPU })
+	return out
+}
+
+// readNet reads TCP sockets and counters in the network namespace of
+// process ns (the target, or perfdoctor itself), and the settings.
+func readNet(roots Roots, pfs procfs.FS, ns procfs.Proc, fail func(string, error)) *bundle.NetInfo {
+	n := &bundle.NetInfo{Sysctls: readSysctls(pfs, fail)}
+	// /proc/PID/net is that process's namespace; /proc/net only ours.
+	readSockets(filepath.Join(roots.Proc, strconv.Itoa(ns.PID)), n, fail)
+	n.Counters = map[string]uint64{}
+	if st, err := ns.Snmp(); err != nil {
+		fail("net/snmp", err)
+	} else {
+		addCounters(n.Counters, "Tcp", st.Tcp)
+	}
+	if st, err := ns.Netstat(); err != nil {
+		fail("net/netstat", err)
+	} else {
+		addCounters(n.Counters, "TcpExt", st.TcpExt)
+	}
+	n.Conntrack = readConntrack(pfs, fail)
+	return n
+}
+
+// addCounters copies the counters a procfs struct of *float64 fields holds
+// (nil when the kernel does not have them) under prefix.Name.
+func addCounters(into map[string]uint64, prefix string, v any) {
+	rv := reflect.ValueOf(v)
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		if p, ok := f.Interface().(*float64); ok && p != nil && *p >= 0 {
+			into[prefix+"."+rv.Type().Field(i).Name] = uint64(*p)
+		}
+	}
+}
+
+func readSysctls(pfs procfs.FS, fail func(string, error)) bundle.NetSysctls {
+	var s bundle.NetSysctls
+	for name, dst := range map[string][]*int{
+		"net.ipv4.ip_local_port_range": {&s.PortRangeLow, &s.PortRangeHigh},
+		"net.ipv4.tcp_fin_timeout":     {&s.TCPFinTimeout},
+		"net.ipv4.tcp_tw_reuse":        {&s.TCPTWReuse},
+		"net.ipv4.tcp_max_tw_buckets":  {&s.TCPMaxTWBuckets},
+		"net.core.somaxconn":           {&s.Somaxconn},
+		"net.ipv4.tcp_max_syn_backlog": {&s.TCPMaxSynBacklog},
+	} {
+		vals, err := pfs.SysctlInts(name)
+		if err != nil {
+			fail(name, err)
+			continue
+		}
+		for i := range min(len(vals), len(dst)) {
+			*dst[i] = vals[i]
+		}
+	}
+	return s
+}
+
+func readSockets(procRoot string, n *bundle.NetInfo, fail func(string, error)) {
+	var socks []tcpSocket
+	for _, name := range []string{"net/tcp", "net/tcp6"} {
+		f, err := os.Open(filepath.Join(procRoot, name))
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) || name == "net/tcp" { // tcp6 is absent without IPv6
+				fail(name, err)
+			}
+			continue
+		}
+		err = parseTCP(f, func(s tcpSocket) { socks = append(socks, s) })
+		f.Close()
+		if err != nil {
+			fail(name, err)
+		}
+	}
+	n.TimeWaitAges = true
+	n.TCPStates = map[string]int{}
+	listening := map[uint64]bool{}
+	for _, l := range socks {
+		if l.state == tcpListen {
+			listening[l.lport] = true
+			n.Listeners = append(n.Listeners, bundle.Listener{Addr: endpoint(l.local, l.lport), Queue: l.rxQueue, Backlog: l.txQueue})
+		}
+	}
+	remotes := map[string]*bundle.RemoteEndpoint{}
+	for _, l := range socks {
+		state := tcpStateNames[l.state]
+		if state == "" {
+			state = "UNKNOWN"
+		}
+		n.TCPStates[state]++
+		// Remotes are the destinations of outbound connections: a socket on
+		// a listening port is a client's connection to us.
+		if l.state == tcpListen || listening[l.lport] {
+			continue
+		}
+		key := endpoint(l.remote, l.rport)
+		r := remotes[key]
+		if r == nil {
+			r = &bundle.RemoteEndpoint{Addr: key, States: map[string]int{}}
+			remotes[key] = r
+		}
+		r.Total++
+		r.States[state]++
+		if l.state == tcpTimeWait && l.timer == timerTimeWait && l.expires+bundle.RecentSeconds*userHZ >= 60*userHZ {
+			r.RecentTimeWait++
+		}
+	}
+	for _, r := range remotes {
+		n.Remotes = append(n.Remotes, *r)
+	}
+	sort.Slice(n.Remotes, func(i, j int) bool {
+		a, b := n.Remotes[i], n.Remotes[j]
+		if a.Total != b.Total {
+			return a.Total > b.Total
+		}
+		return a.Addr < b.Addr
+	})
+	n.Remotes = n.Remotes[:min(len(n.Remotes), bundle.MaxRemotes)]
+	sort.Slice(n.Listeners, func(i, j int) bool { return n.Listeners[i].Addr < n.Listeners[j].Addr })
+	n.Listeners = n.Listeners[:min(len(n.Listeners), bundle.MaxRemotes)]
+}
+
+func endpoint(ip net.IP, port uint64) string {
+	if v4 := ip.To4(); v4 != nil { // IPv4-mapped IPv6 counts with IPv4
+		ip = v4
+	}
+	return net.JoinHostPort(ip.String(), strconv.FormatUint(port, 10))
+}
+
+// readConntrack returns nil when netfilter connection tracking is not loaded.
+func readConntrack(pfs procfs.FS, fail func(string, error)) *bundle.Conntrack {
+	count, err := pfs.SysctlInts("net.netfilter.nf_conntrack_count")
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			fail("conntrack", err)
+		}
+		return nil
+	}
+	maxv, err := pfs.SysctlInts("net.netfilter.nf_conntrack_max")
+	if err != nil || len(count) != 1 || len(maxv) != 1 {
+		fail("conntrack", errors.New("nf_conntrack_count or nf_conntrack_max unreadable"))
+		return nil
+	}
+	ct := &bundle.Conntrack{Count: uint64(max(count[0], 0)), Max: uint64(max(maxv[0], 0))}
+	if stats, err := pfs.ConntrackStat(); err == nil {
+		for _, s := range stats {
+			ct.Drops += s.Drop
+			ct.EarlyDrops += s.EarlyDrop
+			ct.InsertFailed += s.InsertFailed
+		}
+	}
+	return ct
+}

@@ -1,0 +1,219 @@
+package perfscript
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// summary renders what a profile says in a stable text form: totals,
+// labels, and the leaf functions by samples, kernel frames marked.
+func summary(p *profile.Profile) string {
+	var b strings.Builder
+	for _, st := range p.SampleType {
+		fmt.Fprintf(&b, "type %s/%s\n", st.Type, st.Unit)
+	}
+	fmt.Fprintf(&b, "period %s/%s duration %dns comments %q\n", p.PeriodType.Type, p.PeriodType.Unit, p.DurationNanos, p.Comments)
+	var n, v int64
+	leaf := map[string]int64{}
+	comm := map[string]int64{}
+	for _, s := range p.Sample {
+		n += s.Value[0]
+		v += s.Value[1]
+		l := s.Location[0]
+		name := l.Line[0].Function.Name
+		if IsKernel(l) {
+			name = "[k] " + name
+		}
+		if f := l.Line[0].Function.Filename; f != "" {
+			name += fmt.Sprintf(" %s:%d", f, l.Line[0].Line)
+		}
+		leaf[name] += s.Value[0]
+		comm[fmt.Sprintf("%s pid=%v tid=%v", s.Label["comm"][0], s.NumLabel["pid"], s.NumLabel["tid"])] += s.Value[0]
+	}
+	fmt.Fprintf(&b, "samples %d value %d distinct %d locations %d functions %d mappings %d\n", n, v, len(p.Sample), len(p.Location), len(p.Function), len(p.Mapping))
+	for _, m := range []map[string]int64{comm, leaf} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if m[keys[i]] != m[keys[j]] {
+				return m[keys[i]] > m[keys[j]]
+			}
+			return keys[i] < keys[j]
+		})
+		for _, k := range keys[:min(len(keys), 15)] {
+			fmt.Fprintf(&b, "%6d %s\n", m[k], k)
+		}
+	}
+	return b.String()
+}
+
+func TestGolden(t *testing.T) {
+	for _, name := range []string{"loopback-connect", "jit-srcline"} {
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open(filepath.Join("testdata", name+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p, err := Parse(f, Options{MapDir: "testdata"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.CheckValid(); err != nil {
+				t.Fatalf("invalid profile: %v", err)
+			}
+			var buf bytes.Buffer
+			if err := p.Write(&buf); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := profile.Parse(&buf); err != nil {
+				t.Fatalf("written profile does not parse back: %v", err)
+			}
+			got := summary(p)
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("summary differs from %s (go test -update to accept):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestJITSourceLinesAndLabels(t *testing.T) {
+	data, err := os.ReadFile("testdata/jit-srcline.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(bytes.NewReader(data), Options{MapDir: "testdata"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var java, demo *profile.Sample
+	for _, s := range p.Sample {
+		switch s.Label["comm"][0] {
+		case "java":
+			java = s
+		case "demo":
+			demo = s
+		}
+	}
+	if java == nil || demo == nil {
+		t.Fatalf("samples by comm missing: %v", summary(p))
+	}
+	var names []string
+	for _, l := range java.Location {
+		names = append(names, l.Line[0].Function.Name)
+	}
+	want := []string{"Interpreted:Lcom/acme/Handler;::serve", "LazyCompiled:*handle app.js:10", "[unknown]", "_raw_spin_unlock_irqrestore"}
+	if strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("java frames %q, want %q", names, want)
+	}
+	if java.NumLabel["pid"][0] != 4242 || java.NumLabel["tid"][0] != 4250 || !IsKernel(java.Location[3]) || IsKernel(java.Location[0]) {
+		t.Errorf("java sample labels %v / kernel marks wrong", java.NumLabel)
+	}
+	// Two identical demo samples merge; a bare number is the thread id.
+	if demo.Value[0] != 2 || demo.Value[1] != 2*10101010 || demo.NumLabel["tid"][0] != 77 || demo.NumLabel["pid"] != nil {
+		t.Errorf("demo sample %v %v", demo.Value, demo.NumLabel)
+	}
+	if l := demo.Location[0].Line[0]; l.Function.Name != "main" || l.Function.Filename != "demo.c" || l.Line != 12 {
+		t.Errorf("source line of main: %+v %+v", l, l.Function)
+	}
+	// Without the map the JIT frames stay unknown, named by their object.
+	p, err = Parse(bytes.NewReader(data), Options{MapDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(summary(p), "[unknown] perf-4242.map") {
+		t.Errorf("unmapped JIT frame not named by its map file:\n%s", summary(p))
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for name, in := range map[string]string{
+		"empty":           "",
+		"comments only":   "# nothing\n",
+		"frame first":     "\t ffff sym (dso)\n",
+		"no address":      "a 1/1 1.0: 1 cpu-clock:\n\tnot-hex sym (x)\n",
+		"header no pid":   "just words here\n",
+		"line too long":   "a 1/1 1.0: 1 cpu-clock:\n\t" + strings.Repeat("f", 2<<10) + "\n",
+		"json by mistake": `{"a": 1}`,
+	} {
+		_, err := Parse(strings.NewReader(in), Options{MapDir: "-", MaxLine: 1 << 10})
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error spans lines: %q", name, err)
+		}
+	}
+	if _, err := Parse(strings.NewReader("# c\n\n"), Options{}); !errors.Is(err, ErrNoSamples) {
+		t.Errorf("comments only: %v, want ErrNoSamples", err)
+	}
+}
+
+func TestLooks(t *testing.T) {
+	data, _ := os.ReadFile("testdata/loopback-connect.txt")
+	jit, _ := os.ReadFile("testdata/jit-srcline.txt")
+	if !Looks(data) || !Looks(jit) {
+		t.Error("perf script output not recognised")
+	}
+	for _, s := range []string{"", "{}", "go 1.22 trace", "heap profile: 1: 2 [3: 4] @ heap/1048576\n", "main.f;main.g 10\n"} {
+		if Looks([]byte(s)) {
+			t.Errorf("%q taken for perf script", s)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"testdata/jit-srcline.txt", "testdata/loopback-connect.txt"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data[:min(len(data), 4096)])
+	}
+	f.Add([]byte("a b 1/2 [0] 1.5: 7 cpu-clock:\n\tff x+0x1 (y)\n  f.c:9\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(bytes.NewReader(data), Options{MapDir: "-", MaxLine: 4096})
+		if err != nil {
+			return
+		}
+		if err := p.CheckValid(); err != nil {
+			t.Fatalf("invalid profile from %q: %v", data, err)
+		}
+		Looks(data)
+	})
+}
+
+func BenchmarkParse(b *testing.B) {
+	data, err := os.ReadFile("testdata/loopback-connect.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse(bytes.NewReader(data), Options{MapDir: "-"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
