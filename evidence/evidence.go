@@ -20,6 +20,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 )
 
@@ -63,6 +64,9 @@ type Evidence struct {
 	// were loaded (collect --heap-every); the first and last are also
 	// Profiles[HeapStart] and Profiles[Heap].
 	HeapSeries []*profile.Profile
+	// JVM is what a JFR recording says about the JVM (configuration,
+	// collector, exceptions, threads); nil for other targets.
+	JVM *jfr.Summary
 
 	stacksOnce sync.Once
 	cpuStacks  *Stacks
@@ -195,7 +199,7 @@ func Load(paths ...string) (*Evidence, error) {
 	}
 	e.placeHeaps(heaps)
 	e.placeMetrics(metrics)
-	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" {
+	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" && e.JVM == nil {
 		return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoEvidence)
 	}
 	return e, nil
@@ -247,6 +251,9 @@ var errUnknown = errors.New("not a format perfdoctor reads")
 
 // read recognises a file by its content, not its name, and files it.
 func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
+	if readHeadIsJFR(path) {
+		return e.readJFR(path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -277,6 +284,8 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 		return "memstats", nil
 	case formatJSON:
 		return e.readJSON(path, data, metrics)
+	case formatFolded:
+		return e.readFolded(data)
 	case formatProfile:
 		p, err := profile.ParseData(data)
 		if err != nil {
@@ -290,14 +299,9 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 			*heaps = append(*heaps, p)
 			return string(kind), nil
 		}
-		if prev := e.Profiles[kind]; prev != nil {
-			merged, err := profile.Merge([]*profile.Profile{prev, p})
-			if err != nil {
-				return "", fmt.Errorf("cannot merge with the other %s profile: %w", kind, err)
-			}
-			p = merged
+		if err := e.addProfile(kind, p); err != nil {
+			return "", err
 		}
-		e.Profiles[kind] = p
 		return string(kind), nil
 	}
 	return "", errUnknown
@@ -312,6 +316,8 @@ const (
 	formatTrace
 	formatMemStatsText
 	formatJSON
+	formatJFR
+	formatFolded
 )
 
 func sniff(data []byte) format {
@@ -330,7 +336,7 @@ func sniff(data []byte) format {
 	case looksLikeProto(data):
 		return formatProfile
 	}
-	return formatUnknown
+	return sniffJVM(data)
 }
 
 // gzipInner looks inside gzip data: pprof profiles are gzipped protobufs,
@@ -372,6 +378,10 @@ func classify(p *profile.Profile, path string) (Kind, error) {
 		return Heap, nil
 	case has("goroutine"):
 		return Goroutine, nil
+	case has("exceptions"):
+		return Exceptions, nil
+	case has("contentions") && isJFRMonitor(p):
+		return Mutex, nil
 	case has("contentions") && has("delay"):
 		return mutexOrBlock(p, path), nil
 	}
@@ -428,6 +438,8 @@ func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.Runtime
 			e.SystemStart, e.SystemEnd = e.SystemEnd, &snap
 		}
 		return "system", nil
+	case isJVMSummary(keys):
+		return e.readJVMSummary(data)
 	case keys["throughput_rps"] != nil && keys["latency"] != nil:
 		e.LoadPath = path
 		return "load", nil

@@ -28,6 +28,7 @@ const (
 	System    Input = "system"  // /proc and cgroup snapshot of a local target
 	Trace     Input = "trace"   // an execution trace (runtime/trace, /debug/pprof/trace)
 	GCTrace   Input = "gctrace" // the collector's log, GODEBUG=gctrace=1 (diagnose --gctrace)
+	JVM       Input = "jvm"     // a JFR recording's JVM summary (collect --jfr, or a .jfr file)
 )
 
 // howToCollect tells the user how to obtain each input.
@@ -42,6 +43,7 @@ var howToCollect = map[Input]string{
 	System:    "a /proc snapshot of the target process (perfdoctor collect on the target's host)",
 	Trace:     "an execution trace under load (perfdoctor collect takes 1 s; or /debug/pprof/trace?seconds=1)",
 	GCTrace:   "the target's stderr under GODEBUG=gctrace=1 (perfdoctor diagnose --gctrace FILE, or - for stdin)",
+	JVM:       "a Java Flight Recorder recording (perfdoctor collect --jfr PID, or a .jfr file with the JDK's jfr tool installed)",
 }
 
 // Has reports whether the evidence provides the input.
@@ -58,6 +60,8 @@ func Has(ev *evidence.Evidence, in Input) bool {
 		return ev.TracePath != "" || ev.TraceSummary != nil
 	case GCTrace:
 		return ev.GCTrace != nil
+	case JVM:
+		return ev.JVM != nil
 	}
 	return false
 }

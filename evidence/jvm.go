@@ -1,0 +1,120 @@
+package evidence
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/google/pprof/profile"
+	"github.com/perfdoctor/perfdoctor/evidence/folded"
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+)
+
+// Exceptions is a profile of where exceptions were thrown (JFR's
+// jdk.JavaExceptionThrow and jdk.JavaErrorThrow), sample type exceptions/count.
+const Exceptions Kind = "exceptions"
+
+// jfrMonitorComment marks a profile of Java monitor contention, which has
+// the mutex profile's sample types but no Unlock frames to tell it by.
+const jfrMonitorComment = "jfr: jdk.JavaMonitorEnter"
+
+// sniffJVM recognises the formats of JVM and native profilers: JFR
+// recordings by their magic, folded stacks by their text. It runs after the
+// Go formats, since folded text is the least specific.
+func sniffJVM(data []byte) format {
+	switch {
+	case jfr.IsRecording(data):
+		return formatJFR
+	case folded.Sniff(data[:min(len(data), 64<<10)]):
+		return formatFolded
+	}
+	return formatUnknown
+}
+
+// readJFR converts a recording with the JDK's jfr tool and files its
+// profiles and JVM summary.
+func (e *Evidence) readJFR(path string) (string, error) {
+	rec, err := jfr.ConvertFile(context.Background(), path)
+	if err != nil {
+		return "", err
+	}
+	if rec.Monitor != nil {
+		rec.Monitor.Comments = append(rec.Monitor.Comments, jfrMonitorComment)
+	}
+	for kind, p := range map[Kind]*profile.Profile{CPU: rec.CPU, Allocs: rec.Allocs, Mutex: rec.Monitor, Block: rec.Wait, Exceptions: rec.Exceptions} {
+		if p == nil {
+			continue
+		}
+		if err := e.addProfile(kind, p); err != nil {
+			return "", err
+		}
+	}
+	e.JVM = rec.JVM
+	return "jfr", nil
+}
+
+// readFolded reads folded stacks as a CPU profile.
+func (e *Evidence) readFolded(data []byte) (string, error) {
+	p, err := folded.Parse(bytes.NewReader(data))
+	if err != nil {
+		return "", err
+	}
+	if err := e.addProfile(CPU, p); err != nil {
+		return "", err
+	}
+	return "folded", nil
+}
+
+// readJVMSummary reads the JVM summary a collection wrote (jvm.json).
+func (e *Evidence) readJVMSummary(data []byte) (string, error) {
+	var s jfr.Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return "", fmt.Errorf("JVM summary: %w", err)
+	}
+	e.JVM = &s
+	return "jvm", nil
+}
+
+// isJVMSummary tells a JVM summary from other JSON by its format field.
+func isJVMSummary(keys map[string]json.RawMessage) bool {
+	return string(keys["format"]) == `"`+jfr.SummaryFormat+`"`
+}
+
+// addProfile files a profile, merging it with one of the same kind.
+func (e *Evidence) addProfile(kind Kind, p *profile.Profile) error {
+	if prev := e.Profiles[kind]; prev != nil {
+		merged, err := profile.Merge([]*profile.Profile{prev, p})
+		if err != nil {
+			return fmt.Errorf("cannot merge with the other %s profile: %w", kind, err)
+		}
+		p = merged
+	}
+	e.Profiles[kind] = p
+	return nil
+}
+
+// isJFRMonitor reports whether a contention profile came from JFR's
+// monitor events.
+func isJFRMonitor(p *profile.Profile) bool {
+	for _, c := range p.Comments {
+		if c == jfrMonitorComment {
+			return true
+		}
+	}
+	return false
+}
+
+// readHeadIsJFR peeks at a file's start, so that recordings, which can be
+// far larger than other inputs, are handed to the jfr tool unread.
+func readHeadIsJFR(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(jfr.Magic))
+	n, _ := f.Read(head)
+	return jfr.IsRecording(head[:n])
+}
