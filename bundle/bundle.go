@@ -31,6 +31,8 @@ const (
 	SystemStartFile  = "system-0.json"
 	SystemEndFile    = "system-1.json"
 	LoadFile         = "load.json"
+	ExceptionsFile   = "exceptions.pb.gz" // JVM: where exceptions were thrown
+	JVMFile          = "jvm.json"         // JVM: the JFR recording's summary
 )
 
 // Item status values in the manifest.
