@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/evidence/folded"
@@ -118,3 +120,30 @@ func readHeadIsJFR(path string) bool {
 	n, _ := f.Read(head)
 	return jfr.IsRecording(head[:n])
 }
+
+var (
+	// javaMethod matches JVM method names as converters write them
+	// ("com.acme.api.Server.handle", "java.lang.String.equals"): at least
+	// two lowercase package segments. Go's single-segment packages
+	// ("time.Time.Format") have one; Go closures are told by their suffix.
+	javaMethod = regexp.MustCompile(`^[a-z_][\w]*\.[a-z_][\w]*\.[\w$.<>]+$`)
+	goClosure  = regexp.MustCompile(`\.(func|gowrap)\d`)
+	jdkPrefix  = []string{"java.", "javax.", "jdk.", "sun.", "com.sun."}
+)
+
+// IsJava reports whether a function name is a JVM method in a package.
+func IsJava(fn string) bool { return javaMethod.MatchString(fn) && !goClosure.MatchString(fn) }
+
+// IsJDK reports whether a JVM method belongs to the Java platform.
+func IsJDK(fn string) bool {
+	for _, p := range jdkPrefix {
+		if strings.HasPrefix(fn, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsJavaApp reports whether a function is JVM code outside the JDK: the
+// service's own classes and its libraries.
+func IsJavaApp(fn string) bool { return IsJava(fn) && !IsJDK(fn) }

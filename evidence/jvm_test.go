@@ -78,3 +78,24 @@ func TestLoadJFRWithoutTool(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestIsJava(t *testing.T) {
+	for fn, want := range map[string]bool{
+		"com.acme.api.Server.handle":                     true,
+		"java.lang.Throwable.<init>":                     true,
+		"org.springframework.util.AntPathMatcher.match":  true,
+		"com.acme.Foo$$Lambda$14.0x0000000800c0b0.run":   true,
+		"time.Time.Format":                               false,
+		"main.handle":                                    false,
+		"sort.insertionSort.func1":                       false,
+		"net/http.(*conn).serve":                         false,
+		"github.com/perfdoctor/perfdoctor/evidence.Load": false,
+	} {
+		if IsJava(fn) != want {
+			t.Errorf("IsJava(%q) = %v", fn, !want)
+		}
+	}
+	if !IsJavaApp("com.acme.api.Server.handle") || IsJavaApp("java.lang.String.equals") {
+		t.Error("IsJavaApp")
+	}
+}

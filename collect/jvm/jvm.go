@@ -190,6 +190,7 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 		rec, err := jfr.ConvertWith(fin, c.jfrTool, recording)
 		c.item("convert", "", time.Since(t0), err, 0)
 		if err == nil {
+			c.threadDump(fin, rec.JVM)
 			c.write(rec)
 		}
 	}
@@ -202,6 +203,20 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	}
 	m.Partial = m.Partial || ctx.Err() != nil
 	return m, nil
+}
+
+// threadDump asks the JVM for a thread dump, whose deadlock report JFR's
+// 60-second jdk.ThreadDump would rarely catch in a short recording.
+func (c *collection) threadDump(ctx context.Context, s *jfr.Summary) {
+	out, err := c.cmd(ctx, "Thread.print")
+	if err != nil {
+		c.opt.Logger.Warn("thread dump", "err", err)
+		return
+	}
+	s.ThreadDumps++
+	if s.Deadlock == "" {
+		s.Deadlock = jfr.DeadlockReport(out)
+	}
 }
 
 func (c *collection) wait(ctx context.Context, start time.Time) {
@@ -222,14 +237,20 @@ func (c *collection) wait(ctx context.Context, start time.Time) {
 }
 
 // cmd runs jcmd against the target and returns its output. jcmd exits 0 on
-// many failures, so its output is checked for the usual error words too.
+// many failures, so the reply's first line is checked for them too.
 func (c *collection) cmd(ctx context.Context, args ...string) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, c.jcmd, append([]string{strconv.Itoa(c.opt.PID)}, args...)...).CombinedOutput()
 	text := strings.TrimSpace(string(out))
 	c.opt.Logger.Debug("jcmd", "args", args, "output", text)
-	if err == nil && !bytes.Contains(out, []byte("Exception")) && !strings.Contains(text, "Could not") {
+	// The reply follows a "PID:" line; jcmd reports failures there.
+	reply := text
+	if first, rest, ok := strings.Cut(text, "\n"); ok && strings.HasSuffix(first, ":") {
+		reply = rest
+	}
+	head, _, _ := strings.Cut(reply, "\n")
+	if err == nil && !strings.Contains(head, "Exception") && !strings.Contains(head, "Could not") {
 		return text, nil
 	}
 	msg := lastLine(text)

@@ -91,6 +91,7 @@ func (c *converter) add(ev *event) {
 		}
 		if v.Cause == "System.gc()" {
 			g.Explicit++
+			g.ExplicitPause += time.Duration(v.SumOfPauses)
 		}
 	case "SystemGC":
 		if caller := firstCaller(v.StackTrace); caller != "" && len(c.explicitCallers) < 16 {
@@ -136,15 +137,17 @@ func (c *converter) add(ev *event) {
 	case "ThreadDump":
 		s.ThreadDumps++
 		if s.Deadlock == "" {
-			s.Deadlock = deadlock(v.Result)
+			s.Deadlock = DeadlockReport(v.Result)
 		}
 	}
 }
 
-// deadlockReport finds the JVM's own deadlock report in a thread dump.
+// deadlockReport starts the JVM's own deadlock report in a thread dump.
 var deadlockReport = regexp.MustCompile(`(?m)^Found (one|\d+) Java-level deadlocks?:`)
 
-func deadlock(dump string) string {
+// DeadlockReport returns the JVM's deadlock report from a thread dump (jcmd
+// Thread.print, jdk.ThreadDump), or "" when it reports none.
+func DeadlockReport(dump string) string {
 	loc := deadlockReport.FindStringIndex(dump)
 	if loc == nil {
 		return ""

@@ -74,8 +74,9 @@ type GC struct {
 	PauseMaxCause   string        `json:"pause_max_cause,omitempty"`
 	// Explicit counts collections caused by System.gc() (or Runtime.gc());
 	// ExplicitCallers names the code that called it, from jdk.SystemGC.
-	Explicit        int      `json:"explicit"`
-	ExplicitCallers []string `json:"explicit_callers,omitempty"`
+	Explicit        int           `json:"explicit"`
+	ExplicitPause   time.Duration `json:"explicit_pause_ns"`
+	ExplicitCallers []string      `json:"explicit_callers,omitempty"`
 }
 
 // ThreadLoad is one thread's mean CPU load, as fractions of the machine's

@@ -8,10 +8,17 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/compression"
 	"github.com/perfdoctor/perfdoctor/rules/connchurn"
+	"github.com/perfdoctor/perfdoctor/rules/exceptioncost"
 	"github.com/perfdoctor/perfdoctor/rules/gclog"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
 	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
 	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
+	"github.com/perfdoctor/perfdoctor/rules/jvmboxing"
+	"github.com/perfdoctor/perfdoctor/rules/jvmdeadlock"
+	"github.com/perfdoctor/perfdoctor/rules/jvmexplicitgc"
+	"github.com/perfdoctor/perfdoctor/rules/jvmflags"
+	"github.com/perfdoctor/perfdoctor/rules/jvmgcpause"
+	"github.com/perfdoctor/perfdoctor/rules/jvmgcsetup"
 	"github.com/perfdoctor/perfdoctor/rules/lockcontention"
 	"github.com/perfdoctor/perfdoctor/rules/logcost"
 	"github.com/perfdoctor/perfdoctor/rules/memgrowth"
@@ -19,6 +26,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/producer"
 	"github.com/perfdoctor/perfdoctor/rules/reflectcodec"
 	"github.com/perfdoctor/perfdoctor/rules/regexphot"
+	"github.com/perfdoctor/perfdoctor/rules/routingcost"
 	"github.com/perfdoctor/perfdoctor/rules/scanheap"
 	"github.com/perfdoctor/perfdoctor/rules/schedlatency"
 	"github.com/perfdoctor/perfdoctor/rules/scheduler"
@@ -49,6 +57,15 @@ func All() []*rules.Rule {
 		scheduler.Rule,
 		goroutinechurn.Rule,
 		schedlatency.Rule,
+		// JVM
+		exceptioncost.Rule,
+		routingcost.Rule,
+		jvmboxing.Rule,
+		jvmgcpause.Rule,
+		jvmexplicitgc.Rule,
+		jvmgcsetup.Rule,
+		jvmdeadlock.Rule,
+		jvmflags.Rule,
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is JVM001.
@@ -57,7 +56,8 @@ return Integer.parseInt(header);`,
 			"https://docs.oracle.com/en/java/javase/17/docs/api/java.base/java/lang/Throwable.html#%3Cinit%3E(java.lang.String,java.lang.Throwable,boolean,boolean)",
 		},
 	},
-	Uses:  []rules.Input{rules.CPU, rules.JVM},
+	Needs: []rules.Input{rules.CPU},
+	Uses:  []rules.Input{rules.JVM},
 	Check: check,
 }
 
@@ -86,12 +86,9 @@ const (
 func check(pass *rules.Pass) error {
 	ev := pass.Evidence
 	var cpuShare float64
-	var cpu *evidence.Stacks
-	if pass.Has(rules.CPU) {
-		cpu = ev.CPUStacks()
-		if cpu.Share(Frames) > 0 && !pass.EnoughCPU() {
-			cpu = nil
-		}
+	cpu := ev.CPUStacks()
+	if cpu.Share(Frames) > 0 && !pass.EnoughCPU() {
+		cpu = nil // too few samples to weigh the frames; the throw rate still counts
 	}
 	if cpu != nil {
 		cpuShare = cpu.Share(Frames)
@@ -147,7 +144,7 @@ func check(pass *rules.Pass) error {
 	// exceptions in the sampled stacks.
 	sites, classes := throwSites(ev)
 	if len(sites) == 0 && cpu != nil {
-		caller := cpu.CallerOf(Frames, func(fn string) bool { return families.IsJavaApp(fn) && !constructor(fn) })
+		caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !constructor(fn) })
 		sites = cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame { return caller(s) })
 	}
 	f.Locations = rules.Locations(sites, "code creating exceptions")
@@ -191,7 +188,7 @@ func throwSites(ev *evidence.Evidence) ([]evidence.Site, []string) {
 	if st == nil || len(st.Samples) == 0 {
 		return nil, nil
 	}
-	first := st.First(func(fn string) bool { return families.IsJavaApp(fn) && !constructor(fn) })
+	first := st.First(func(fn string) bool { return rules.IsApplication(fn) && !constructor(fn) })
 	sites := st.TopSites(5, func(s evidence.Sample) *evidence.Frame { return first(s) })
 	count := map[string]int64{}
 	for _, s := range p.Sample {

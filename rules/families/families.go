@@ -4,11 +4,7 @@
 // syscall-per-write.
 package families
 
-import (
-	"strings"
-
-	"github.com/perfdoctor/perfdoctor/evidence"
-)
+import "github.com/perfdoctor/perfdoctor/evidence"
 
 var (
 	// Loggers is every logging library's family (standard log and slog,
@@ -22,23 +18,6 @@ var (
 	// JavaLoggerPrefixes are the JVM's logging libraries.
 	JavaLoggerPrefixes = []string{"org.apache.logging.log4j.", "org.apache.log4j.", "ch.qos.logback.", "org.slf4j.", "java.util.logging."}
 
-	// JDK matches the Java platform's own classes, in JFR's dotted form and
-	// the slashed form of other profilers.
-	JDK = evidence.FuncPrefix("java.", "javax.", "jdk.", "sun.", "com.sun.", "java/", "javax/", "jdk/", "sun/", "com/sun/")
-)
-
-// IsJava reports whether a frame looks like a JVM method
-// ("com.example.Foo.bar", "java/lang/String.equals"): no Go receiver or
-// import-path syntax.
-func IsJava(fn string) bool {
-	return strings.Count(fn, ".") >= 2 && !strings.ContainsAny(fn, "()*[ ") && !strings.Contains(fn, ".com/") && !strings.Contains(fn, ".org/")
-}
-
-// IsJavaApp reports whether a frame is JVM code outside the JDK: the
-// service's own classes and its libraries.
-func IsJavaApp(fn string) bool { return IsJava(fn) && !JDK(fn) }
-
-var (
 	// WriteSyscall is a write system call on a stream. UDP sends (WriteTo,
 	// WriteMsg) are one per datagram by nature and writev is already
 	// batched, so they are not in it: names match exactly.
