@@ -86,7 +86,7 @@ func ConvertWith(ctx context.Context, tool, path string) (*Recording, error) {
 		if msg == "" {
 			msg = werr.Error()
 		}
-		return nil, fmt.Errorf("jfr print %s: %s", path, firstLine(msg))
+		return nil, fmt.Errorf("jfr print %s: %s", path, strings.TrimPrefix(firstLine(msg), "jfr print: "))
 	}
 	if perr != nil {
 		return nil, fmt.Errorf("jfr print %s: %w", path, perr)

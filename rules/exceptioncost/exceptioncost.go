@@ -87,7 +87,7 @@ func check(pass *rules.Pass) error {
 	ev := pass.Evidence
 	var cpuShare float64
 	cpu := ev.CPUStacks()
-	if cpu.Share(Frames) > 0 && !pass.EnoughCPU() {
+	if cpu.Share(Frames) > 0 && samples(ev) < rules.MinCPUSamples {
 		cpu = nil // too few samples to weigh the frames; the throw rate still counts
 	}
 	if cpu != nil {
@@ -159,6 +159,17 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
+}
+
+// samples counts the CPU profile's samples.
+func samples(ev *evidence.Evidence) int64 {
+	var n int64
+	for _, s := range ev.Profile(evidence.CPU).Sample {
+		if len(s.Value) > 0 {
+			n += s.Value[0]
+		}
+	}
+	return n
 }
 
 // jvmCPUPerSecond is the JVM's CPU seconds per second over the window:
