@@ -18,10 +18,6 @@ import (
 // jdk.JavaExceptionThrow and jdk.JavaErrorThrow), sample type exceptions/count.
 const Exceptions Kind = "exceptions"
 
-// jfrMonitorComment marks a profile of Java monitor contention, which has
-// the mutex profile's sample types but no Unlock frames to tell it by.
-const jfrMonitorComment = "jfr: jdk.JavaMonitorEnter"
-
 // sniffJVM recognises the formats of JVM and native profilers: JFR
 // recordings by their magic, folded stacks by their text. It runs after the
 // Go formats, since folded text is the least specific.
@@ -41,9 +37,6 @@ func (e *Evidence) readJFR(path string) (string, error) {
 	rec, err := jfr.ConvertFile(context.Background(), path)
 	if err != nil {
 		return "", err
-	}
-	if rec.Monitor != nil {
-		rec.Monitor.Comments = append(rec.Monitor.Comments, jfrMonitorComment)
 	}
 	for kind, p := range map[Kind]*profile.Profile{CPU: rec.CPU, Allocs: rec.Allocs, Mutex: rec.Monitor, Block: rec.Wait, Exceptions: rec.Exceptions} {
 		if p == nil {
@@ -101,7 +94,7 @@ func (e *Evidence) addProfile(kind Kind, p *profile.Profile) error {
 // monitor events.
 func isJFRMonitor(p *profile.Profile) bool {
 	for _, c := range p.Comments {
-		if c == jfrMonitorComment {
+		if c == jfr.MonitorComment {
 			return true
 		}
 	}

@@ -168,6 +168,11 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 		args = append(args, "+jdk.JavaExceptionThrow#enabled=true")
 	}
 	if _, err := c.cmd(ctx, args...); err != nil {
+		if ctx.Err() != nil { // jcmd was stopped midway: the recording may have started
+			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c.cmd(stop, "JFR.stop", "name="+c.name)
+		}
 		return nil, err // nothing recorded: no bundle
 	}
 	start := time.Now()
@@ -253,6 +258,9 @@ func (c *collection) cmd(ctx context.Context, args ...string) (string, error) {
 	if err == nil && !strings.Contains(head, "Exception") && !strings.Contains(head, "Could not") {
 		return text, nil
 	}
+	if ctx.Err() != nil {
+		return text, fmt.Errorf("jcmd %d %s: %w", c.opt.PID, args[0], ctx.Err())
+	}
 	msg := lastLine(text)
 	if msg == "" && err != nil {
 		msg = err.Error()
@@ -284,9 +292,6 @@ func (c *collection) write(rec *jfr.Recording) {
 		if p.p == nil {
 			c.items = append(c.items, bundle.Item{Name: p.name, Status: bundle.StatusSkipped, Error: "no such events in the recording"})
 			continue
-		}
-		if p.name == "mutex" {
-			p.p.Comments = append(p.p.Comments, "jfr: jdk.JavaMonitorEnter") // evidence tells monitor contention by it
 		}
 		var buf bytes.Buffer
 		err := p.p.Write(&buf)

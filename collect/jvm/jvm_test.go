@@ -73,8 +73,15 @@ func TestCollect(t *testing.T) {
 
 func TestInterruptedWritesPartialBundle(t *testing.T) {
 	pid := startWorkload(t)
+	// The first JFR.start initialises the recorder, which can take seconds
+	// on a loaded machine: do it before the clock starts.
+	for _, args := range [][]string{{"JFR.start", "name=warm"}, {"JFR.stop", "name=warm"}} {
+		if out, err := exec.Command("jcmd", append([]string{strconv.Itoa(pid)}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("jcmd: %v\n%s", err, out)
+		}
+	}
 	out := filepath.Join(t.TempDir(), "b")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	m, err := Collect(ctx, Options{PID: pid, Duration: time.Minute, OutDir: out})
 	if !errors.Is(err, context.DeadlineExceeded) || m == nil || !m.Partial || !m.OK("cpu") {

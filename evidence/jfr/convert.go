@@ -218,10 +218,14 @@ func (c *converter) finish() *Recording {
 	if len(allocs.p.Sample) == 0 { // JDK 15 and older, or sampling off: the TLAB events
 		allocs = c.allocTLAB
 	}
+	monitor := c.monitor.finish(c.first, span)
+	if monitor != nil {
+		monitor.Comments = []string{MonitorComment}
+	}
 	return &Recording{
 		CPU:        c.cpu.finish(c.first, span),
 		Allocs:     allocs.finish(c.first, span),
-		Monitor:    c.monitor.finish(c.first, span),
+		Monitor:    monitor,
 		Wait:       c.wait.finish(c.first, span),
 		Exceptions: c.exceptions.finish(c.first, span),
 		JVM:        s,

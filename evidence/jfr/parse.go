@@ -16,6 +16,11 @@ import (
 // does not say which period a recording used; shares do not depend on it.
 const SamplePeriod = 10 * time.Millisecond
 
+// MonitorComment marks the Monitor profile, which has the mutex profile's
+// sample types but none of the Unlock frames that tell a Go mutex profile
+// from a block profile.
+const MonitorComment = "jfr: jdk.JavaMonitorEnter"
+
 // Recording is a converted recording: one profile per kind of stack event
 // (nil when the recording has none) and the JVM summary.
 type Recording struct {
