@@ -20,17 +20,23 @@ import (
 // a minute, with a secret on its command line; the test's cleanup stops it.
 func startWorkload(t *testing.T) int {
 	t.Helper()
+	return startJava(t, "../../evidence/jfr/testdata/Workload.java", "-Ddb.password=hunter2", "-Dapp.url=https://bob:s3cret@db.example/x", "Workload", "60000")
+}
+
+// startJava compiles src and runs java with args, and attaches once.
+func startJava(t *testing.T, src string, args ...string) int {
+	t.Helper()
 	for _, tool := range []string{"java", "javac", "jcmd", "jfr"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("skipped: no %s on PATH (a JDK 17 or later is needed)", tool)
 		}
 	}
 	dir := t.TempDir()
-	src, _ := filepath.Abs("../../evidence/jfr/testdata/Workload.java")
+	src, _ = filepath.Abs(src)
 	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	cmd := exec.Command("java", "-cp", dir, "-Ddb.password=hunter2", "-Dapp.url=https://bob:s3cret@db.example/x", "Workload", "60000")
+	cmd := exec.Command("java", append([]string{"-cp", dir}, args...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,3 +139,19 @@ func TestRedact(t *testing.T) {
 }
 
 type Flag = jfr.Flag
+
+func TestDeadlockReported(t *testing.T) {
+	pid := startJava(t, "testdata/Deadlock.java", "Deadlock", "60000")
+	out := filepath.Join(t.TempDir(), "b")
+	if _, err := Collect(context.Background(), Options{PID: pid, Duration: time.Second, OutDir: out, Settings: "default"}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := evidence.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ev.JVM.Deadlock
+	if !strings.HasPrefix(d, "Found one Java-level deadlock") || !strings.Contains(d, "worker-ab") || !strings.Contains(d, "worker-ba") {
+		t.Fatalf("deadlock report %q", d)
+	}
+}
