@@ -21,7 +21,8 @@ fi
 # and fail without it under CI.
 if ! command -v javac >/dev/null 2>&1 || ! command -v jfr >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ]; then
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless
+		apt-get update && { DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless ||
+			DEBIAN_FRONTEND=noninteractive apt-get install -y default-jdk-headless; }
 	else
 		echo "no JDK (javac, jfr) and this is not root: the JVM tests will skip (and fail under CI)" >&2
 	fi
