@@ -33,7 +33,9 @@ const (
 	LoadFile         = "load.json"
 	// PerfFile holds stacks with kernel frames from Linux perf (collect
 	// --perf), converted from `perf script` to a pprof profile.
-	PerfFile = "perf.pb.gz"
+	PerfFile       = "perf.pb.gz"
+	ExceptionsFile = "exceptions.pb.gz" // JVM: where exceptions were thrown
+	JVMFile        = "jvm.json"         // JVM: the JFR recording's summary
 )
 
 // Item status values in the manifest.

@@ -21,6 +21,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 )
@@ -68,6 +69,9 @@ type Evidence struct {
 	// were loaded (collect --heap-every); the first and last are also
 	// Profiles[HeapStart] and Profiles[Heap].
 	HeapSeries []*profile.Profile
+	// JVM is what a JFR recording says about the JVM (configuration,
+	// collector, exceptions, threads); nil for other targets.
+	JVM *jfr.Summary
 
 	stacksOnce sync.Once
 	cpuStacks  *Stacks
@@ -279,7 +283,7 @@ func Load(paths ...string) (*Evidence, error) {
 	}
 	e.placeHeaps(heaps)
 	e.placeMetrics(metrics)
-	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" {
+	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" && e.JVM == nil {
 		return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoEvidence)
 	}
 	return e, nil
@@ -331,6 +335,9 @@ var errUnknown = errors.New("not a format perfdoctor reads")
 
 // read recognises a file by its content, not its name, and files it.
 func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
+	if readHeadIsJFR(path) {
+		return e.readJFR(path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -368,6 +375,8 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 			return "", err
 		}
 		return e.addProfile(Perf, p)
+	case formatFolded:
+		return e.readFolded(data)
 	case formatProfile:
 		p, err := profile.ParseData(data)
 		if err != nil {
@@ -409,6 +418,8 @@ const (
 	formatMemStatsText
 	formatJSON
 	formatPerfScript
+	formatJFR
+	formatFolded
 )
 
 func sniff(data []byte) format {
@@ -429,7 +440,7 @@ func sniff(data []byte) format {
 	case perfscript.Looks(data):
 		return formatPerfScript
 	}
-	return formatUnknown
+	return sniffJVM(data)
 }
 
 // gzipInner looks inside gzip data: pprof profiles are gzipped protobufs,
@@ -473,6 +484,10 @@ func classify(p *profile.Profile, path string) (Kind, error) {
 		return Heap, nil
 	case has("goroutine"):
 		return Goroutine, nil
+	case has("exceptions"):
+		return Exceptions, nil
+	case has("contentions") && isJFRMonitor(p):
+		return Mutex, nil
 	case has("contentions") && has("delay"):
 		return mutexOrBlock(p, path), nil
 	}
@@ -529,6 +544,8 @@ func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.Runtime
 			e.SystemStart, e.SystemEnd = e.SystemEnd, &snap
 		}
 		return "system", nil
+	case isJVMSummary(keys):
+		return e.readJVMSummary(data)
 	case keys["throughput_rps"] != nil && keys["latency"] != nil:
 		e.LoadPath = path
 		return "load", nil

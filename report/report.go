@@ -49,6 +49,8 @@ type Inputs struct {
 	// Runtime holds the scheduler and collector figures of the window, when
 	// an execution trace, runtime/metrics or a gctrace log gave any.
 	Runtime *RuntimeFigures `json:"runtime,omitempty"`
+	// JVM describes the JVM when the evidence came from a JFR recording.
+	JVM *JVMInfo `json:"jvm,omitempty"`
 }
 
 // RuntimeFigures are the collector and scheduler over the window, each from
@@ -147,6 +149,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		System:        rules.Has(ev, rules.System),
 		Trace:         ev.TracePath != "",
 		Load:          ev.LoadPath != "",
+		JVM:           jvmInfo(ev),
 	}
 	if in.Skipped == nil {
 		in.Skipped = []evidence.File{}

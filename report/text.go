@@ -97,6 +97,9 @@ func describeInputs(in Inputs) string {
 	if in.Metrics {
 		parts = append(parts, "runtime statistics")
 	}
+	if in.JVM != nil {
+		parts = append(parts, describeJVM(in.JVM))
+	}
 	if in.System {
 		parts = append(parts, "/proc snapshot")
 	}

@@ -12,6 +12,8 @@ var Classes = []string{
 	"regexp-compile-hot", "logging-cost", "hot-function",
 	// JVM
 	"exception-overhead", "framework-routing-cost",
+	// JVM health checks from a JFR recording
+	"jvm-gc-pauses", "jvm-explicit-gc", "jvm-gc-setup", "jvm-boxing", "jvm-deadlock", "jvm-flags",
 	// Operating system and network
 	"ephemeral-port-exhaustion", "kernel-network-overhead", "conntrack-pressure",
 	"cpu-throttling", "fd-exhaustion", "listen-backlog", "path-bottleneck",

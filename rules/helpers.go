@@ -14,9 +14,12 @@ func (p *Pass) Skip(reason string) {
 	p.skipped = append(p.skipped, reason)
 }
 
-// IsApplication matches frames outside the Go runtime and standard library:
-// the service's own code and its third-party libraries.
+// IsApplication matches frames outside the Go runtime and standard library
+// (and the JDK): the service's own code and its third-party libraries.
 func IsApplication(fn string) bool {
+	if evidence.IsJava(fn) {
+		return !evidence.IsJDK(fn)
+	}
 	return fn != "" && !evidence.IsRuntime(fn) && !evidence.IsStdlib(fn)
 }
 

@@ -30,6 +30,7 @@ const (
 	GCTrace   Input = "gctrace" // the collector's log, GODEBUG=gctrace=1 (diagnose --gctrace)
 	Host      Input = "host"    // /proc snapshots of the host at the start and end of the window
 	Perf      Input = "perf"    // stacks with kernel frames from Linux perf
+	JVM       Input = "jvm"     // a JFR recording's JVM summary (collect --jfr, or a .jfr file)
 )
 
 // howToCollect tells the user how to obtain each input.
@@ -46,6 +47,7 @@ var howToCollect = map[Input]string{
 	GCTrace:   "the target's stderr under GODEBUG=gctrace=1 (perfdoctor diagnose --gctrace FILE, or - for stdin)",
 	Host:      "/proc snapshots at the start and end of the window (perfdoctor collect on the target's host, or perfdoctor sys)",
 	Perf:      "kernel and user stacks from Linux perf (perfdoctor collect --perf, perfdoctor sys --perf, or a perf script text file)",
+	JVM:       "a Java Flight Recorder recording (perfdoctor collect --jfr PID, or a .jfr file with the JDK's jfr tool installed)",
 }
 
 // Has reports whether the evidence provides the input.
@@ -65,6 +67,8 @@ func Has(ev *evidence.Evidence, in Input) bool {
 	case Host:
 		_, ok := ev.SystemDelta()
 		return ok
+	case JVM:
+		return ev.JVM != nil
 	}
 	return false
 }

@@ -26,6 +26,29 @@ if ! command -v perf >/dev/null 2>&1; then
 		echo "perf is not installed and this is not root: the perf tests will skip" >&2
 	fi
 fi
+# A JDK (javac, jcmd, jfr) for the JFR converter, collect --jfr and the Java
+# casebook cases (casebook/java); they skip without it on a developer's machine
+# and fail without it under CI.
+if ! command -v javac >/dev/null 2>&1 || ! command -v jfr >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		apt-get update && { DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless ||
+			DEBIAN_FRONTEND=noninteractive apt-get install -y default-jdk-headless; }
+	else
+		echo "no JDK (javac, jfr) and this is not root: the JVM tests will skip (and fail under CI)" >&2
+	fi
+fi
+# spring-core from Maven Central, for casebook E4 (Spring's AntPathMatcher).
+spring_jar="${XDG_CACHE_HOME:-$HOME/.cache}/perfdoctor/maven/spring-core-5.3.39.jar"
+spring_sha256=3a1ddcf05420a9181bd9cacb6062a3edc493e14d555961ad50e1a6360eb1e75f
+if ! echo "$spring_sha256  $spring_jar" | sha256sum -c --status 2>/dev/null; then
+	mkdir -p "$(dirname "$spring_jar")"
+	curl -sSfL --max-time 120 -o "$spring_jar.tmp" \
+		https://repo1.maven.org/maven2/org/springframework/spring-core/5.3.39/spring-core-5.3.39.jar
+	echo "$spring_sha256  $spring_jar.tmp" | sha256sum -c --quiet
+	mv "$spring_jar.tmp" "$spring_jar"
+fi
+export PERFDOCTOR_SPRING_CORE_JAR="$spring_jar"
+
 # Screenshots the browser tests take.
 export PERFDOCTOR_ARTIFACTS="${PERFDOCTOR_ARTIFACTS:-${TMPDIR:-/tmp}/perfdoctor-artifacts}"
 

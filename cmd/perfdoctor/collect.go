@@ -22,9 +22,10 @@ func (a *app) collectCommand() *cobra.Command {
 		heapEvery time.Duration
 		tokenFile string
 		withPerf  bool
+		jfr       jfrFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "collect URL",
+		Use:   "collect URL | --jfr PID",
 		Short: "Observe a live Go service through its /debug/pprof endpoint into a bundle",
 		Long: `Collect takes, concurrently and each with a timeout and size cap: a CPU profile
 for the duration, mutex and block profiles over the same window, heap profiles
@@ -32,11 +33,24 @@ at start and end, allocs and goroutine profiles, a short execution trace, and
 runtime statistics at start and end. When the target runs on this host it also
 snapshots the process, its cgroup and the host's CPU and network state from
 /proc at both ends, and with --perf records its kernel and user stacks through
-Linux perf. The bundle is a plain directory; go tool pprof reads its files.`,
+Linux perf. The bundle is a plain directory; go tool pprof reads its files.
+
+With --jfr PID it records a local JVM with Java Flight Recorder instead (jcmd
+JFR.start, wait, JFR.dump, converted with the JDK's jfr tool): CPU samples,
+allocations, monitor contention and exceptions as profiles, and the JVM's
+configuration, collector pauses and exception counts in jvm.json, with
+credentials in its command line and properties redacted.`,
 		Example: `  perfdoctor collect http://127.0.0.1:6060 -d 30s -o ./b1
-  perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s`,
-		Args: exactArgs(1),
+  perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s
+  perfdoctor collect --jfr 4242 -d 20s -o ./jvm1`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if jfr.pid != 0 {
+				return a.collectJFR(cmd, args, jfr, duration, out)
+			}
+			if err := exactArgs(1)(cmd, args); err != nil {
+				return err
+			}
 			if out == "" {
 				out = defaultBundleName(args[0], time.Now())
 			}
@@ -67,6 +81,7 @@ Linux perf. The bundle is a plain directory; go tool pprof reads its files.`,
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token an agent requires (or set $"+tokenEnv+"); never on the command line, where ps shows it")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle directory to create (default perfdoctor-HOST-TIME)")
 	cmd.Flags().DurationVar(&trace, "trace", time.Second, "execution trace length (0 to skip)")
+	jfr.register(cmd)
 	cmd.Flags().DurationVar(&heapEvery, "heap-every", 0, "also take a heap profile every D during the window (heap-1.pb.gz, heap-2.pb.gz, ...), so memory growth shows its shape")
 	cmd.Flags().BoolVar(&withPerf, "perf", false, "for a local target, also record its stacks with kernel frames through Linux perf (perf.pb.gz)")
 	return cmd

@@ -148,3 +148,13 @@ func RedactURL(u *url.URL) string {
 	}
 	return c.String()
 }
+
+// RedactProperty returns a configuration property's value (a Java system
+// property, say) for display: replaced when the key names a credential,
+// else with credentials inside it (URL userinfo, query tokens) replaced.
+func RedactProperty(key, value string) string {
+	if isSecretName(key) {
+		return Redacted
+	}
+	return redactString(value)
+}

@@ -10,11 +10,18 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/compression"
 	"github.com/perfdoctor/perfdoctor/rules/connchurn"
 	"github.com/perfdoctor/perfdoctor/rules/conntrack"
+	"github.com/perfdoctor/perfdoctor/rules/exceptioncost"
 	"github.com/perfdoctor/perfdoctor/rules/fdlimit"
 	"github.com/perfdoctor/perfdoctor/rules/gclog"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
 	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
 	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
+	"github.com/perfdoctor/perfdoctor/rules/jvmboxing"
+	"github.com/perfdoctor/perfdoctor/rules/jvmdeadlock"
+	"github.com/perfdoctor/perfdoctor/rules/jvmexplicitgc"
+	"github.com/perfdoctor/perfdoctor/rules/jvmflags"
+	"github.com/perfdoctor/perfdoctor/rules/jvmgcpause"
+	"github.com/perfdoctor/perfdoctor/rules/jvmgcsetup"
 	"github.com/perfdoctor/perfdoctor/rules/kernelnet"
 	"github.com/perfdoctor/perfdoctor/rules/lockcontention"
 	"github.com/perfdoctor/perfdoctor/rules/logcost"
@@ -24,6 +31,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/producer"
 	"github.com/perfdoctor/perfdoctor/rules/reflectcodec"
 	"github.com/perfdoctor/perfdoctor/rules/regexphot"
+	"github.com/perfdoctor/perfdoctor/rules/routingcost"
 	"github.com/perfdoctor/perfdoctor/rules/scanheap"
 	"github.com/perfdoctor/perfdoctor/rules/schedlatency"
 	"github.com/perfdoctor/perfdoctor/rules/scheduler"
@@ -62,6 +70,15 @@ func All() []*rules.Rule {
 		backlog.Rule,
 		throttling.Rule,
 		fdlimit.Rule,
+		// JVM
+		exceptioncost.Rule,
+		routingcost.Rule,
+		jvmboxing.Rule,
+		jvmgcpause.Rule,
+		jvmexplicitgc.Rule,
+		jvmgcsetup.Rule,
+		jvmdeadlock.Rule,
+		jvmflags.Rule,
 	}
 }
 

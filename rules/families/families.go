@@ -8,11 +8,13 @@ import "github.com/perfdoctor/perfdoctor/evidence"
 
 var (
 	// Loggers is every logging library's family (standard log and slog,
-	// logrus, zap, zerolog, klog, glog, go-kit, hclog).
+	// logrus, zap, zerolog, klog, glog, go-kit, hclog; on the JVM log4j,
+	// logback and SLF4J, java.util.logging).
 	Loggers = evidence.FuncPrefix(
 		"log.", "log/slog.",
 		"github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus.", "go.uber.org/zap", "github.com/rs/zerolog",
 		"k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog.",
+		"org.apache.logging.log4j.", "org.apache.log4j.", "ch.qos.logback.", "org.slf4j.", "java.util.logging.",
 	)
 	// WriteSyscall is a write system call on a stream. UDP sends (WriteTo,
 	// WriteMsg) are one per datagram by nature and writev is already

@@ -28,7 +28,8 @@ package, log/slog (Logger.log, the Text/JSON handlers, handleState), logrus
 glog, go-kit log and hclog, also when vendored. Formatting through fmt and
 write system calls under the logger are reported separately; the application
 code calling the logger is named, looking through wrapper packages (named log,
-logger, logging, logutil and the like). Reports from 5% of CPU.`,
+logger, logging, logutil and the like). On the JVM: log4j 2 and 1.x, logback
+and SLF4J, java.util.logging. Reports from 5% of CPU.`,
 		Fix: `Lower the level on hot paths (and check it before building costly
 arguments), sample repetitive records, prefer typed structured fields over
 printf-style calls (zap.Logger over SugaredLogger, slog.LogAttrs, zerolog),
@@ -71,6 +72,12 @@ var loggers = []logger{
 		"zerolog is already allocation-free, so the cost is the volume: raise the level (zerolog.SetGlobalLevel), sample hot paths (logger.Sample(&zerolog.BasicSampler{N: 100})), and drop fields nobody reads."},
 	{"klog/glog/go-kit/hclog", evidence.FuncPrefix("k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog."),
 		"Raise the verbosity threshold or level on hot paths (klog.V(n) guards, hclog's SetLevel), sample repetitive records, or move hot paths to a structured zero-allocation logger (zap, zerolog, log/slog with LogAttrs)."},
+	{"log4j", evidence.FuncPrefix("org.apache.logging.log4j.", "org.apache.log4j."),
+		"Raise the level on hot paths, log with parameterised messages (log.debug(\"id {}\", id), never string concatenation) or lambdas so disabled records build nothing, use async loggers (AsyncLoggerContextSelector with the LMAX disruptor) and avoid location information (%L, %M, %C, includeLocation) in patterns: each record then walks the stack. log4j 1.x is end-of-life: move to log4j 2 or logback."},
+	{"logback/SLF4J", evidence.FuncPrefix("ch.qos.logback.", "org.slf4j."),
+		"Raise the level on hot paths, log with {} placeholders (never string concatenation) and guard costly arguments with isDebugEnabled(), wrap appenders in an AsyncAppender, and drop caller data (%L, %M, %C, %F, includeCallerData) from patterns: each record then walks the stack."},
+	{"java.util.logging", evidence.FuncPrefix("java.util.logging."),
+		"Raise the level on hot paths (check isLoggable first), use Supplier<String> messages so disabled records build nothing, or move the hot path to SLF4J with logback or log4j 2 and an asynchronous appender."},
 }
 
 // Frames is every logger's family.

@@ -31,8 +31,10 @@ internal/encoding, protojson, prototext; github.com/golang/protobuf/proto and
 jsonpb; github.com/gogo/protobuf/proto), YAML (gopkg.in/yaml, sigs.k8s.io/yaml,
 go.yaml.in/yaml, goccy/go-yaml), msgpack (vmihailenco/msgpack, ugorji/go/codec),
 and the faster reflection-based JSON libraries (json-iterator, goccy/go-json,
-sonic), which get a smaller estimate. reflect.* frames count when under one of
-them; samples under a logger are left to LIB008. Samples are split into
+sonic), which get a smaller estimate; on the JVM Jackson (com.fasterxml.jackson),
+Gson and Java serialization (ObjectOutputStream/ObjectInputStream).
+Reflection frames (reflect.*, java.lang.reflect, jdk.internal.reflect) count
+when under one of them; samples under a logger are left to LIB008. Samples are split into
 encoding and decoding by the codec's entry point and charged to the
 application code that called it. Thrift is not counted: its
 Go codec is generated code, and an unbuffered Thrift transport is LIB005's
@@ -98,6 +100,14 @@ var codecs = []codec{
 			"codec for per-request data."},
 	{name: "msgpack", frames: evidence.FuncPrefix("github.com/vmihailenco/msgpack", "github.com/ugorji/go/codec"),
 		fix: "Generate the codec for the hot types with github.com/tinylib/msgp instead of reflection."},
+	{name: "Jackson", frames: evidence.FuncPrefix("com.fasterxml.jackson.", "com/fasterxml/jackson/"),
+		fix: "Share one ObjectMapper (it is thread-safe and caches serializers; creating one per call rebuilds them), " +
+			"use a typed ObjectReader/ObjectWriter (mapper.readerFor(T.class)) on the hot path, add the Blackbird module " +
+			"(Afterburner before JDK 11) to replace reflection with generated accessors, and cache the serialized form of values that rarely change."},
+	{name: "Gson", frames: evidence.FuncPrefix("com.google.gson.", "com/google/gson/"),
+		fix: "Share one Gson instance, register TypeAdapters for the hot types instead of the reflective adapter, or move the hot path to Jackson with Blackbird."},
+	{name: "Java serialization", frames: evidence.FuncPrefix("java.io.ObjectOutputStream", "java.io.ObjectInputStream", "java/io/ObjectOutputStream", "java/io/ObjectInputStream"),
+		fix: "Replace Java serialization on the hot path with an explicit format (protobuf, JSON with Jackson); it is slow, reflective and unsafe to deserialize."},
 	{name: "fast JSON library", frames: evidence.FuncPrefix("github.com/json-iterator/go", "github.com/goccy/go-json", "github.com/bytedance/sonic"),
 		fast: true,
 		fix: "This is already a fast JSON library: cache the encoded form of values that rarely change, encode less " +
@@ -114,7 +124,7 @@ var Frames = func() evidence.Matcher {
 }()
 
 var (
-	reflectFrames = evidence.FuncPrefix("reflect.")
+	reflectFrames = evidence.FuncPrefix("reflect.", "java.lang.reflect.", "jdk.internal.reflect.", "java/lang/reflect/", "jdk/internal/reflect/")
 	// families.Loggers encode their records (logrus's JSONFormatter, zap's reflected
 	// fields): LIB008's concern.
 )

@@ -72,8 +72,6 @@ var (
 	// package initialisers and their closures: "pkg.init", "pkg.init.0",
 	// "pkg.init.0.func1"; not methods named init ("pkg.(*T).init").
 	goInit = regexp.MustCompile(`^[^()]*\.init(\.\d+)?(\.func\d+.*)?$`)
-
-	jdk = evidence.FuncPrefix("java.", "javax.", "jdk.", "sun.", "com.sun.", "java/", "javax/", "jdk/", "sun/")
 )
 
 const (
@@ -115,7 +113,7 @@ func check(pass *rules.Pass) error {
 	// The caller: Go application code, or for JVM frames the first frame
 	// outside the JDK.
 	goCaller := cpu.CallerOf(evidence.Any(goCompile, convenience), rules.IsApplication)
-	javaCaller := cpu.CallerOf(javaCompile, func(fn string) bool { return isJavaLike(fn) && !jdk(fn) })
+	javaCaller := cpu.CallerOf(javaCompile, evidence.IsJavaApp)
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !hot(s) {
 			return nil
@@ -159,10 +157,4 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
-}
-
-// isJavaLike reports whether a frame looks like a JVM method
-// ("com.example.Foo.bar"): dotted, no slash, no Go receiver syntax.
-func isJavaLike(fn string) bool {
-	return strings.Count(fn, ".") >= 2 && !strings.ContainsAny(fn, "/()*[")
 }

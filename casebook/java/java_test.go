@@ -1,0 +1,235 @@
+// Package javacases runs the casebook's JVM cases end to end: each service
+// is a Java program compiled with javac by the test, loaded on loopback,
+// recorded with `perfdoctor collect --jfr` and diagnosed with the perfdoctor
+// binary, as a user would.
+package javacases
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/load"
+)
+
+var perfdoctor string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("java casebook: skipped in -short mode")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "perfdoctor-java")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	perfdoctor = filepath.Join(dir, "perfdoctor")
+	if out, err := exec.Command("go", "build", "-o", perfdoctor, "../../cmd/perfdoctor").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func inCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v != "" && v != "0" && v != "false"
+}
+
+// need skips (fails under CI, where scripts/test.sh installs them) without
+// a JDK's tools.
+func need(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"java", "javac", "jcmd", "jfr"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if inCI() {
+				t.Fatalf("CI is set and %s is missing: scripts/test.sh installs a JDK (openjdk-17-jdk-headless)", tool)
+			}
+			t.Skipf("skipped: no %s on PATH (a JDK 17 or later is needed)", tool)
+		}
+	}
+}
+
+// springCoreEnv names the spring-core jar that scripts/test.sh fetches
+// from Maven Central (with its checksum checked) for case E4.
+const springCoreEnv = "PERFDOCTOR_SPRING_CORE_JAR"
+
+func springCore(t *testing.T) string {
+	t.Helper()
+	jar := os.Getenv(springCoreEnv)
+	if jar == "" {
+		if inCI() {
+			t.Fatalf("CI is set and %s is not: scripts/test.sh fetches spring-core", springCoreEnv)
+		}
+		t.Skipf("skipped: %s is not set (scripts/test.sh fetches spring-core 5.3.39 from Maven Central)", springCoreEnv)
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("%s: %v", springCoreEnv, err)
+	}
+	return jar
+}
+
+// service is a running Java casebook variant.
+type service struct {
+	pid int
+	url string
+}
+
+// start compiles src with javac into a temporary directory and runs
+// mainClass with the variant, waiting for its "app=URL" line.
+func start(t *testing.T, src, mainClass, variant string, classpath ...string) *service {
+	t.Helper()
+	classes := t.TempDir()
+	args := []string{"-d", classes}
+	if len(classpath) > 0 {
+		args = append(args, "-cp", strings.Join(classpath, ":"))
+	}
+	if out, err := exec.Command("javac", append(args, src)...).CombinedOutput(); err != nil {
+		t.Fatalf("javac %s: %v\n%s", src, err, out)
+	}
+	// nodelay: the JDK's HTTP server otherwise waits on delayed ACKs between
+	// headers and body, and every variant would measure 40 ms round trips.
+	cmd := exec.Command("java", "-Xmx256m", "-Dsun.net.httpserver.nodelay=true",
+		"-cp", strings.Join(append([]string{classes}, classpath...), ":"), mainClass, variant)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "app="); ok {
+				line <- u
+			}
+		}
+		close(line)
+	}()
+	select {
+	case u, ok := <-line:
+		if !ok {
+			t.Fatalf("%s %s exited before listening", mainClass, variant)
+		}
+		return &service{pid: cmd.Process.Pid, url: u}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s %s not listening after 30s", mainClass, variant)
+	}
+	return nil
+}
+
+type finding struct {
+	Rule     string
+	Class    string
+	Severity string
+	Impact   float64
+	Summary  string
+}
+
+// diagnoseUnderLoad warms the JVM up, then records it with
+// `perfdoctor collect --jfr` during a bounded closed-loop load and returns
+// the findings of `perfdoctor diagnose` and the throughput measured while
+// recording.
+func diagnoseUnderLoad(t *testing.T, s *service) ([]finding, float64) {
+	t.Helper()
+	const warmup, window = 3 * time.Second, 6 * time.Second
+	if _, err := load.Run(context.Background(), load.Config{URL: s.url, Concurrency: 4, Duration: warmup}); err != nil {
+		t.Fatalf("warm-up load: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		r   *load.Result
+		err error
+	}
+	loaded := make(chan result, 1)
+	go func() {
+		r, err := load.Run(ctx, load.Config{URL: s.url, Concurrency: 4, Duration: window + 20*time.Second})
+		loaded <- result{r, err}
+	}()
+	bundleDir := filepath.Join(t.TempDir(), "bundle")
+	out, err := exec.Command(perfdoctor, "collect", "--jfr", strconv.Itoa(s.pid), "-d", window.String(), "-o", bundleDir).CombinedOutput()
+	cancel()
+	lr := <-loaded
+	if err != nil {
+		t.Fatalf("perfdoctor collect --jfr: %v\n%s", err, out)
+	}
+	if lr.err != nil {
+		t.Fatalf("load: %v", lr.err)
+	}
+	if lr.r.Errors > 0 {
+		t.Errorf("load: %d errors (%v)", lr.r.Errors, lr.r.ErrorsByKind)
+	}
+	stdout, err := exec.Command(perfdoctor, "diagnose", bundleDir, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("perfdoctor diagnose: %v", err)
+	}
+	var doc struct{ Findings []finding }
+	if err := json.Unmarshal(stdout, &doc); err != nil {
+		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
+	}
+	t.Logf("throughput while recording: %.0f requests/s (%s)", lr.r.Throughput, lr.r)
+	for i, f := range doc.Findings {
+		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
+	}
+	return doc.Findings, lr.r.Throughput
+}
+
+// check runs both variants of a case: the bad one's top finding must be
+// the case's class, the fixed one must not show it above low.
+func check(t *testing.T, class string, run func(t *testing.T, variant string) *service) {
+	var rps [2]float64
+	for i, variant := range []string{"bad", "fixed"} {
+		t.Run(variant, func(t *testing.T) {
+			var findings []finding
+			findings, rps[i] = diagnoseUnderLoad(t, run(t, variant))
+			if variant == "bad" {
+				if len(findings) == 0 || findings[0].Class != class {
+					t.Fatalf("top finding is not %s: %+v", class, findings)
+				}
+				return
+			}
+			for _, f := range findings {
+				if f.Class == class && f.Severity != "low" && f.Severity != "info" {
+					t.Errorf("%s still reported at %s: %s", class, f.Severity, f.Summary)
+				}
+			}
+		})
+	}
+	t.Logf("throughput while recording: bad %.0f, fixed %.0f requests/s", rps[0], rps[1])
+}
+
+// TestE5ExceptionOverhead: exceptions thrown and swallowed per request.
+func TestE5ExceptionOverhead(t *testing.T) {
+	need(t)
+	check(t, "exception-overhead", func(t *testing.T, variant string) *service {
+		return start(t, "e5/Login.java", "casebook.e5.Login", variant)
+	})
+}
+
+// TestE4FrameworkRouting: AntPathMatcher over every route per request.
+func TestE4FrameworkRouting(t *testing.T) {
+	need(t)
+	jar := springCore(t)
+	check(t, "framework-routing-cost", func(t *testing.T, variant string) *service {
+		return start(t, "e4/Routes.java", "casebook.e4.Routes", variant, jar)
+	})
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfdoctor/perfdoctor/collect/jvm"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
+)
+
+// jfrFlags are collect's options for JVM targets.
+type jfrFlags struct {
+	pid        int
+	settings   string
+	exceptions bool
+}
+
+func (f *jfrFlags) register(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.pid, "jfr", 0, "record the JVM with this process ID with Java Flight Recorder (jcmd) instead of fetching pprof from a URL")
+	cmd.Flags().StringVar(&f.settings, "jfr-settings", "profile", "JFR settings for --jfr: profile or default")
+	cmd.Flags().BoolVar(&f.exceptions, "jfr-exceptions", false, "with --jfr, also record every thrown exception with its stack (costly at high throw rates)")
+}
+
+// collectJFR writes a bundle from a JFR recording of a local JVM.
+func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration time.Duration, out string) error {
+	if len(args) > 0 {
+		return usageError{errors.New("--jfr takes a process ID, not a URL")}
+	}
+	if out == "" {
+		out = fmt.Sprintf("perfdoctor-jvm-%d-%s", f.pid, time.Now().Format("20060102-150405"))
+	}
+	line := progress.New(os.Stderr)
+	m, err := jvm.Collect(cmd.Context(), jvm.Options{
+		PID: f.pid, Duration: duration, OutDir: out, Settings: f.settings, Exceptions: f.exceptions,
+		Progress: line, Logger: a.log,
+	})
+	line.Clear()
+	if m != nil {
+		printCollected(a, out, m)
+	}
+	return err
+}

@@ -1,0 +1,343 @@
+// Package jvm collects a bundle from a running JVM with Java Flight
+// Recorder: it starts a recording through jcmd, waits, dumps it, converts
+// it with the JDK's jfr tool and writes the profiles and a redacted JVM
+// summary. The raw recording is not kept: it holds the process's
+// environment variables and unredacted system properties.
+package jvm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
+)
+
+// Options configure a collection.
+type Options struct {
+	PID      int
+	Duration time.Duration // recording length, 1s to 10m
+	OutDir   string
+	// Settings is the JFR configuration: "profile" (10 ms execution
+	// sampling, allocation and lock events) or "default" (lighter).
+	Settings string
+	// Exceptions also records every thrown exception with its stack
+	// (jdk.JavaExceptionThrow); costly when a service throws thousands a second.
+	Exceptions bool
+	Roots      system.Roots // for the /proc snapshots; zero means the real ones
+	Progress   *progress.Line
+	Logger     *slog.Logger
+}
+
+// Collect records the JVM for opt.Duration and writes a bundle to
+// opt.OutDir, assembled in a sibling directory and renamed into place with
+// its manifest last. When ctx is cancelled during the wait, the recording
+// so far is dumped and written as a partial bundle.
+func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
+	if opt.PID <= 0 {
+		return nil, fmt.Errorf("--jfr needs a process ID, got %d", opt.PID)
+	}
+	if opt.Duration < time.Second || opt.Duration > 10*time.Minute {
+		return nil, fmt.Errorf("duration %s is outside 1s..10m", opt.Duration)
+	}
+	if opt.Settings == "" {
+		opt.Settings = "profile"
+	}
+	if opt.Settings != "profile" && opt.Settings != "default" {
+		return nil, fmt.Errorf("JFR settings %q: want profile or default", opt.Settings)
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if ents, err := os.ReadDir(opt.OutDir); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("output directory %s already exists and is not empty", opt.OutDir)
+	}
+	jcmd, jfrTool, err := tools(opt.Roots, opt.PID)
+	if err != nil {
+		return nil, err
+	}
+	parent := filepath.Dir(opt.OutDir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("creating output directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, filepath.Base(opt.OutDir)+".partial-")
+	if err != nil {
+		return nil, fmt.Errorf("creating output directory: %w", err)
+	}
+	// The JVM writes the recording, so it needs an absolute path it may write.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &collection{opt: opt, jcmd: jcmd, jfrTool: jfrTool, dir: dir, name: fmt.Sprintf("perfdoctor-%d", time.Now().UnixNano())}
+	m, err := c.run(ctx)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if werr := bundle.WriteJSONAtomic(filepath.Join(dir, bundle.ManifestFile), m); werr != nil {
+		return m, fmt.Errorf("writing manifest (incomplete collection left in %s): %w", dir, werr)
+	}
+	if err := os.Remove(opt.OutDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return m, fmt.Errorf("bundle left in %s: %w", dir, err)
+	}
+	if err := os.Rename(dir, opt.OutDir); err != nil {
+		return m, fmt.Errorf("bundle left in %s: %w", dir, err)
+	}
+	opt.Logger.Info("bundle written", "dir", opt.OutDir, "partial", m.Partial)
+	if ctx.Err() != nil {
+		return m, fmt.Errorf("collection interrupted; partial bundle written to %s: %w", opt.OutDir, ctx.Err())
+	}
+	return m, nil
+}
+
+// tools finds jcmd and jfr, preferring the target's own JDK (attaching
+// with another version's jcmd can fail), then PATH and JAVA_HOME.
+func tools(roots system.Roots, pid int) (jcmd, jfrTool string, err error) {
+	var dirs []string
+	if exe, err := system.Executable(roots, pid); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return "", "", fmt.Errorf("process %d: no such process", pid)
+	}
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		dirs = append(dirs, filepath.Join(home, "bin"))
+	}
+	find := func(name string) string {
+		for _, d := range dirs {
+			p := filepath.Join(d, name)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+				return p
+			}
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		return ""
+	}
+	if jcmd = find("jcmd"); jcmd == "" {
+		return "", "", errors.New("the JDK's jcmd tool was not found (install a JDK 17 or later matching the target's, or set JAVA_HOME)")
+	}
+	if jfrTool = find("jfr"); jfrTool == "" {
+		return "", "", jfr.ErrNoTool
+	}
+	return jcmd, jfrTool, nil
+}
+
+type collection struct {
+	opt           Options
+	jcmd, jfrTool string
+	dir, name     string
+	items         []bundle.Item
+}
+
+func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
+	opt := c.opt
+	m := &bundle.Manifest{
+		FormatVersion: bundle.FormatVersion,
+		Tool:          toolName(),
+		Target:        fmt.Sprintf("jvm pid %d", opt.PID),
+		Start:         time.Now(),
+		Duration:      bundle.Duration(opt.Duration),
+		PID:           opt.PID,
+	}
+	c.snapshot(bundle.SystemStartFile, "system-start")
+	recording := filepath.Join(c.dir, "recording.jfr")
+	defer os.Remove(recording)
+
+	opt.Progress.Update("starting a JFR recording in process %d", opt.PID)
+	args := []string{"JFR.start", "name=" + c.name, "settings=" + opt.Settings}
+	if opt.Exceptions {
+		args = append(args, "+jdk.JavaExceptionThrow#enabled=true")
+	}
+	if _, err := c.cmd(ctx, args...); err != nil {
+		if ctx.Err() != nil { // jcmd was stopped midway: the recording may have started
+			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c.cmd(stop, "JFR.stop", "name="+c.name)
+		}
+		return nil, err // nothing recorded: no bundle
+	}
+	start := time.Now()
+	c.wait(ctx, start)
+
+	// Dump and stop even when interrupted, on a context of their own, so
+	// the JVM is not left recording and what was recorded is kept.
+	fin, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opt.Progress.Update("dumping the recording")
+	_, dumpErr := c.cmd(fin, "JFR.dump", "name="+c.name, "filename="+recording)
+	if _, err := c.cmd(fin, "JFR.stop", "name="+c.name); err != nil {
+		opt.Logger.Warn("stopping the recording", "err", err)
+	}
+	m.End = time.Now()
+	c.item("recording", "", time.Since(start), dumpErr, 0)
+	if dumpErr == nil {
+		opt.Progress.Update("converting the recording")
+		t0 := time.Now()
+		rec, err := jfr.ConvertWith(fin, c.jfrTool, recording)
+		c.item("convert", "", time.Since(t0), err, 0)
+		if err == nil {
+			c.threadDump(fin, rec.JVM)
+			c.write(rec)
+		}
+	}
+	c.snapshot(bundle.SystemEndFile, "system-end")
+	m.Items = c.items
+	for _, it := range m.Items {
+		if it.Status == bundle.StatusFailed {
+			m.Partial = true
+		}
+	}
+	m.Partial = m.Partial || ctx.Err() != nil
+	return m, nil
+}
+
+// threadDump asks the JVM for a thread dump, whose deadlock report JFR's
+// 60-second jdk.ThreadDump would rarely catch in a short recording.
+func (c *collection) threadDump(ctx context.Context, s *jfr.Summary) {
+	out, err := c.cmd(ctx, "Thread.print")
+	if err != nil {
+		c.opt.Logger.Warn("thread dump", "err", err)
+		return
+	}
+	s.ThreadDumps++
+	if s.Deadlock == "" {
+		s.Deadlock = jfr.DeadlockReport(out)
+	}
+}
+
+func (c *collection) wait(ctx context.Context, start time.Time) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	deadline := time.NewTimer(c.opt.Duration)
+	defer deadline.Stop()
+	for {
+		c.opt.Progress.Update("recording process %d with JFR: %s of %s", c.opt.PID, time.Since(start).Round(time.Second), c.opt.Duration)
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// cmd runs jcmd against the target and returns its output. jcmd exits 0 on
+// many failures, so the reply's first line is checked for them too.
+func (c *collection) cmd(ctx context.Context, args ...string) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, c.jcmd, append([]string{strconv.Itoa(c.opt.PID)}, args...)...).CombinedOutput()
+	text := strings.TrimSpace(string(out))
+	c.opt.Logger.Debug("jcmd", "args", args, "output", text)
+	// The reply follows a "PID:" line; jcmd reports failures there.
+	reply := text
+	if first, rest, ok := strings.Cut(text, "\n"); ok && strings.HasSuffix(first, ":") {
+		reply = rest
+	}
+	head, _, _ := strings.Cut(reply, "\n")
+	if err == nil && !strings.Contains(head, "Exception") && !strings.Contains(head, "Could not") {
+		return text, nil
+	}
+	if ctx.Err() != nil {
+		return text, fmt.Errorf("jcmd %d %s: %w", c.opt.PID, args[0], ctx.Err())
+	}
+	msg := lastLine(text)
+	if msg == "" && err != nil {
+		msg = err.Error()
+	}
+	return text, fmt.Errorf("jcmd %d %s: %s", c.opt.PID, args[0], msg)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// write files the converted recording: one profile per kind and the JVM
+// summary with credentials redacted.
+func (c *collection) write(rec *jfr.Recording) {
+	for _, p := range []struct {
+		name, file string
+		p          *profile.Profile
+	}{
+		{"cpu", bundle.CPUFile, rec.CPU},
+		{"allocs", bundle.AllocsFile, rec.Allocs},
+		{"mutex", bundle.MutexFile, rec.Monitor},
+		{"block", bundle.BlockFile, rec.Wait},
+		{"exceptions", bundle.ExceptionsFile, rec.Exceptions},
+	} {
+		if p.p == nil {
+			c.items = append(c.items, bundle.Item{Name: p.name, Status: bundle.StatusSkipped, Error: "no such events in the recording"})
+			continue
+		}
+		var buf bytes.Buffer
+		err := p.p.Write(&buf)
+		if err == nil {
+			err = bundle.WriteFileAtomic(filepath.Join(c.dir, p.file), buf.Bytes())
+		}
+		c.item(p.name, p.file, 0, err, int64(buf.Len()))
+	}
+	Redact(rec.JVM)
+	err := bundle.WriteJSONAtomic(filepath.Join(c.dir, bundle.JVMFile), rec.JVM)
+	c.item("jvm", bundle.JVMFile, 0, err, 0)
+}
+
+// Redact replaces credentials in a JVM summary's command lines, system
+// properties and flags.
+func Redact(s *jfr.Summary) {
+	s.JVMArguments = system.RedactArgs(strings.Fields(s.JVMArguments))
+	s.JavaArguments = system.RedactArgs(strings.Fields(s.JavaArguments))
+	for k, v := range s.Properties {
+		s.Properties[k] = system.RedactProperty(k, v)
+	}
+	for i, f := range s.Flags {
+		s.Flags[i].Value = system.RedactProperty(f.Name, f.Value)
+	}
+}
+
+func (c *collection) snapshot(file, name string) {
+	t0 := time.Now()
+	snap, err := system.Snapshot(c.opt.Roots, c.opt.PID)
+	if err == nil {
+		err = bundle.WriteJSONAtomic(filepath.Join(c.dir, file), snap)
+	}
+	c.item(name, file, time.Since(t0), err, 0)
+}
+
+func (c *collection) item(name, file string, d time.Duration, err error, size int64) {
+	it := bundle.Item{Name: name, File: file, Status: bundle.StatusOK, Duration: bundle.Duration(d), Bytes: size}
+	if err != nil {
+		it.Status, it.Error, it.File = bundle.StatusFailed, err.Error(), ""
+	}
+	c.items = append(c.items, it)
+}
+
+func toolName() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return "perfdoctor " + bi.Main.Version
+	}
+	return "perfdoctor"
+}

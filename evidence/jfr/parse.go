@@ -1,0 +1,255 @@
+package jfr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// SamplePeriod is the execution sampler's interval assumed when turning
+// sample counts into CPU time: the "profile" settings' 10 ms. The JSON output
+// does not say which period a recording used; shares do not depend on it.
+const SamplePeriod = 10 * time.Millisecond
+
+// MonitorComment marks the Monitor profile, which has the mutex profile's
+// sample types but none of the Unlock frames that tell a Go mutex profile
+// from a block profile.
+const MonitorComment = "jfr: jdk.JavaMonitorEnter"
+
+// Recording is a converted recording: one profile per kind of stack event
+// (nil when the recording has none) and the JVM summary.
+type Recording struct {
+	CPU        *profile.Profile // jdk.ExecutionSample: samples/count, cpu/nanoseconds
+	Allocs     *profile.Profile // allocation samples: alloc_objects/count, alloc_space/bytes
+	Monitor    *profile.Profile // jdk.JavaMonitorEnter: contentions/count, delay/nanoseconds
+	Wait       *profile.Profile // jdk.JavaMonitorWait: contentions/count, delay/nanoseconds
+	Exceptions *profile.Profile // jdk.JavaExceptionThrow and JavaErrorThrow: exceptions/count
+	JVM        *Summary
+}
+
+// Wire types: only the fields used are decoded.
+type (
+	event struct {
+		Type   string `json:"type"`
+		Values values `json:"values"`
+	}
+	values struct {
+		StartTime     time.Time   `json:"startTime"`
+		Duration      jsonDur     `json:"duration"`
+		StackTrace    *stackTrace `json:"stackTrace"`
+		SampledThread *thread     `json:"sampledThread"`
+		EventThread   *thread     `json:"eventThread"`
+
+		Weight         int64  `json:"weight"`
+		AllocationSize int64  `json:"allocationSize"`
+		TLABSize       int64  `json:"tlabSize"`
+		ObjectClass    *class `json:"objectClass"`
+		MonitorClass   *class `json:"monitorClass"`
+		ThrownClass    *class `json:"thrownClass"`
+		Throwables     int64  `json:"throwables"`
+
+		Name         string  `json:"name"`
+		Cause        string  `json:"cause"`
+		SumOfPauses  jsonDur `json:"sumOfPauses"`
+		LongestPause jsonDur `json:"longestPause"`
+
+		YoungCollector       string `json:"youngCollector"`
+		OldCollector         string `json:"oldCollector"`
+		ParallelGCThreads    int    `json:"parallelGCThreads"`
+		ConcurrentGCThreads  int    `json:"concurrentGCThreads"`
+		IsExplicitGCDisabled bool   `json:"isExplicitGCDisabled"`
+
+		JVMName       string `json:"jvmName"`
+		JVMVersion    string `json:"jvmVersion"`
+		JVMArguments  string `json:"jvmArguments"`
+		JVMFlags      string `json:"jvmFlags"`
+		JavaArguments string `json:"javaArguments"`
+		PID           int    `json:"pid"`
+
+		Key    string          `json:"key"`
+		Value  json.RawMessage `json:"value"`
+		Origin string          `json:"origin"`
+
+		User         float64 `json:"user"`
+		System       float64 `json:"system"`
+		JVMUser      float64 `json:"jvmUser"`
+		JVMSystem    float64 `json:"jvmSystem"`
+		MachineTotal float64 `json:"machineTotal"`
+
+		Cores     int `json:"cores"`
+		HWThreads int `json:"hwThreads"`
+
+		Result string `json:"result"`
+	}
+	stackTrace struct {
+		Truncated bool    `json:"truncated"`
+		Frames    []frame `json:"frames"`
+	}
+	frame struct {
+		Method struct {
+			Type class  `json:"type"`
+			Name string `json:"name"`
+		} `json:"method"`
+		LineNumber int64  `json:"lineNumber"`
+		Type       string `json:"type"`
+	}
+	class struct {
+		Name string `json:"name"`
+	}
+	thread struct {
+		JavaName string `json:"javaName"`
+		OSName   string `json:"osName"`
+	}
+)
+
+func (t *thread) name() string {
+	switch {
+	case t == nil:
+		return ""
+	case t.JavaName != "":
+		return t.JavaName
+	}
+	return t.OSName
+}
+
+// javaName turns "java/lang/String" into "java.lang.String".
+func javaName(c *class) string {
+	if c == nil {
+		return ""
+	}
+	return strings.ReplaceAll(c.Name, "/", ".")
+}
+
+// maxEvents bounds one recording's events, so a hostile or runaway input
+// cannot grow the profiles without end.
+const maxEvents = 50_000_000
+
+// Parse decodes the output of `jfr print --json` from r, one event at a time.
+func Parse(r io.Reader) (*Recording, error) {
+	dec := json.NewDecoder(r)
+	if err := expectPath(dec, "recording", "events"); err != nil {
+		return nil, err
+	}
+	c := newConverter()
+	n := 0
+	for dec.More() {
+		var ev event
+		if err := dec.Decode(&ev); err != nil {
+			return nil, fmt.Errorf("event %d: %w", n+1, err)
+		}
+		if n++; n > maxEvents {
+			return nil, fmt.Errorf("more than %d events", maxEvents)
+		}
+		c.add(&ev)
+	}
+	if _, err := dec.Token(); err != nil { // the closing ']'
+		return nil, fmt.Errorf("after event %d: %w", n, err)
+	}
+	if n == 0 {
+		return nil, errors.New("the recording holds none of the events perfdoctor reads")
+	}
+	return c.finish(), nil
+}
+
+// expectPath reads `{"a": {"b": [` for keys a, b, skipping other keys'
+// values on the way.
+func expectPath(dec *json.Decoder, keys ...string) error {
+	for i, key := range keys {
+		if err := expectDelim(dec, '{'); err != nil {
+			return err
+		}
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				return fmt.Errorf("not jfr print --json output: %w", err)
+			}
+			name, ok := tok.(string)
+			if !ok {
+				return fmt.Errorf("not jfr print --json output: no %q", key)
+			}
+			if name == key {
+				break
+			}
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return fmt.Errorf("not jfr print --json output: %w", err)
+			}
+		}
+		if i == len(keys)-1 {
+			return expectDelim(dec, '[')
+		}
+	}
+	return nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("not jfr print --json output: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("not jfr print --json output: want %q, got %v", want, tok)
+	}
+	return nil
+}
+
+// jsonDur is an ISO-8601 duration as the jfr tool prints them ("PT0.0045S",
+// "PT1M2.5S", "PT-2562047788015215H-30M-8S" for "unbounded").
+type jsonDur time.Duration
+
+func (d *jsonDur) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		if string(b) == "null" {
+			return nil
+		}
+		return err
+	}
+	v, err := ParseDuration(s)
+	*d = jsonDur(v)
+	return err
+}
+
+// ParseDuration parses the ISO-8601 durations the jfr tool prints
+// (PnDTnHnMn.nS, parts optional, each possibly negative). Values past the
+// range of time.Duration saturate.
+func ParseDuration(s string) (time.Duration, error) {
+	rest, ok := strings.CutPrefix(s, "P")
+	if !ok {
+		return 0, fmt.Errorf("duration %q: want ISO-8601 (PT1.5S)", s)
+	}
+	var total float64
+	inTime := false
+	for rest != "" {
+		if rest[0] == 'T' {
+			inTime, rest = true, rest[1:]
+			continue
+		}
+		i := strings.IndexAny(rest, "DHMS")
+		if i <= 0 {
+			return 0, fmt.Errorf("duration %q: want ISO-8601 (PT1.5S)", s)
+		}
+		var v float64
+		if _, err := fmt.Sscan(rest[:i], &v); err != nil {
+			return 0, fmt.Errorf("duration %q: %w", s, err)
+		}
+		unit := map[byte]float64{'D': 86400, 'H': 3600, 'M': 60, 'S': 1}[rest[i]]
+		if rest[i] == 'M' && !inTime {
+			return 0, fmt.Errorf("duration %q: months are not a duration", s)
+		}
+		total += v * unit * 1e9
+		rest = rest[i+1:]
+	}
+	switch {
+	case total >= float64(1<<63-1):
+		return 1<<63 - 1, nil
+	case total <= -float64(1<<63):
+		return -1 << 63, nil
+	}
+	return time.Duration(total), nil
+}

@@ -1,0 +1,106 @@
+package jfr
+
+import (
+	"time"
+)
+
+// SummaryFormat marks a JVM summary written as JSON (jvm.json in a bundle).
+const SummaryFormat = "perfdoctor-jvm-summary/1"
+
+// Summary is what a recording says about the JVM beyond stacks: its
+// configuration, collector, exceptions and threads. Counts cover the
+// recording's span, Start to End.
+type Summary struct {
+	Format string    `json:"format"`
+	Start  time.Time `json:"start"`
+	End    time.Time `json:"end"`
+
+	JVMName       string            `json:"jvm_name,omitempty"`
+	JVMVersion    string            `json:"jvm_version,omitempty"`
+	JVMArguments  string            `json:"jvm_arguments,omitempty"`
+	JavaArguments string            `json:"java_arguments,omitempty"`
+	PID           int               `json:"pid,omitempty"`
+	Properties    map[string]string `json:"system_properties,omitempty"`
+	// Flags are the JVM flags set on the command line or in a flags file
+	// (origins other than Default and Ergonomic).
+	Flags []Flag `json:"flags,omitempty"`
+
+	Cores     int `json:"cores,omitempty"`
+	HWThreads int `json:"hw_threads,omitempty"`
+
+	GC GC `json:"gc"`
+
+	// ExecutionSamples counts jdk.ExecutionSample events.
+	ExecutionSamples int `json:"execution_samples"`
+	// Exceptions is every Throwable created over the span, from
+	// jdk.ExceptionStatistics; ExceptionSpan is the span those
+	// statistics cover (zero when fewer than two were recorded).
+	Exceptions    int64         `json:"exceptions_created"`
+	ExceptionSpan time.Duration `json:"exceptions_span_ns"`
+	// ThrowEvents counts jdk.JavaExceptionThrow events: zero unless the
+	// recording enabled them. ErrorThrows counts jdk.JavaErrorThrow.
+	ThrowEvents int `json:"exception_throw_events"`
+	ErrorThrows int `json:"error_throw_events"`
+
+	// JVMCPU and MachineCPU are the mean of jdk.CPULoad (fractions of all
+	// CPUs); Threads the busiest threads by mean jdk.ThreadCPULoad.
+	JVMCPU     float64      `json:"jvm_cpu"`
+	MachineCPU float64      `json:"machine_cpu"`
+	Threads    []ThreadLoad `json:"threads,omitempty"`
+
+	// ThreadDumps counts jdk.ThreadDump events; Deadlock holds the first
+	// deadlock report found in one of them.
+	ThreadDumps int    `json:"thread_dumps"`
+	Deadlock    string `json:"deadlock,omitempty"`
+}
+
+// Flag is one JVM flag and where its value came from.
+type Flag struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Origin string `json:"origin"`
+}
+
+// GC is the collector's configuration and its pauses over the span.
+type GC struct {
+	Young           string        `json:"young_collector,omitempty"`
+	Old             string        `json:"old_collector,omitempty"`
+	ParallelThreads int           `json:"parallel_threads,omitempty"`
+	ConcThreads     int           `json:"concurrent_threads,omitempty"`
+	ExplicitOff     bool          `json:"explicit_gc_disabled,omitempty"`
+	Collections     int           `json:"collections"`
+	PauseTotal      time.Duration `json:"pause_total_ns"`
+	PauseMax        time.Duration `json:"pause_max_ns"`
+	PauseMaxCause   string        `json:"pause_max_cause,omitempty"`
+	// Explicit counts collections caused by System.gc() (or Runtime.gc());
+	// ExplicitCallers names the code that called it, from jdk.SystemGC.
+	Explicit        int           `json:"explicit"`
+	ExplicitPause   time.Duration `json:"explicit_pause_ns"`
+	ExplicitCallers []string      `json:"explicit_callers,omitempty"`
+}
+
+// ThreadLoad is one thread's mean CPU load, as fractions of the machine's
+// CPUs as the JVM reports them.
+type ThreadLoad struct {
+	Name   string  `json:"name"`
+	User   float64 `json:"user"`
+	System float64 `json:"system"`
+}
+
+// Span is the recording's duration.
+func (s *Summary) Span() time.Duration {
+	if s == nil || s.End.Before(s.Start) {
+		return 0
+	}
+	return s.End.Sub(s.Start)
+}
+
+// ExceptionsPerMinute is the rate at which Throwables were created, from
+// the exception statistics; ok is false when the recording has fewer than
+// two of them.
+func (s *Summary) ExceptionsPerMinute() (rate float64, ok bool) {
+	if s == nil || s.ExceptionSpan <= 0 {
+		return 0, false
+	}
+	return float64(s.Exceptions) / s.ExceptionSpan.Minutes(), true
+}

@@ -1,0 +1,101 @@
+package evidence
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+)
+
+func TestLoadFolded(t *testing.T) {
+	e, err := Load("folded/testdata/async.collapsed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Files[0].Kind != "folded" || e.Profile(CPU) == nil {
+		t.Fatalf("files %+v", e.Files)
+	}
+	if s := e.CPUStacks().Share(FuncPrefix("java.lang.Throwable.fillInStackTrace")); s < 0.5 {
+		t.Errorf("fillInStackTrace share %.2f", s)
+	}
+}
+
+func TestLoadJFR(t *testing.T) {
+	if _, err := jfr.Tool(); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	e, err := Load("jfr/testdata/jdk25.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []Kind{CPU, Allocs, Mutex, Exceptions} {
+		if e.Profile(k) == nil {
+			t.Errorf("no %s profile", k)
+		}
+	}
+	if e.JVM == nil || e.JVM.GC.Explicit == 0 || e.Window() <= 0 {
+		t.Fatalf("JVM summary %+v window %v", e.JVM, e.Window())
+	}
+
+	// Written out as a bundle would hold them, the profiles keep their kinds.
+	dir := t.TempDir()
+	for name, k := range map[string]Kind{"cpu.pb.gz": CPU, "allocs.pb.gz": Allocs, "mutex.pb.gz": Mutex, "exceptions.pb.gz": Exceptions} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Profile(k).Write(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	js, _ := json.Marshal(e.JVM)
+	if err := os.WriteFile(filepath.Join(dir, "jvm.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range back.Files {
+		if f.Reason != "" || strings.TrimSuffix(filepath.Base(f.Path), ".pb.gz") != f.Kind && f.Kind != "jvm" {
+			t.Errorf("file %+v", f)
+		}
+	}
+	if back.JVM == nil || back.JVM.GC.Explicit != e.JVM.GC.Explicit {
+		t.Errorf("JVM summary not read back: %+v", back.JVM)
+	}
+}
+
+func TestLoadJFRWithoutTool(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("JAVA_HOME", "")
+	_, err := Load("jfr/testdata/jdk17.jfr")
+	if err == nil || !strings.Contains(err.Error(), "jfr tool was not found") || !strings.Contains(err.Error(), "jdk17.jfr") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestIsJava(t *testing.T) {
+	for fn, want := range map[string]bool{
+		"com.acme.api.Server.handle":                     true,
+		"java.lang.Throwable.<init>":                     true,
+		"org.springframework.util.AntPathMatcher.match":  true,
+		"com.acme.Foo$$Lambda$14.0x0000000800c0b0.run":   true,
+		"time.Time.Format":                               false,
+		"main.handle":                                    false,
+		"sort.insertionSort.func1":                       false,
+		"net/http.(*conn).serve":                         false,
+		"github.com/perfdoctor/perfdoctor/evidence.Load": false,
+	} {
+		if IsJava(fn) != want {
+			t.Errorf("IsJava(%q) = %v", fn, !want)
+		}
+	}
+	if !IsJavaApp("com.acme.api.Server.handle") || IsJavaApp("java.lang.String.equals") {
+		t.Error("IsJavaApp")
+	}
+}
