@@ -122,10 +122,15 @@ func (e *Evidence) PerfStacks() *Stacks {
 	return e.perfStacks
 }
 
-// KernelFrames matches the functions the perf profile saw in the kernel.
+// KernelFrames matches the functions the perf profile, or a CPU profile
+// converted from perf or folded stacks, saw in the kernel.
 func (e *Evidence) KernelFrames() Matcher {
 	kernel := map[string]bool{}
-	if p := e.Profiles[Perf]; p != nil {
+	for _, k := range []Kind{Perf, CPU} {
+		p := e.Profiles[k]
+		if p == nil {
+			continue
+		}
 		for _, l := range p.Location {
 			if perfscript.IsKernel(l) {
 				for _, ln := range l.Line {
@@ -135,6 +140,33 @@ func (e *Evidence) KernelFrames() Matcher {
 		}
 	}
 	return func(fn string) bool { return kernel[fn] }
+}
+
+// SystemFrames matches what a CPU profile from perf or folded stacks saw
+// outside the program's own binary: the kernel, the vDSO and shared
+// libraries (libc, libpthread, libstdc++). For a native service they are
+// what the standard library is for a Go one: calls its code makes.
+func (e *Evidence) SystemFrames() Matcher {
+	system := map[string]bool{}
+	for _, k := range []Kind{Perf, CPU} {
+		p := e.Profiles[k]
+		if p == nil {
+			continue
+		}
+		for _, l := range p.Location {
+			if perfscript.IsKernel(l) || (l.Mapping != nil && isSystemObject(l.Mapping.File)) {
+				for _, ln := range l.Line {
+					system[ln.Function.Name] = true
+				}
+			}
+		}
+	}
+	return func(fn string) bool { return system[fn] }
+}
+
+func isSystemObject(file string) bool {
+	base := filepath.Base(file)
+	return base == "[vdso]" || strings.HasSuffix(base, ".so") || strings.Contains(base, ".so.")
 }
 
 // Heaps returns the heap profiles over the window, oldest first: the series
@@ -283,6 +315,7 @@ func Load(paths ...string) (*Evidence, error) {
 	}
 	e.placeHeaps(heaps)
 	e.placeMetrics(metrics)
+	e.perfAsCPU()
 	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" && e.JVM == nil {
 		return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoEvidence)
 	}
@@ -393,6 +426,25 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 		return e.addProfile(kind, p)
 	}
 	return "", errUnknown
+}
+
+// perfAsCPU makes perf's stacks the CPU profile when there is no other: a
+// native service has no pprof endpoint, and perf's cpu-clock event is on-CPU
+// time, so the CPU rules (the hot function first) read it as they read a Go
+// CPU profile. The event's sample type is named "cpu" in that copy.
+func (e *Evidence) perfAsCPU() {
+	p := e.Profiles[Perf]
+	if p == nil || e.Profiles[CPU] != nil {
+		return
+	}
+	cpu := p.Copy()
+	for _, st := range cpu.SampleType {
+		if st.Type == "cpu-clock" || st.Type == "task-clock" {
+			st.Type = "cpu"
+			e.Profiles[CPU] = cpu
+			return
+		}
+	}
 }
 
 // addProfile files p as kind, merging it with one already loaded.

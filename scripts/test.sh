@@ -16,6 +16,10 @@ if ! command -v chromium >/dev/null 2>&1; then
 		echo "chromium is not installed and this is not root: the browser tests will skip (and fail under CI)" >&2
 	fi
 fi
+# gcc, for the native casebook case (casebook/native builds a C service).
+if ! command -v gcc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev
+fi
 # Linux perf, for the kernel-stack tests (collect/perf, casebook e2e --perf):
 # they skip without it on a developer's machine. The software cpu-clock event
 # works on virtual machines without hardware counters.

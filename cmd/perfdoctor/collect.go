@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ func (a *app) collectCommand() *cobra.Command {
 		jfr       jfrFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "collect URL | --jfr PID",
+		Use:   "collect URL | --jfr PID | --perf PID",
 		Short: "Observe a live Go service through its /debug/pprof endpoint into a bundle",
 		Long: `Collect takes, concurrently and each with a timeout and size cap: a CPU profile
 for the duration, mutex and block profiles over the same window, heap profiles
@@ -39,14 +40,23 @@ With --jfr PID it records a local JVM with Java Flight Recorder instead (jcmd
 JFR.start, wait, JFR.dump, converted with the JDK's jfr tool): CPU samples,
 allocations, monitor contention and exceptions as profiles, and the JVM's
 configuration, collector pauses and exception counts in jvm.json, with
-credentials in its command line and properties redacted.`,
+credentials in its command line and properties redacted.
+
+With --perf PID it records any local process, a native one included, through
+Linux perf: stacks with kernel frames and source lines (for binaries built with
+-g), which diagnose reads as the CPU profile, and the process and host
+snapshots.`,
 		Example: `  perfdoctor collect http://127.0.0.1:6060 -d 30s -o ./b1
   perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s
-  perfdoctor collect --jfr 4242 -d 20s -o ./jvm1`,
+  perfdoctor collect --jfr 4242 -d 20s -o ./jvm1
+  perfdoctor collect --perf 4242 -d 20s -o ./native1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if jfr.pid != 0 {
 				return a.collectJFR(cmd, args, jfr, duration, out)
+			}
+			if pid, err := strconv.Atoi(firstArg(args)); withPerf && err == nil {
+				return a.collectNative(cmd, pid, duration, out)
 			}
 			if err := exactArgs(1)(cmd, args); err != nil {
 				return err
@@ -83,7 +93,7 @@ credentials in its command line and properties redacted.`,
 	cmd.Flags().DurationVar(&trace, "trace", time.Second, "execution trace length (0 to skip)")
 	jfr.register(cmd)
 	cmd.Flags().DurationVar(&heapEvery, "heap-every", 0, "also take a heap profile every D during the window (heap-1.pb.gz, heap-2.pb.gz, ...), so memory growth shows its shape")
-	cmd.Flags().BoolVar(&withPerf, "perf", false, "for a local target, also record its stacks with kernel frames through Linux perf (perf.pb.gz)")
+	cmd.Flags().BoolVar(&withPerf, "perf", false, "record stacks with kernel frames through Linux perf (perf.pb.gz): for a local URL target besides its profiles, or for a PID alone")
 	return cmd
 }
 
@@ -130,4 +140,42 @@ func readToken(file string) (string, error) {
 		return "", fmt.Errorf("token: %s must hold one non-empty line", file)
 	}
 	return tok, nil
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// collectNative records a local process of any language with perf, with
+// source lines, and the /proc snapshots around the window, as a bundle.
+func (a *app) collectNative(cmd *cobra.Command, pid int, duration time.Duration, out string) error {
+	if pid <= 0 {
+		return fmt.Errorf("--perf: PID %d is not a process", pid)
+	}
+	if duration < collect.MinDuration || duration > collect.MaxDuration {
+		return fmt.Errorf("duration %s out of range (%s to %s)", duration, collect.MinDuration, collect.MaxDuration)
+	}
+	if out == "" {
+		out = fmt.Sprintf("perfdoctor-pid%d-%s", pid, time.Now().Format("20060102-150405"))
+	}
+	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
+		return fmt.Errorf("output directory %s already exists and is not empty", out)
+	}
+	line := progress.New(os.Stderr)
+	res, err := observeSystem(cmd.Context(), sysOptions{pid: pid, duration: duration, perf: true, sourceLines: true, progress: line, log: a.log})
+	line.Clear()
+	if err != nil {
+		return err
+	}
+	if err := res.writeBundle(out); err != nil {
+		return err
+	}
+	if res.perfErr != nil {
+		return fmt.Errorf("bundle written to %s without stacks: %w", out, res.perfErr)
+	}
+	fmt.Fprintf(a.stderr, "bundle written to %s: perf stacks and /proc snapshots of pid %d\n", out, pid)
+	return nil
 }

@@ -95,12 +95,13 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 }
 
 type sysOptions struct {
-	pid      int
-	duration time.Duration
-	perf     bool
-	roots    system.Roots
-	progress *progress.Line
-	log      *slog.Logger
+	pid         int
+	duration    time.Duration
+	perf        bool
+	sourceLines bool // ask perf for file:line (native services built with -g)
+	roots       system.Roots
+	progress    *progress.Line
+	log         *slog.Logger
 }
 
 // sysResult is one observation window and what the rules made of it.
@@ -128,7 +129,7 @@ func observeSystem(ctx context.Context, o sysOptions) (*sysResult, error) {
 	)
 	if o.perf {
 		wg.Go(func() {
-			perfProf, perfErr = perf.Record(ctx, perf.Options{PID: o.pid, Duration: o.duration})
+			perfProf, perfErr = perf.Record(ctx, perf.Options{PID: o.pid, Duration: o.duration, SourceLines: o.sourceLines, Logger: o.log})
 		})
 	}
 	o.progress.Update("observing for %s", o.duration)

@@ -35,7 +35,10 @@ type Options struct {
 	Frequency int           // samples per second per CPU; 0 means 99
 	Perf      string        // the perf executable; "" looks up "perf" in PATH
 	TempDir   string        // for perf.data; "" means os.TempDir
-	Logger    *slog.Logger
+	// SourceLines asks perf script for each frame's file and line (through
+	// the binary's debug info; slower on large programs, so opt-in).
+	SourceLines bool
+	Logger      *slog.Logger
 }
 
 // Record runs perf for the duration and returns the stacks it saw.
@@ -88,7 +91,11 @@ func Record(ctx context.Context, opt Options) (*profile.Profile, error) {
 	sctx, cancel2 := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel2()
 	stderr.Reset()
-	script := exec.CommandContext(sctx, path, "script", "-i", data, "-F", "comm,pid,tid,time,period,event,ip,sym,dso")
+	fields := "comm,pid,tid,time,period,event,ip,sym,dso"
+	if opt.SourceLines {
+		fields += ",srcline"
+	}
+	script := exec.CommandContext(sctx, path, "script", "-i", data, "-F", fields)
 	script.Stderr = &stderr
 	out, err := script.StdoutPipe()
 	if err != nil {

@@ -250,6 +250,9 @@ func (b *builder) frameLine(s string) error {
 	addrText, rest, _ := strings.Cut(s, " ")
 	addr, err := strconv.ParseUint(addrText, 16, 64)
 	if err != nil {
+		if noSourceLine(s) && len(b.frames) > 0 {
+			return nil
+		}
 		if file, line, ok := srcLine(s); ok && len(b.frames) > 0 {
 			last := &b.frames[len(b.frames)-1]
 			last.srcFile, last.srcLine = file, line
@@ -273,6 +276,22 @@ func (b *builder) frameLine(s string) error {
 	return nil
 }
 
+// cloneSuffixes are what GCC appends to the functions it clones or splits
+// (page_etag.constprop.0, finish_task_switch.isra.0, foo.part.1, foo.cold).
+var cloneSuffixes = []string{".constprop.", ".isra.", ".part.", ".lto_priv.", ".cold"}
+
+// sourceName is the function's name as its source spells it: compiler clone
+// suffixes are dropped (SystemName keeps the symbol), so the hot function
+// reads as the function a developer will look for.
+func sourceName(sym string) string {
+	for _, suffix := range cloneSuffixes {
+		if i := strings.Index(sym, suffix); i > 0 {
+			sym = sym[:i]
+		}
+	}
+	return sym
+}
+
 // trimOffset drops perf's "+0x1f" symbol offset.
 func trimOffset(sym string) string {
 	if i := strings.LastIndex(sym, "+0x"); i > 0 {
@@ -281,6 +300,21 @@ func trimOffset(sym string) string {
 		}
 	}
 	return sym
+}
+
+// noSourceLine matches what -F srcline prints for a frame without debug
+// information: the object and the address, "[kernel.kallsyms][ffffffff813ae293]"
+// or "libc.so.6[2724a]", or "??:0".
+func noSourceLine(s string) bool {
+	if s == "??:0" || s == "??:?" {
+		return true
+	}
+	open := strings.LastIndexByte(s, '[')
+	if open <= 0 || !strings.HasSuffix(s, "]") || strings.ContainsAny(s, " \t") {
+		return false
+	}
+	_, err := strconv.ParseUint(s[open+1:len(s)-1], 16, 64)
+	return err == nil
 }
 
 func srcLine(s string) (string, int64, bool) {
@@ -356,7 +390,7 @@ func (b *builder) location(fr frame) *profile.Location {
 	fk := [2]string{name, fr.srcFile}
 	fn := b.funcs[fk]
 	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name, Filename: fr.srcFile}
+		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: sourceName(name), SystemName: name, Filename: fr.srcFile}
 		b.funcs[fk] = fn
 		b.p.Function = append(b.p.Function, fn)
 	}

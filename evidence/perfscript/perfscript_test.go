@@ -139,6 +139,17 @@ func TestJITSourceLinesAndLabels(t *testing.T) {
 	if l := demo.Location[0].Line[0]; l.Function.Name != "main" || l.Function.Filename != "demo.c" || l.Line != 12 {
 		t.Errorf("source line of main: %+v %+v", l, l.Function)
 	}
+	// -F srcline prints "object[addr]" or "??:0" under frames without debug
+	// information; GCC's clone suffixes leave the source name.
+	var clone *profile.Function
+	for _, fn := range p.Function {
+		if fn.SystemName == "finish_task_switch.isra.0" {
+			clone = fn
+		}
+	}
+	if clone == nil || clone.Name != "finish_task_switch" {
+		t.Errorf("clone-suffixed function: %+v", clone)
+	}
 	// Without the map the JIT frames stay unknown, named by their object.
 	p, err = Parse(bytes.NewReader(data), Options{MapDir: "-"})
 	if err != nil {

@@ -52,7 +52,11 @@ func check(pass *rules.Pass) error {
 	}
 	isExplained := cpu.Has(func(fn string) bool { return explained[fn] })
 	unexplained := func(s evidence.Sample) bool { return !isExplained(s) }
-	appFrame := cpu.First(rules.IsApplication)
+	// Kernel and shared-library frames (perf, folded stacks) are calls the
+	// code above them made: their time is charged to the application
+	// function that made them, as the Go standard library's is.
+	system := pass.Evidence.SystemFrames()
+	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) })
 	byFunc := map[string]int64{}
 	for _, s := range cpu.Samples {
 		if !unexplained(s) {

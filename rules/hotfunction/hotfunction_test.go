@@ -85,3 +85,30 @@ func TestSilentWhenNothingStandsOut(t *testing.T) {
 		t.Fatalf("flat profile reported: %+v", res.Findings[0])
 	}
 }
+
+// TestNativeSystemCallsChargedToTheCaller: in perf stacks of a native
+// service, kernel and shared-library frames (write, memcpy in libc) are
+// calls the program's own function made.
+func TestNativeSystemCallsChargedToTheCaller(t *testing.T) {
+	kernel := &profile.Mapping{ID: 1, File: "[kernel.kallsyms]"}
+	libc := &profile.Mapping{ID: 2, File: "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+	exe := &profile.Mapping{ID: 3, File: "/srv/pages"}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		Mapping: []*profile.Mapping{kernel, libc, exe}}
+	loc := func(fn string, m *profile.Mapping) *profile.Location {
+		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: fn}
+		p.Function = append(p.Function, f)
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m, Line: []profile.Line{{Function: f}}}
+		p.Location = append(p.Location, l)
+		return l
+	}
+	tcpSend, write, serve, render, main := loc("tcp_sendmsg", kernel), loc("__libc_write", libc), loc("serve", exe), loc("render", exe), loc("main", exe)
+	p.Sample = []*profile.Sample{
+		{Location: []*profile.Location{tcpSend, write, serve, main}, Value: []int64{700, 7e9}},
+		{Location: []*profile.Location{render, serve, main}, Value: []int64{300, 3e9}},
+	}
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || !strings.HasPrefix(res.Findings[0].Summary, "serve uses 70%") {
+		t.Fatalf("want serve charged with its system calls, got %+v", res.Findings)
+	}
+}
