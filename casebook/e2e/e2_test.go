@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -15,33 +14,13 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
 	"github.com/perfdoctor/perfdoctor/load"
 )
 
-// fullFinding is a finding with its evidence, as diagnose --format json gives it.
-type fullFinding struct {
-	finding
-	Evidence []struct {
-		Name   string
-		Value  string
-		Number float64
-	}
-}
-
-func (f fullFinding) fact(t *testing.T, name string) float64 {
-	t.Helper()
-	for _, e := range f.Evidence {
-		if e.Name == name {
-			return e.Number
-		}
-	}
-	t.Fatalf("finding has no fact %q: %+v", name, f.Evidence)
-	return 0
-}
-
 // e2Run loads a variant of case E2 for warmup+window+3 s, collects a bundle
 // over the window (with --perf when perf is installed) and diagnoses it.
-func e2Run(t *testing.T, variant string) ([]fullFinding, *load.Result, string) {
+func e2Run(t *testing.T, variant string) ([]harness.Finding, *load.Result, string) {
 	t.Helper()
 	s := start(t, "e2", variant)
 	const warmup, window = time.Second, 5 * time.Second
@@ -70,20 +49,7 @@ func e2Run(t *testing.T, variant string) ([]fullFinding, *load.Result, string) {
 		t.Fatalf("load: %v", l.err)
 	}
 	t.Logf("load: %s", l.res)
-	stdout, err := exec.Command(bin.perfdoctor, "diagnose", dir, "--format", "json").Output()
-	if err != nil {
-		t.Fatalf("perfdoctor diagnose: %v", err)
-	}
-	var doc struct {
-		Findings []fullFinding
-		Inputs   struct{ Profiles []string }
-	}
-	if err := json.Unmarshal(stdout, &doc); err != nil {
-		t.Fatalf("diagnose JSON: %v", err)
-	}
-	for i, f := range doc.Findings {
-		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
-	}
+	findings := harness.Diagnose(t, bin.perfdoctor, dir).Findings
 	m, err := bundle.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +63,7 @@ func e2Run(t *testing.T, variant string) ([]fullFinding, *load.Result, string) {
 			}
 		}
 	}
-	return doc.Findings, l.res, dir
+	return findings, l.res, dir
 }
 
 // TestE2PortCeiling checks the numbers of the ephemeral-port finding on E2's
@@ -121,17 +87,17 @@ func TestE2PortCeiling(t *testing.T) {
 			t.Fatalf("top finding is not ephemeral-port-exhaustion at high: %+v", findings)
 		}
 		f := findings[0]
-		if got := f.fact(t, "ceiling per destination"); math.Abs(got-ceiling) > 0.01 {
+		if got := f.Fact(t, "ceiling per destination"); math.Abs(got-ceiling) > 0.01 {
 			t.Errorf("ceiling %.2f/s, want %.2f/s (ports / 60 s)", got, ceiling)
 		}
 		// Each request is one connection: the estimated rate follows the
 		// load's request rate.
 		reqRate := float64(res.Requests) / res.Duration.Seconds()
-		rate := f.fact(t, "new connections per second (estimated)")
+		rate := f.Fact(t, "new connections per second (estimated)")
 		if rate < 0.6*reqRate || rate > 1.4*reqRate {
 			t.Errorf("estimated %.0f new connections/s, the load made %.0f requests/s", rate, reqRate)
 		}
-		growth := f.fact(t, "TIME_WAIT growth over the window")
+		growth := f.Fact(t, "TIME_WAIT growth over the window")
 		if growth < 0.6*reqRate*5 || growth > 1.4*reqRate*5 {
 			t.Errorf("TIME_WAIT grew by %.0f in the 5 s window at %.0f requests/s", growth, reqRate)
 		}
@@ -139,7 +105,7 @@ func TestE2PortCeiling(t *testing.T) {
 		// TIME_WAIT lasts 60 s, so no fewer than at the end of the window.
 		dst := f.Evidence[0].Value
 		tw := countTimeWait(t, fs, dst)
-		if end := f.fact(t, "TIME_WAIT to destination at end"); end > float64(tw) || end < 0.5*float64(tw) {
+		if end := f.Fact(t, "TIME_WAIT to destination at end"); end > float64(tw) || end < 0.5*float64(tw) {
 			t.Errorf("finding counts %.0f TIME_WAIT to %s at the end of the window; /proc shows %d after the load", end, dst, tw)
 		}
 		t.Logf("ceiling %.1f/s, estimated %.0f/s, load %.0f req/s, TIME_WAIT to %s now %d", ceiling, rate, reqRate, dst, tw)

@@ -5,19 +5,16 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
 	"github.com/perfdoctor/perfdoctor/load"
 )
@@ -25,28 +22,10 @@ import (
 var bin struct{ perfdoctor, casebook string }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("e2e: skipped in -short mode")
-		os.Exit(0)
-	}
-	dir, err := os.MkdirTemp("", "perfdoctor-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin.perfdoctor = filepath.Join(dir, "perfdoctor")
-	bin.casebook = filepath.Join(dir, "casebook")
-	for path, pkg := range map[string]string{bin.perfdoctor: "../../cmd/perfdoctor", bin.casebook: "../cmd/casebook"} {
-		if out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	harness.Main(m, "e2e", map[string]*string{
+		harness.Perfdoctor: &bin.perfdoctor,
+		"github.com/perfdoctor/perfdoctor/casebook/cmd/casebook": &bin.casebook,
+	})
 }
 
 // service is a running casebook variant.
@@ -58,47 +37,14 @@ type service struct {
 func start(t *testing.T, caseName, variant string) *service {
 	t.Helper()
 	cmd := exec.Command(bin.casebook, "-case", caseName, "-variant", variant, "-listen", "127.0.0.1:0", "-pprof", "127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			line <- sc.Text()
-		}
-		close(line)
-		for sc.Scan() {
-		}
-	}()
 	s := &service{cmd: cmd}
-	select {
-	case l := <-line:
-		for _, f := range strings.Fields(l) {
-			if v, ok := strings.CutPrefix(f, "app="); ok {
-				s.app = v
-			}
-			if v, ok := strings.CutPrefix(f, "pprof="); ok {
-				s.pprofURL = v
-			}
+	for _, f := range strings.Fields(harness.Start(t, cmd, "", 20*time.Second)) {
+		if v, ok := strings.CutPrefix(f, "app="); ok {
+			s.app = v
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("casebook service not ready in 20s")
+		if v, ok := strings.CutPrefix(f, "pprof="); ok {
+			s.pprofURL = v
+		}
 	}
 	if s.app == "" || s.pprofURL == "" {
 		t.Fatalf("casebook %s/%s did not report its addresses", caseName, variant)
@@ -106,20 +52,12 @@ func start(t *testing.T, caseName, variant string) *service {
 	return s
 }
 
-type finding struct {
-	Rule     string
-	Class    string
-	Severity string
-	Impact   float64
-	Summary  string
-}
-
 // diagnoseUnderLoad loads the service, collects a bundle with the
 // perfdoctor binary while the load runs, and returns the JSON findings.
 //
 // PERFDOCTOR_CASEBOOK_BUNDLES=DIR keeps each bundle as DIR/<case>-<variant>,
 // to rerun diagnose on it while working on a rule.
-func diagnoseUnderLoad(t *testing.T, s *service) []finding {
+func diagnoseUnderLoad(t *testing.T, s *service) []harness.Finding {
 	t.Helper()
 	const warmup, window = time.Second, 5 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,26 +79,9 @@ func diagnoseUnderLoad(t *testing.T, s *service) []finding {
 	}
 	cancel()
 	<-loaded
-	stdout, err := exec.Command(bin.perfdoctor, "diagnose", bundleDir, "--format", "json").Output()
-	if err != nil {
-		t.Fatalf("perfdoctor diagnose: %v", err)
-	}
-	var doc struct {
-		Findings []finding
-		Inputs   struct {
-			System  bool
-			Metrics bool
-			Partial bool
-		}
-	}
-	if err := json.Unmarshal(stdout, &doc); err != nil {
-		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
-	}
+	doc := harness.Diagnose(t, bin.perfdoctor, bundleDir)
 	if !doc.Inputs.System || !doc.Inputs.Metrics || doc.Inputs.Partial {
 		t.Errorf("bundle incomplete: %+v", doc.Inputs)
-	}
-	for i, f := range doc.Findings {
-		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
 	}
 	return doc.Findings
 }
@@ -203,7 +124,7 @@ func TestCasebook(t *testing.T) {
 }
 
 // quiet checks that nothing is high, and that class (if any) is at most low.
-func quiet(t *testing.T, findings []finding, class string) {
+func quiet(t *testing.T, findings []harness.Finding, class string) {
 	t.Helper()
 	for _, f := range findings {
 		if f.Class == class && (f.Severity == "high" || f.Severity == "medium") {
@@ -220,7 +141,7 @@ func quiet(t *testing.T, findings []finding, class string) {
 // casebook README shows its latest output.
 type scorecard struct{ lines []string }
 
-func (s *scorecard) add(name, variant, class string, findings []finding, pass bool) {
+func (s *scorecard) add(name, variant, class string, findings []harness.Finding, pass bool) {
 	top, rank := "-", "-"
 	if len(findings) > 0 {
 		top = fmt.Sprintf("%s (%s, %.0f%%)", findings[0].Class, findings[0].Severity, findings[0].Impact*100)

@@ -5,11 +5,7 @@
 package javacases
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,50 +14,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
 	"github.com/perfdoctor/perfdoctor/load"
 )
 
 var perfdoctor string
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("java casebook: skipped in -short mode")
-		os.Exit(0)
-	}
-	dir, err := os.MkdirTemp("", "perfdoctor-java")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	perfdoctor = filepath.Join(dir, "perfdoctor")
-	if out, err := exec.Command("go", "build", "-o", perfdoctor, "../../cmd/perfdoctor").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	harness.Main(m, "java", map[string]*string{harness.Perfdoctor: &perfdoctor})
 }
 
-func inCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v != "" && v != "0" && v != "false"
-}
-
-// need skips (fails under CI, where scripts/test.sh installs them) without
-// a JDK's tools.
+// need skips (fails under CI) without a JDK's tools.
 func need(t *testing.T) {
 	t.Helper()
-	for _, tool := range []string{"java", "javac", "jcmd", "jfr"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if inCI() {
-				t.Fatalf("CI is set and %s is missing: scripts/test.sh installs a JDK (openjdk-17-jdk-headless)", tool)
-			}
-			t.Skipf("skipped: no %s on PATH (a JDK 17 or later is needed)", tool)
-		}
-	}
+	harness.Need(t, "a JDK 17 or later (openjdk-17-jdk-headless)", "java", "javac", "jcmd", "jfr")
 }
 
 // springCoreEnv names the spring-core jar that scripts/test.sh fetches
@@ -72,7 +38,7 @@ func springCore(t *testing.T) string {
 	t.Helper()
 	jar := os.Getenv(springCoreEnv)
 	if jar == "" {
-		if inCI() {
+		if harness.InCI() {
 			t.Fatalf("CI is set and %s is not: scripts/test.sh fetches spring-core", springCoreEnv)
 		}
 		t.Skipf("skipped: %s is not set (scripts/test.sh fetches spring-core 5.3.39 from Maven Central)", springCoreEnv)
@@ -105,50 +71,15 @@ func start(t *testing.T, src, mainClass, variant string, classpath ...string) *s
 	// headers and body, and every variant would measure 40 ms round trips.
 	cmd := exec.Command("java", "-Xmx256m", "-Dsun.net.httpserver.nodelay=true",
 		"-cp", strings.Join(append([]string{classes}, classpath...), ":"), mainClass, variant)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "app="); ok {
-				line <- u
-			}
-		}
-		close(line)
-	}()
-	select {
-	case u, ok := <-line:
-		if !ok {
-			t.Fatalf("%s %s exited before listening", mainClass, variant)
-		}
-		return &service{pid: cmd.Process.Pid, url: u}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s %s not listening after 30s", mainClass, variant)
-	}
-	return nil
-}
-
-type finding struct {
-	Rule     string
-	Class    string
-	Severity string
-	Impact   float64
-	Summary  string
+	url := harness.Start(t, cmd, "app=", 30*time.Second)
+	return &service{pid: cmd.Process.Pid, url: url}
 }
 
 // diagnoseUnderLoad warms the JVM up, then records it with
 // `perfdoctor collect --jfr` during a bounded closed-loop load and returns
 // the findings of `perfdoctor diagnose` and the throughput measured while
 // recording.
-func diagnoseUnderLoad(t *testing.T, s *service) ([]finding, float64) {
+func diagnoseUnderLoad(t *testing.T, s *service) ([]harness.Finding, float64) {
 	t.Helper()
 	const warmup, window = 3 * time.Second, 6 * time.Second
 	if _, err := load.Run(context.Background(), load.Config{URL: s.url, Concurrency: 4, Duration: warmup}); err != nil {
@@ -178,19 +109,8 @@ func diagnoseUnderLoad(t *testing.T, s *service) ([]finding, float64) {
 	if lr.r.Errors > 0 {
 		t.Errorf("load: %d errors (%v)", lr.r.Errors, lr.r.ErrorsByKind)
 	}
-	stdout, err := exec.Command(perfdoctor, "diagnose", bundleDir, "--format", "json").Output()
-	if err != nil {
-		t.Fatalf("perfdoctor diagnose: %v", err)
-	}
-	var doc struct{ Findings []finding }
-	if err := json.Unmarshal(stdout, &doc); err != nil {
-		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
-	}
 	t.Logf("throughput while recording: %.0f requests/s (%s)", lr.r.Throughput, lr.r)
-	for i, f := range doc.Findings {
-		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
-	}
-	return doc.Findings, lr.r.Throughput
+	return harness.Diagnose(t, perfdoctor, bundleDir).Findings, lr.r.Throughput
 }
 
 // check runs both variants of a case: the bad one's top finding must be
@@ -199,7 +119,7 @@ func check(t *testing.T, class string, run func(t *testing.T, variant string) *s
 	var rps [2]float64
 	for i, variant := range []string{"bad", "fixed"} {
 		t.Run(variant, func(t *testing.T) {
-			var findings []finding
+			var findings []harness.Finding
 			findings, rps[i] = diagnoseUnderLoad(t, run(t, variant))
 			if variant == "bad" {
 				if len(findings) == 0 || findings[0].Class != class {

@@ -1,68 +1,35 @@
 // Package native runs the casebook's native case end to end: a C service
-// (pages.c) built with gcc by the test, loaded on loopback, recorded with
-// `perfdoctor collect --perf PID` and diagnosed with the perfdoctor binary.
-// Its hot function must be named with its source file and line.
+// (pages/pages.c) built with gcc by the test, loaded on loopback, recorded
+// with `perfdoctor collect --perf PID` and diagnosed with the perfdoctor
+// binary. Its hot function must be named with its source file and line.
 package native
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
 	"github.com/perfdoctor/perfdoctor/load"
 )
 
 var bin struct{ perfdoctor, pages string }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("native casebook: skipped in -short mode")
-		os.Exit(0)
-	}
-	dir, err := os.MkdirTemp("", "perfdoctor-native")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin.perfdoctor = filepath.Join(dir, "perfdoctor")
-	bin.pages = filepath.Join(dir, "pages")
-	code := 1
-	if out, err := exec.Command("go", "build", "-o", bin.perfdoctor, "../../cmd/perfdoctor").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func inCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v != "" && v != "0" && v != "false"
+	harness.Main(m, "native", map[string]*string{harness.Perfdoctor: &bin.perfdoctor})
 }
 
 // build compiles the service as a production build would, plus debug info
 // and frame pointers so perf can walk stacks and name source lines.
 func build(t *testing.T) {
 	t.Helper()
-	for _, tool := range []string{"gcc", "perf"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if inCI() {
-				t.Fatalf("CI is set and %s is missing: scripts/test.sh installs it", tool)
-			}
-			t.Skipf("skipped: no %s on PATH", tool)
-		}
-	}
+	harness.Need(t, "gcc and linux-perf", "gcc", "perf")
+	bin.pages = filepath.Join(filepath.Dir(bin.perfdoctor), "pages")
 	if _, err := os.Stat(bin.pages); err == nil {
 		return
 	}
@@ -76,59 +43,13 @@ func build(t *testing.T) {
 func start(t *testing.T, variant string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(bin.pages, variant, "0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			ready <- sc.Text()
-		}
-		close(ready)
-	}()
-	select {
-	case line := <-ready:
-		port, ok := strings.CutPrefix(line, "listening ")
-		if !ok {
-			t.Fatalf("pages %s: unexpected first line %q", variant, line)
-		}
-		return cmd.Process.Pid, "http://127.0.0.1:" + port + "/"
-	case <-time.After(10 * time.Second):
-		t.Fatalf("pages %s not ready in 10s", variant)
-	}
-	return 0, ""
-}
-
-type finding struct {
-	Rule, Class, Severity, Summary string
-	Impact                         float64
-	Locations                      []struct {
-		Function, File string
-		Line           int
-		Share          float64
-	}
+	port := harness.Start(t, cmd, "listening ", 10*time.Second)
+	return cmd.Process.Pid, "http://127.0.0.1:" + port + "/"
 }
 
 // diagnose loads the service, records it with perf through the perfdoctor
 // binary meanwhile, and returns the findings.
-func diagnose(t *testing.T, pid int, url string) []finding {
+func diagnose(t *testing.T, pid int, url string) []harness.Finding {
 	t.Helper()
 	const warmup, window = time.Second, 4 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
@@ -149,23 +70,12 @@ func diagnose(t *testing.T, pid int, url string) []finding {
 		t.Errorf("load: %v", lerr)
 	}
 	if err != nil {
-		if strings.Contains(string(out), "not permitted") && !inCI() {
+		if strings.Contains(string(out), "not permitted") && !harness.InCI() {
 			t.Skipf("perf not permitted here: %s", out)
 		}
 		t.Fatalf("perfdoctor collect --perf: %v\n%s", err, out)
 	}
-	stdout, err := exec.Command(bin.perfdoctor, "diagnose", dir, "--format", "json").Output()
-	if err != nil {
-		t.Fatalf("perfdoctor diagnose: %v", err)
-	}
-	var doc struct{ Findings []finding }
-	if err := json.Unmarshal(stdout, &doc); err != nil {
-		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
-	}
-	for i, f := range doc.Findings {
-		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
-	}
-	return doc.Findings
+	return harness.Diagnose(t, bin.perfdoctor, dir).Findings
 }
 
 // TestNativeHotFunction: on bad, the top finding is the hot function

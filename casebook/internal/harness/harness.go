@@ -1,0 +1,183 @@
+// Package harness is what the casebook's end-to-end tests share: binaries
+// built once per test run, the rule for tools a test needs (skip on a
+// developer's machine, fail under CI, where scripts/test.sh installs them),
+// services run as separate processes and stopped with their test, and the
+// findings of `perfdoctor diagnose --format json`.
+package harness
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Perfdoctor is the import path of the perfdoctor command.
+const Perfdoctor = "github.com/perfdoctor/perfdoctor/cmd/perfdoctor"
+
+// Main builds each command (import path -> where to store its binary's
+// path) into a temporary directory, runs the tests and removes the
+// directory. In -short mode it runs nothing: these tests start services
+// and load them.
+func Main(m *testing.M, suite string, builds map[string]*string) {
+	flag.Parse() // for testing.Short; m.Run would parse them anyway
+	if testing.Short() {
+		fmt.Printf("%s: skipped in -short mode\n", suite)
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "perfdoctor-"+suite)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	defer func() { os.RemoveAll(dir); os.Exit(code) }()
+	for pkg, path := range builds {
+		*path = filepath.Join(dir, filepath.Base(pkg))
+		if out, err := exec.Command("go", "build", "-o", *path, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
+			return
+		}
+	}
+	code = m.Run()
+}
+
+// InCI reports whether the tests run under CI ($CI set), where every tool
+// they need must be installed.
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v != "" && v != "0" && v != "false"
+}
+
+// Need skips the test when a tool is missing from PATH, or fails it under
+// CI; install says what provides the tools.
+func Need(t testing.TB, install string, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if InCI() {
+				t.Fatalf("CI is set and %s is missing: scripts/test.sh installs %s", tool, install)
+			}
+			t.Skipf("skipped: no %s on PATH (%s)", tool, install)
+		}
+	}
+}
+
+// Start runs cmd as a service that the test stops (SIGTERM, then SIGKILL
+// after 5 s), and returns the rest of the first line of its standard output
+// that starts with prefix, once it appears within timeout.
+func Start(t testing.TB, cmd *exec.Cmd, prefix string, timeout time.Duration) string {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				ready <- rest
+				break
+			}
+		}
+		close(ready)
+		for sc.Scan() { // keep the pipe drained
+		}
+	}()
+	name := filepath.Base(cmd.Path)
+	select {
+	case rest, ok := <-ready:
+		if !ok {
+			t.Fatalf("%s exited before printing %q", name, prefix)
+		}
+		return rest
+	case <-time.After(timeout):
+		t.Fatalf("%s did not print %q within %s", name, prefix, timeout)
+	}
+	return ""
+}
+
+// Fact is one piece of a finding's evidence.
+type Fact struct {
+	Name   string
+	Value  string
+	Number float64
+}
+
+// Location is where a finding points in the code.
+type Location struct {
+	Function, File string
+	Line           int
+	Share          float64
+}
+
+// Finding is a finding as diagnose --format json writes it.
+type Finding struct {
+	Rule, Class, Severity, Summary string
+	Impact                         float64
+	Evidence                       []Fact
+	Locations                      []Location
+}
+
+// Fact returns the evidence named name, failing the test without it.
+func (f Finding) Fact(t testing.TB, name string) float64 {
+	t.Helper()
+	for _, e := range f.Evidence {
+		if e.Name == name {
+			return e.Number
+		}
+	}
+	t.Fatalf("finding %s has no fact %q: %+v", f.Rule, name, f.Evidence)
+	return 0
+}
+
+// Report is diagnose's JSON report, as much of it as the tests read.
+type Report struct {
+	Findings []Finding
+	Inputs   struct {
+		System, Metrics, Partial bool
+	}
+}
+
+// Diagnose runs `perfdoctor diagnose DIR --format json` and logs the
+// findings in rank order.
+func Diagnose(t testing.TB, perfdoctor, dir string) Report {
+	t.Helper()
+	stdout, err := exec.Command(perfdoctor, "diagnose", dir, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("perfdoctor diagnose: %v", err)
+	}
+	var r Report
+	if err := json.Unmarshal(stdout, &r); err != nil {
+		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
+	}
+	for i, f := range r.Findings {
+		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
+	}
+	return r
+}
