@@ -102,6 +102,7 @@ Start with:  perfdoctor demo`,
 		a.demoCommand(),
 		a.casebookServeCommand(),
 		a.diffCommand(), a.viewCommand(),
+		a.loadCommand(),
 	)
 	return root
 }
