@@ -96,6 +96,7 @@ type resultJSON struct {
 	Unfinished   int64            `json:"unfinished"`
 	Timeline     []Second         `json:"timeline,omitempty"`
 	GeneratorCPU float64          `json:"generator_cpu"`
+	LoadAverage  float64          `json:"load_average"`
 	Warnings     []string         `json:"warnings,omitempty"`
 	Interrupted  bool             `json:"interrupted,omitempty"`
 }
@@ -104,7 +105,7 @@ type resultJSON struct {
 func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(resultJSON{r.URL, r.Mode, r.Concurrency, r.Rate, ms(r.Duration), r.Requests, r.Errors,
 		r.ErrorsByKind, r.Throughput, r.Latency, r.Service, r.Table, r.LateSends, r.Dropped, r.Unfinished,
-		r.Timeline, r.GeneratorCPU, r.Warnings, r.Interrupted})
+		r.Timeline, r.GeneratorCPU, r.LoadAverage, r.Warnings, r.Interrupted})
 }
 
 // UnmarshalJSON reads the form written by MarshalJSON.
@@ -116,7 +117,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	*r = Result{URL: j.URL, Mode: j.Mode, Concurrency: j.Concurrency, Rate: j.Rate, Duration: fromMS(j.Duration),
 		Requests: j.Requests, Errors: j.Errors, ErrorsByKind: j.ErrorsByKind, Throughput: j.Throughput,
 		Latency: j.Latency, Service: j.Service, Table: j.Table, LateSends: j.LateSends, Dropped: j.Dropped,
-		Unfinished: j.Unfinished, Timeline: j.Timeline, GeneratorCPU: j.GeneratorCPU, Warnings: j.Warnings,
+		Unfinished: j.Unfinished, Timeline: j.Timeline, GeneratorCPU: j.GeneratorCPU, LoadAverage: j.LoadAverage, Warnings: j.Warnings,
 		Interrupted: j.Interrupted}
 	return nil
 }

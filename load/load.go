@@ -128,6 +128,7 @@ type Result struct {
 	// (1.0 = one core busy); Warnings say when the generator itself, not the
 	// target, may have limited the figures.
 	GeneratorCPU float64
+	LoadAverage  float64 // the machine's 1-minute load average at the end
 	Warnings     []string
 	// Interrupted is true when the caller's context ended the run early
 	// (e.g. Ctrl-C); the figures cover what was measured until then.

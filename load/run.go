@@ -339,7 +339,8 @@ func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Resu
 		res.Timeline = append(res.Timeline, sec)
 	}
 	res.GeneratorCPU = (processCPU() - cpu0).Seconds() / elapsed.Seconds()
-	res.Warnings = generatorWarnings(res.GeneratorCPU, runtime.GOMAXPROCS(0), wakeLag)
+	res.LoadAverage = LoadAverage()
+	res.Warnings = generatorWarnings(res.GeneratorCPU, runtime.GOMAXPROCS(0), wakeLag, res.LoadAverage)
 	return res
 }
 

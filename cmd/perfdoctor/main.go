@@ -64,6 +64,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "perfdoctor: %s\n", fe.msg)
 		return exitFindings
 	}
+	var re regressionError
+	if errors.As(err, &re) {
+		fmt.Fprintf(stderr, "perfdoctor: %s\n", re.msg)
+		return exitRegression
+	}
 	fmt.Fprintf(stderr, "perfdoctor: %s\n", oneLine(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -102,7 +107,7 @@ Start with:  perfdoctor demo`,
 		a.demoCommand(),
 		a.casebookServeCommand(),
 		a.diffCommand(), a.viewCommand(),
-		a.loadCommand(),
+		a.loadCommand(), a.runCommand(), a.verifyCommand(),
 	)
 	return root
 }
