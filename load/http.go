@@ -110,6 +110,12 @@ func hostOnly(hostPort string) string {
 	return hostPort
 }
 
+func (h *httpConn) connect(ctx context.Context) {
+	if h.c == nil {
+		_ = h.dial(ctx)
+	}
+}
+
 func (h *httpConn) do(ctx context.Context) string {
 	for attempt := 0; ; attempt++ {
 		reused := h.c != nil

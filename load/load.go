@@ -230,6 +230,9 @@ func (cfg Config) validate() (Config, *target, error) {
 	if cfg.Method == "" {
 		cfg.Method = http.MethodGet
 	}
+	if !strings.Contains(cfg.URL, "://") {
+		return cfg, nil, fmt.Errorf("load: URL %q: scheme must be http, https or udp (e.g. http://host:port/path)", cfg.URL)
+	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("load: bad URL: %w", err)

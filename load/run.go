@@ -25,6 +25,10 @@ const (
 // waits for its answer; kind is "" for success, otherwise the error kind.
 // abort unblocks a do in progress from another goroutine, for good.
 type conn interface {
+	// connect opens the connection ahead of the first request, so the
+	// first requests do not measure connection setup; errors are left for
+	// do to meet and count.
+	connect(ctx context.Context)
 	do(ctx context.Context) (kind string)
 	abort()
 	close()
@@ -154,10 +158,18 @@ func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Resu
 	open := cfg.Rate > 0
 	// stop ends the run; requests still in flight then are cut off and not
 	// counted (they measured our cut-off, not the server).
+	//
+	// The open loop stops sending at Duration but lets the requests in
+	// flight finish (up to their timeout): cutting them off would drop
+	// exactly the slowest requests, those a stall left waiting.
 	runCtx, stop := context.WithCancel(parent)
 	defer stop()
 	if cfg.Duration > 0 {
-		t := time.AfterFunc(cfg.Duration, stop)
+		hardStop := cfg.Duration
+		if open {
+			hardStop += cfg.Timeout
+		}
+		t := time.AfterFunc(hardStop, stop)
 		defer t.Stop()
 	}
 
@@ -171,9 +183,12 @@ func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Resu
 	}
 	tl := &timeline{}
 	conns := make([]conn, cfg.Concurrency)
+	var connecting sync.WaitGroup
 	for i := range conns {
 		conns[i], _ = newConn()
+		connecting.Go(func() { conns[i].connect(runCtx) })
 	}
+	connecting.Wait()
 	// Unblock every connection when the run ends, so no worker waits out
 	// its request timeout.
 	aborted := make(chan struct{})

@@ -27,19 +27,32 @@ func newUDPConn(cfg Config, t *target) *udpConn {
 	return &udpConn{cfg: cfg, t: t, buf: make([]byte, 65536)}
 }
 
+func (u *udpConn) connect(ctx context.Context) {
+	if u.c == nil {
+		_ = u.dial(ctx)
+	}
+}
+
+func (u *udpConn) dial(ctx context.Context) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "udp", u.t.hostPort)
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stopped {
+		c.Close()
+		return context.Canceled
+	}
+	u.c = c
+	return nil
+}
+
 func (u *udpConn) do(ctx context.Context) string {
 	if u.c == nil {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "udp", u.t.hostPort)
-		if err != nil {
+		if err := u.dial(ctx); err != nil {
 			return classify(err)
-		}
-		u.mu.Lock()
-		u.c = c
-		stopped := u.stopped
-		u.mu.Unlock()
-		if stopped {
-			return KindOther
 		}
 	}
 	if err := u.c.SetDeadline(time.Now().Add(u.cfg.Timeout)); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,10 +171,13 @@ func loadOutcome(res *load.Result) error {
 		return fmt.Errorf("every request failed (%s)", res.ErrorKinds())
 	}
 	if res.Interrupted {
-		return context.Canceled
+		return errInterrupted
 	}
 	return nil
 }
+
+// errInterrupted ends a command cut short by Ctrl-C after it has reported.
+var errInterrupted = errors.New("interrupted: the results above cover the time until the interrupt")
 
 func writeResult(w io.Writer, format string, res *load.Result) error {
 	if format == "json" {
@@ -280,7 +282,7 @@ func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int
 		}
 	}
 	if cmd.Context().Err() != nil {
-		return context.Canceled
+		return errInterrupted
 	}
 	if c.Best == 0 {
 		return fmt.Errorf("no rate met %s (lowest tried %g req/s)", obj, lowestRate(c))

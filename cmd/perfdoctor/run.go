@@ -150,7 +150,7 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 	}
 	fmt.Fprintf(a.stderr, "\nperfdoctor: bundle in %s, reports in %s\n", bundleDir, filepath.Join(dir, "report.{txt,json,html}"))
 	if lo.res.Interrupted {
-		return context.Canceled
+		return errInterrupted
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ the group, SIGKILL after 5s) when done or interrupted.`,
 				printVerify(a.stdout, v)
 			}
 			if ctx.Err() != nil {
-				return context.Canceled
+				return errInterrupted
 			}
 			if v.Verdict == verdictSlower {
 				return regressionError{"significant regression: " + v.Why}
