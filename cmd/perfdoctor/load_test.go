@@ -150,7 +150,7 @@ func TestLoadFindMax(t *testing.T) {
 		<-slots
 	}))
 	defer srv.Close()
-	code, stdout, stderr := perfdoctor(t, "load", srv.URL, "--find-max", "--slo", "p99<100ms", "--rate", "50", "--steps", "6", "-d", "1s", "-c", "64")
+	code, stdout, stderr := perfdoctor(t, "load", srv.URL, "--find-max", "--slo", "p99<100ms", "--rate", "50", "--steps", "6", "-d", "1s", "-c", "64", "--timeout", "2s")
 	t.Log(stdout)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
