@@ -35,11 +35,11 @@ func casebookVerify(t *testing.T, bin, caseName string, flags ...string) (code i
 type verifyJSON struct {
 	Verdict string
 	Ratios  []struct {
-		Figure   string
-		Ratio    float64
-		Low      float64 `json:"ci95_low"`
-		High     float64 `json:"ci95_high"`
-		Change   string
+		Figure string
+		Ratio  float64
+		Low    float64 `json:"ci95_low"`
+		High   float64 `json:"ci95_high"`
+		Change string
 	}
 	Rounds []struct {
 		Before, After struct {

@@ -221,7 +221,7 @@ func TestVerifyTargets(t *testing.T) {
 	code, stdout, stderr = perfdoctor(t, append(args, "--before", slow.URL, "--after", fast.URL, "--format", "json")...)
 	var v struct {
 		Verdict string
-		Rounds []struct{ First string }
+		Rounds  []struct{ First string }
 	}
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != 0 || v.Verdict != "faster" || len(v.Rounds) != 3 ||
 		v.Rounds[0].First != "before" || v.Rounds[1].First != "after" {
