@@ -16,6 +16,14 @@ if ! command -v chromium >/dev/null 2>&1; then
 		echo "chromium is not installed and this is not root: the browser tests will skip (and fail under CI)" >&2
 	fi
 fi
+# wrk, the reference the load generator is measured against (scripts/loadbench.sh).
+if ! command -v wrk >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ]; then
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk
+	else
+		echo "wrk is not installed and this is not root: the generator-vs-wrk comparison will skip" >&2
+	fi
+fi
 # Screenshots the browser tests take.
 export PERFDOCTOR_ARTIFACTS="${PERFDOCTOR_ARTIFACTS:-${TMPDIR:-/tmp}/perfdoctor-artifacts}"
 
@@ -45,3 +53,8 @@ go vet ./...
 # The end-to-end casebook tests start services and load them: give them time
 # on a 2-core machine, and keep package runs to the core count.
 go test -count=1 -timeout 15m ./... "$@"
+# The load generator against wrk, briefly: the ratio is for the log (a
+# shared CI machine is too noisy to gate on; docs/load.md has the figures).
+if command -v wrk >/dev/null 2>&1; then
+	ROUNDS=2 SECONDS_PER_RUN=2 ./scripts/loadbench.sh
+fi
