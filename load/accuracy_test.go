@@ -34,6 +34,17 @@ func TestLatencyAccuracy(t *testing.T) {
 		if res.Errors != 0 || res.Requests < 1000 {
 			t.Fatalf("%s: want >= 1000 requests, no errors", res)
 		}
+		check := func(what string, at func(p float64) time.Duration) {
+			// 90% fast, 10% delayed: p85 is fast; p95 and p99 are the delay.
+			if p := at(85); p >= 10*time.Millisecond {
+				t.Errorf("%s %s: p85 = %s, want < 10ms (90%% of requests are not delayed)", res.Mode, what, p)
+			}
+			for _, p := range []float64{95, 99} {
+				if v := at(p); v < delay || v > delay+30*time.Millisecond {
+					t.Errorf("%s %s: p%g = %s, want %s .. %s", res.Mode, what, p, v, delay, delay+30*time.Millisecond)
+				}
+			}
+		}
 		at := func(p float64) time.Duration {
 			for _, q := range res.Table {
 				if q.Percentile == p {
@@ -43,14 +54,11 @@ func TestLatencyAccuracy(t *testing.T) {
 			t.Fatalf("no p%g in the table", p)
 			return 0
 		}
-		// 90% fast, 10% delayed: p85 is fast; p95 and p99 are the delay.
-		if p := at(85); p >= 10*time.Millisecond {
-			t.Errorf("%s: p85 = %s, want < 10ms (90%% of requests are not delayed)", res.Mode, p)
-		}
-		for _, p := range []float64{95, 99} {
-			if v := at(p); v < delay || v > delay+30*time.Millisecond {
-				t.Errorf("%s: p%g = %s, want %s .. %s", res.Mode, p, v, delay, delay+30*time.Millisecond)
-			}
+		check("latency", at)
+		if res.Mode == modeOpen {
+			check("service time", func(p float64) time.Duration {
+				return map[float64]time.Duration{85: res.Service.P75, 95: res.Service.P95, 99: res.Service.P99}[p]
+			})
 		}
 		if res.Latency.Max < delay {
 			t.Errorf("%s: max %s below the delay", res.Mode, res.Latency.Max)

@@ -49,7 +49,7 @@ func generatorWarnings(cpuPerSec float64, procs int, wakeLag *hdrhistogram.Histo
 	}
 	if wakeLag.TotalCount() >= 100 {
 		if p99 := usDur(wakeLag.ValueAtQuantile(99)); p99 > 2*LateThreshold {
-			w = append(w, fmt.Sprintf("the generator woke up to %s late for 1%% of its sends: it is short of CPU, so latencies include its own delay", fmtDur(p99)))
+			w = append(w, fmt.Sprintf("the generator woke up to %s late for 1%% of its sends: it is short of CPU, so the load it offered was burstier than the schedule", fmtDur(p99)))
 		}
 	}
 	if cpus := runtime.NumCPU(); loadAvg > float64(cpus)*1.5 {

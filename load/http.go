@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -32,7 +33,14 @@ type httpConn struct {
 	c       net.Conn
 	stopped bool
 	r       *bufio.Reader
+	// deadlineSet is when the connection's deadline was last moved to
+	// Timeout ahead; it is moved again only when that is a tenth of Timeout
+	// (at most deadlineSlack) old, so a request's timeout is at least 90%
+	// of Timeout and most requests skip the call.
+	deadlineSet time.Time
 }
+
+const deadlineSlack = 10 * time.Millisecond
 
 // buildRequest encodes the request every worker sends.
 func buildRequest(cfg Config, t *target) []byte {
@@ -95,6 +103,7 @@ func (h *httpConn) dial(ctx context.Context) error {
 		return context.Canceled
 	}
 	h.c = c
+	h.deadlineSet = time.Time{}
 	if h.r == nil {
 		h.r = bufio.NewReaderSize(c, 16<<10)
 	} else {
@@ -146,18 +155,28 @@ func (h *httpConn) do(ctx context.Context) string {
 }
 
 func (h *httpConn) roundTrip() (status int, keep, started bool, err error) {
-	if err := h.c.SetDeadline(time.Now().Add(h.cfg.Timeout)); err != nil {
-		return 0, false, false, err
-	}
-	h.mu.Lock()
-	stopped := h.stopped
-	h.mu.Unlock()
-	if stopped {
-		return 0, false, false, context.Canceled
+	if now := time.Now(); now.Sub(h.deadlineSet) > min(deadlineSlack, h.cfg.Timeout/10) {
+		if err := h.c.SetDeadline(now.Add(h.cfg.Timeout)); err != nil {
+			return 0, false, false, err
+		}
+		h.deadlineSet = now
+		// abort may have set a past deadline just before: honour it.
+		h.mu.Lock()
+		stopped := h.stopped
+		h.mu.Unlock()
+		if stopped {
+			return 0, false, false, context.Canceled
+		}
 	}
 	if _, err := h.c.Write(h.req); err != nil {
 		return 0, false, false, err
 	}
+	// Let the other workers run before reading: by the time this one
+	// reads again its response has usually arrived, which saves the read
+	// that would fail with EAGAIN (and the park) on about half the
+	// requests: ~1 syscall in 3 at full speed. When nothing else is
+	// runnable this returns at once, so latency is not delayed.
+	runtime.Gosched()
 	if _, err := h.r.Peek(1); err != nil {
 		return 0, false, false, err
 	}

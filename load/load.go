@@ -109,16 +109,17 @@ type Result struct {
 	// ErrorsByKind counts errors by kind (KindTimeout, "http_503", ...).
 	ErrorsByKind map[string]int64
 	Throughput   float64 // successful requests per second
-	// Latency is from the intended send time in open loop (corrected for
-	// coordinated omission) and from the actual send in closed loop.
+	// Latency is from the actual send in closed loop. In open loop it is
+	// from the due time for requests that waited for a free connection
+	// (corrected for coordinated omission), else from the send.
 	Latency Percentiles
 	// Service is from the actual send (open loop only; equal to Latency in
 	// closed loop).
 	Service Percentiles
 	Table   []Quantile // the full latency percentile table
-	// LateSends counts open-loop sends that started more than
-	// LateThreshold after their intended time; Dropped counts intended
-	// sends that never started before the run ended.
+	// LateSends counts open-loop sends that waited more than LateThreshold
+	// past their due time for a free connection; Dropped counts due sends
+	// that never started before the run ended.
 	LateSends, Dropped int64
 	// Unfinished counts requests in flight when the run ended; they are not
 	// in Requests.

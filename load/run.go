@@ -222,14 +222,22 @@ func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Resu
 				if cfg.MaxRequests > 0 && n >= cfg.MaxRequests {
 					return
 				}
-				var intended time.Time
+				// from is where latency counts from. Closed loop: the
+				// send. Open loop: the due time when the request had to
+				// wait for a free connection (the target's backlog, which
+				// is what coordinated omission hides); the send when the
+				// worker was idle and slept until the due time, since how
+				// late its timer fired is the generator's lag, not the
+				// target's (it goes to the warnings instead).
+				var from time.Time
 				late := false
 				if open {
-					intended = start.Add(time.Duration(n) * interval)
-					if cfg.Duration > 0 && intended.Sub(start) >= cfg.Duration {
+					due := start.Add(time.Duration(n) * interval)
+					if cfg.Duration > 0 && due.Sub(start) >= cfg.Duration {
 						return
 					}
-					if wait := time.Until(intended); wait > 0 {
+					from = due
+					if wait := time.Until(due); wait > 0 {
 						if sleep == nil {
 							sleep = time.NewTimer(wait)
 						} else {
@@ -240,17 +248,17 @@ func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Resu
 						case <-runCtx.Done():
 							return
 						}
-						lag := time.Since(intended)
+						from = time.Now()
 						wakeMu.Lock()
-						_ = wakeLag.RecordValue(clampUS(lag))
+						_ = wakeLag.RecordValue(clampUS(from.Sub(due)))
 						wakeMu.Unlock()
+					} else {
+						late = -wait > LateThreshold
 					}
 				}
 				t0 := time.Now()
 				if !open {
-					intended = t0
-				} else {
-					late = t0.Sub(intended) > LateThreshold
+					from = t0
 				}
 				sent.Add(1)
 				kind := w.c.do(runCtx)
@@ -259,7 +267,7 @@ func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Resu
 					unfinished.Add(1)
 					return // cut off by the end of the run
 				}
-				w.record(kind, t1.Sub(intended), t1.Sub(t0), t1, late)
+				w.record(kind, t1.Sub(from), t1.Sub(t0), t1, late)
 				done.Add(1)
 				if kind != "" {
 					failed.Add(1)
