@@ -272,6 +272,9 @@ func readHead(r *bufio.Reader) (status int, keep bool, bodyLen int64, chunked bo
 		}
 		status = status*10 + int(c-'0')
 	}
+	if status < 100 {
+		return 0, false, 0, false, protoErr("bad status code %d", status)
+	}
 	keep = line[7] == '1' // HTTP/1.1 keeps the connection by default
 	bodyLen = -1
 	for n := 0; ; n++ {
