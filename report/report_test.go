@@ -81,7 +81,7 @@ func reportWithLoad(t *testing.T) *Report {
 func TestLoadInEveryFormat(t *testing.T) {
 	rep := reportWithLoad(t)
 	for format, want := range map[string][]string{
-		"text":     {"load: open loop at 200 req/s", "load per second (req/s, p99):"},
+		"text":     {"load: open loop at 200 req/s", "load per second (req/p99):"},
 		"markdown": {"Load: open loop at 200 req/s", "| second | ok | errors |"},
 		"html":     {`id="load"`, `<svg class="timeline"`, "<polyline points=", "req/s due"},
 		"json":     {`"load": {`, `"timeline": [`, `"dropped_sends"`},

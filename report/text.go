@@ -24,7 +24,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if l := r.Load; l != nil {
 		fmt.Fprintf(bw, "  load: %s\n", describeLoad(l))
 		if len(l.Timeline) > 1 {
-			fmt.Fprintf(bw, "  load per second (req/s, p99): %s\n", timelineLine(l.Timeline))
+			fmt.Fprintf(bw, "  load per second (req/p99): %s\n", timelineLine(l.Timeline))
 		}
 		for _, w := range l.Warnings {
 			fmt.Fprintf(bw, "  load warning: %s\n", w)
@@ -123,11 +123,12 @@ func describeInputs(in Inputs) string {
 	return strings.Join(parts, "; ")
 }
 
-// timelineLine is the timeline as "1234 5.1ms, ..." for one text line.
+// timelineLine is the timeline as "1234/5.1ms, ..." (requests/p99).
 func timelineLine(secs []LoadSecond) string {
 	parts := make([]string, 0, len(secs))
 	for _, s := range secs {
-		parts = append(parts, fmt.Sprintf("%d %s", s.OK, fmtMS(s.P99)))
+		// No space inside an entry, so wrapping splits between seconds.
+		parts = append(parts, fmt.Sprintf("%d/%s", s.OK, strings.ReplaceAll(fmtMS(s.P99), " ", "")))
 	}
 	return wrap(strings.Join(parts, ", "), 4)
 }

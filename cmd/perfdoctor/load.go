@@ -212,7 +212,7 @@ func printResult(w io.Writer, r *load.Result) {
 	if r.Mode == "open" {
 		row("latency", r.Latency)
 		row("service", r.Service)
-		fmt.Fprintln(w, "  (latency counts from each request's due time; service from its actual send)")
+		fmt.Fprintln(w, "  (latency counts from the due time for requests that waited for a connection, else from the send;\n   service always from the send)")
 	} else {
 		row("latency", r.Latency)
 	}
@@ -222,7 +222,7 @@ func printResult(w io.Writer, r *load.Result) {
 			fmt.Fprintf(w, "  %6d  %8d  %6d  %8s  %8s  %8s\n", s.T, s.OK, s.Errors, fmtD(s.P50), fmtD(s.P99), fmtD(s.Max))
 		}
 	}
-	fmt.Fprintf(w, "  generator  %.2f CPUs\n", r.GeneratorCPU)
+	fmt.Fprintf(w, "  generator  %.2f CPUs used; load average %.2f\n", r.GeneratorCPU, r.LoadAverage)
 }
 
 // fmtD rounds a latency for a table.
