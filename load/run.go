@@ -42,12 +42,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var newConn func() (conn, error)
-	if t.scheme == "udp" {
-		newConn = func() (conn, error) { return newUDPConn(cfg, t), nil }
-	} else {
+	newConn := func() conn { return newUDPConn(cfg, t) }
+	if t.scheme != "udp" {
 		req := buildRequest(cfg, t)
-		newConn = func() (conn, error) { return newHTTPConn(cfg, t, req), nil }
+		newConn = func() conn { return newHTTPConn(cfg, t, req) }
 	}
 	return run(ctx, cfg, newConn), nil
 }
@@ -154,7 +152,7 @@ func (w *worker) flush() {
 
 // run starts the workers, waits for the end of the run and assembles the
 // result.
-func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Result {
+func run(parent context.Context, cfg Config, newConn func() conn) *Result {
 	open := cfg.Rate > 0
 	// stop ends the run; requests still in flight then are cut off and not
 	// counted (they measured our cut-off, not the server).
@@ -185,7 +183,7 @@ func run(parent context.Context, cfg Config, newConn func() (conn, error)) *Resu
 	conns := make([]conn, cfg.Concurrency)
 	var connecting sync.WaitGroup
 	for i := range conns {
-		conns[i], _ = newConn()
+		conns[i] = newConn()
 		connecting.Go(func() { conns[i].connect(runCtx) })
 	}
 	connecting.Wait()

@@ -187,32 +187,33 @@ func runVerify(ctx context.Context, a *app, before, after load.Config, rounds in
 		return res, nil
 	}
 	for r := range rounds {
+		// got[0] is before, got[1] after; odd rounds measure after first.
 		p := roundPair{Round: r + 1, First: "before"}
-		order := []*load.Result{nil, nil}
+		got := []*load.Result{nil, nil}
 		cfgs := []load.Config{before, after}
-		idx := []int{0, 1}
+		sequence := []int{0, 1}
 		if r%2 == 1 {
-			idx = []int{1, 0}
+			sequence = []int{1, 0}
 			p.First = "after"
 		}
-		for _, i := range idx {
+		for _, i := range sequence {
 			res, err := measure(cfgs[i])
 			if err != nil {
 				return nil, err
 			}
-			order[i] = res
+			got[i] = res
 			if ctx.Err() != nil {
 				break
 			}
 		}
-		if ctx.Err() != nil || order[0] == nil || order[1] == nil {
+		if ctx.Err() != nil || got[0] == nil || got[1] == nil {
 			break // interrupted: judge the complete rounds only
 		}
-		p.Before, p.After = order[0], order[1]
+		p.Before, p.After = got[0], got[1]
 		v.Rounds = append(v.Rounds, p)
 		fmt.Fprintf(a.stderr, "verify: round %d/%d: before %.0f req/s p99 %s, after %.0f req/s p99 %s\n", r+1, rounds,
 			p.Before.Throughput, fmtD(p.Before.Latency.P99), p.After.Throughput, fmtD(p.After.Latency.P99))
-		for _, res := range order {
+		for _, res := range got {
 			for _, w := range res.Warnings {
 				if !contains(v.Warnings, w) {
 					v.Warnings = append(v.Warnings, w)
