@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -171,12 +170,6 @@ func (h *httpConn) roundTrip() (status int, keep, started bool, err error) {
 	if _, err := h.c.Write(h.req); err != nil {
 		return 0, false, false, err
 	}
-	// Let the other workers run before reading: by the time this one
-	// reads again its response has usually arrived, which saves the read
-	// that would fail with EAGAIN (and the park) on about half the
-	// requests: ~1 syscall in 3 at full speed. When nothing else is
-	// runnable this returns at once, so latency is not delayed.
-	runtime.Gosched()
 	if _, err := h.r.Peek(1); err != nil {
 		return 0, false, false, err
 	}
