@@ -110,7 +110,21 @@ func newServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int6
 	return srv, &conns
 }
 
-func TestHTTPAgainstNetHTTP(t *testing.T) {
+// bothClients runs a closed-loop test on the event loop and on the
+// goroutine client (which the open loop and https use).
+func bothClients(t *testing.T, test func(t *testing.T)) {
+	for _, goroutines := range []bool{false, true} {
+		t.Run(map[bool]string{false: "eventloop", true: "goroutines"}[goroutines], func(t *testing.T) {
+			goroutinesOnly = goroutines
+			defer func() { goroutinesOnly = false }()
+			test(t)
+		})
+	}
+}
+
+func TestHTTPAgainstNetHTTP(t *testing.T) { bothClients(t, testHTTPAgainstNetHTTP) }
+
+func testHTTPAgainstNetHTTP(t *testing.T) {
 	big := strings.Repeat("y", 100_000)
 	for _, tc := range []struct {
 		name     string
@@ -177,7 +191,9 @@ func rawServer(t *testing.T, fn func(net.Conn)) string {
 	return "http://" + l.Addr().String() + "/"
 }
 
-func TestHTTPRawServers(t *testing.T) {
+func TestHTTPRawServers(t *testing.T) { bothClients(t, testHTTPRawServers) }
+
+func testHTTPRawServers(t *testing.T) {
 	readRequest := func(c net.Conn, r *bufio.Reader) bool {
 		_, err := http.ReadRequest(r)
 		return err == nil

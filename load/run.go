@@ -43,11 +43,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	newConn := func() conn { return newUDPConn(cfg, t) }
+	var loop func(context.Context, []*worker, *counters)
 	if t.scheme != "udp" {
 		req := buildRequest(cfg, t)
 		newConn = func() conn { return newHTTPConn(cfg, t, req) }
+		if cfg.Rate == 0 && eventLoopFor(t) && !goroutinesOnly {
+			loop = func(ctx context.Context, ws []*worker, cnt *counters) { runEventLoop(ctx, cfg, t, req, ws, cnt) }
+		}
 	}
-	return run(ctx, cfg, newConn), nil
+	return run(ctx, cfg, newConn, loop), nil
+}
+
+// goroutinesOnly makes tests run the closed loop on the goroutine client.
+var goroutinesOnly bool
+
+// counters are shared by the workers: request tickets, and figures for the
+// progress line and the open loop's accounting.
+type counters struct {
+	tickets, sent, done, failed, unfinished atomic.Int64
 }
 
 // shard is a set of histograms shared by the workers i with i%shards equal.
@@ -151,8 +164,9 @@ func (w *worker) flush() {
 }
 
 // run starts the workers, waits for the end of the run and assembles the
-// result.
-func run(parent context.Context, cfg Config, newConn func() conn) *Result {
+// result. With loop set, one event loop drives every worker's connection
+// instead of a goroutine per worker with its own conn.
+func run(parent context.Context, cfg Config, newConn func() conn, loop func(context.Context, []*worker, *counters)) *Result {
 	open := cfg.Rate > 0
 	// stop ends the run; requests still in flight then are cut off and not
 	// counted (they measured our cut-off, not the server).
@@ -180,13 +194,16 @@ func run(parent context.Context, cfg Config, newConn func() conn) *Result {
 		}
 	}
 	tl := &timeline{}
-	conns := make([]conn, cfg.Concurrency)
-	var connecting sync.WaitGroup
-	for i := range conns {
-		conns[i] = newConn()
-		connecting.Go(func() { conns[i].connect(runCtx) })
+	var conns []conn
+	if loop == nil {
+		conns = make([]conn, cfg.Concurrency)
+		var connecting sync.WaitGroup
+		for i := range conns {
+			conns[i] = newConn()
+			connecting.Go(func() { conns[i].connect(runCtx) })
+		}
+		connecting.Wait()
 	}
-	connecting.Wait()
 	// Unblock every connection when the run ends, so no worker waits out
 	// its request timeout.
 	aborted := make(chan struct{})
@@ -201,22 +218,37 @@ func run(parent context.Context, cfg Config, newConn func() conn) *Result {
 	cpu0 := processCPU()
 	start := time.Now()
 	var (
-		tickets, sent, done, failed, unfinished atomic.Int64
-		wakeLag                                 = newHist() // open loop: how late sleeping workers woke
-		wakeMu                                  sync.Mutex
-		wg                                      sync.WaitGroup
+		cnt     counters
+		wakeLag = newHist() // open loop: how late sleeping workers woke
+		wakeMu  sync.Mutex
+		wg      sync.WaitGroup
 	)
 	interval := time.Duration(0)
 	if open {
 		interval = time.Duration(float64(time.Second) / cfg.Rate)
 	}
+	workers := make([]*worker, cfg.Concurrency)
+	for i := range workers {
+		workers[i] = &worker{shard: shards[i%nShards], tl: tl, start: start, cur: newTimelineSecond()}
+	}
+	if loop != nil {
+		wg.Go(func() {
+			defer func() {
+				for _, w := range workers {
+					w.flush()
+				}
+			}()
+			loop(runCtx, workers, &cnt)
+		})
+	}
 	for i, c := range conns {
-		w := &worker{c: c, shard: shards[i%nShards], tl: tl, start: start, cur: newTimelineSecond()}
+		w := workers[i]
+		w.c = c
 		wg.Go(func() {
 			defer w.flush()
 			var sleep *time.Timer
 			for runCtx.Err() == nil {
-				n := tickets.Add(1) - 1
+				n := cnt.tickets.Add(1) - 1
 				if cfg.MaxRequests > 0 && n >= cfg.MaxRequests {
 					return
 				}
@@ -258,17 +290,17 @@ func run(parent context.Context, cfg Config, newConn func() conn) *Result {
 				if !open {
 					from = t0
 				}
-				sent.Add(1)
+				cnt.sent.Add(1)
 				kind := w.c.do(runCtx)
 				t1 := time.Now()
 				if kind != "" && runCtx.Err() != nil {
-					unfinished.Add(1)
+					cnt.unfinished.Add(1)
 					return // cut off by the end of the run
 				}
 				w.record(kind, t1.Sub(from), t1.Sub(t0), t1, late)
-				done.Add(1)
+				cnt.done.Add(1)
 				if kind != "" {
-					failed.Add(1)
+					cnt.failed.Add(1)
 				}
 			}
 		})
@@ -285,9 +317,9 @@ func run(parent context.Context, cfg Config, newConn func() conn) *Result {
 					return
 				case <-tick.C:
 					el := time.Since(start)
-					n := done.Load()
+					n := cnt.done.Load()
 					cfg.Progress.Update("load %s: %s, %d req, %d err, %.0f req/s",
-						cfg.URL, el.Round(time.Second), n, failed.Load(), float64(n)/el.Seconds())
+						cfg.URL, el.Round(time.Second), n, cnt.failed.Load(), float64(n)/el.Seconds())
 				}
 			}
 		}()
@@ -308,7 +340,7 @@ func run(parent context.Context, cfg Config, newConn func() conn) *Result {
 		Concurrency:  cfg.Concurrency,
 		Duration:     elapsed,
 		ErrorsByKind: map[string]int64{},
-		Unfinished:   unfinished.Load(),
+		Unfinished:   cnt.unfinished.Load(),
 		// The run was cut short only if the caller's ctx ended it, not our
 		// own timer or the request budget.
 		Interrupted: parent.Err() != nil,
@@ -344,7 +376,7 @@ func run(parent context.Context, cfg Config, newConn func() conn) *Result {
 		if cfg.MaxRequests > 0 {
 			due = min(due, cfg.MaxRequests)
 		}
-		res.Dropped = max(0, due-sent.Load())
+		res.Dropped = max(0, due-cnt.sent.Load())
 	}
 	for i, s := range tl.secs {
 		if s == nil {
