@@ -38,7 +38,7 @@ func (f *loadFlags) register(cmd *cobra.Command, defaultDuration time.Duration) 
 	fl.StringArrayVarP(&f.headers, "header", "H", nil, `HTTP header "Name: value" (repeatable)`)
 	fl.StringVar(&f.bodyFile, "body", "", "file holding the HTTP body or the UDP payload")
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 32, "closed loop: workers; open loop: connections (requests in flight at most)")
-	fl.Float64VarP(&f.rate, "rate", "r", 0, "open loop: requests per second (latency from the intended send time); unset = closed loop")
+	fl.Float64VarP(&f.rate, "rate", "r", 0, "open loop: requests per second, latency corrected for coordinated omission; unset = closed loop")
 	fl.DurationVarP(&f.duration, "duration", "d", defaultDuration, "how long to load, at most "+load.MaxDuration.String())
 	fl.DurationVar(&f.timeout, "timeout", load.DefaultTimeout, "per-request timeout")
 	fl.StringVar(&f.udpMode, "udp-mode", "", "udp:// URLs: reply (wait for a datagram back, the default) or fire (send only)")
@@ -104,9 +104,10 @@ Closed loop (the default): --concurrency workers each send their next request
 when the previous one is answered; this finds maximum throughput.
 
 Open loop (--rate R): requests are due at R per second whatever the server
-does, and latency is measured from each request's due time, so a server that
-stalls shows the queue it built (coordinated omission is corrected). The plain
-service time, late sends and sends that never started are reported too.
+does; a request that had to wait for a free connection counts its latency from
+its due time, so a server that stalls shows the queue it built (coordinated
+omission is corrected). The plain service time, late sends and sends that
+never started are reported too.
 
 --find-max steps the open-loop rate up and reports the highest rate that meets
 --slo (e.g. 'p99<200ms'), with the table of steps.
