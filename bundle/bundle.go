@@ -172,3 +172,34 @@ func WriteJSONAtomic(path string, v any) error {
 	}
 	return WriteFileAtomic(path, append(b, '\n'))
 }
+
+// AddLoad saves the load that ran during the collection into a finished
+// bundle: result (any JSON value, load.Result's form) as load.json, then
+// the manifest with a "load" item and the summary, written last so a reader
+// sees either the old manifest or the complete new one.
+func AddLoad(dir string, result any, summary LoadSummary) error {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, LoadFile)
+	if err := WriteJSONAtomic(path, result); err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	item := Item{Name: "load", File: LoadFile, Status: StatusOK, Bytes: st.Size(), Duration: summary.Duration}
+	replaced := false
+	for i := range m.Items {
+		if m.Items[i].Name == item.Name {
+			m.Items[i], replaced = item, true
+		}
+	}
+	if !replaced {
+		m.Items = append(m.Items, item)
+	}
+	m.Load = &summary
+	return WriteJSONAtomic(filepath.Join(dir, ManifestFile), m)
+}

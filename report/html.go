@@ -7,9 +7,7 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -52,9 +50,9 @@ func WriteHTMLWith(w io.Writer, r *Report, opts HTMLOptions) error {
 	for i, f := range r.Findings {
 		p.Cards = append(p.Cards, newCard(i+1, f))
 	}
+	p.Load = newLoadView(r.Load)
 	if ev := r.Evidence; ev != nil {
 		p.Runtime = runtimeFigures(ev)
-		p.Load = readLoad(ev.LoadPath)
 	}
 	data := pageData{Profiles: flameTrees(r.Evidence, minShare), Marks: marks(r.Findings), Links: opts.PprofLinks}
 	return renderPage(w, p, data)
@@ -68,7 +66,7 @@ type htmlPage struct {
 	Describe string
 	Cards    []card
 	Runtime  []figureGroup
-	Load     *loadFigures
+	Load     *loadView
 	Diff     *Diff
 	DiffRows []diffSection
 	Data     template.JS
@@ -272,26 +270,13 @@ func round(v float64, digits int) float64 {
 	return math.Round(v*p) / p
 }
 
-// loadFigures is load.json (load.Result's JSON form) as the page shows it.
-type loadFigures struct {
-	URL         string           `json:"url"`
-	Concurrency int              `json:"concurrency"`
-	DurationMS  float64          `json:"duration_ms"`
-	Requests    int64            `json:"requests"`
-	Errors      int64            `json:"errors"`
-	ErrorsBy    map[string]int64 `json:"errors_by_kind"`
-	Throughput  float64          `json:"throughput_rps"`
-	Latency     struct {
-		P50  float64 `json:"p50_ms"`
-		P90  float64 `json:"p90_ms"`
-		P99  float64 `json:"p99_ms"`
-		P999 float64 `json:"p999_ms"`
-		Max  float64 `json:"max_ms"`
-		Mean float64 `json:"mean_ms"`
-	} `json:"latency"`
-	Interrupted bool `json:"interrupted"`
-	Bars        []loadBar
-	ErrorKinds  string
+// loadView is the load section of the page: the figures, latency
+// percentile bars and the per-second chart.
+type loadView struct {
+	*LoadFigures
+	ErrorKinds string
+	Bars       []loadBar
+	Chart      *loadChart
 }
 
 // loadBar is one latency percentile drawn as a bar (width in % of the
@@ -304,18 +289,29 @@ type loadBar struct {
 	Y     int
 }
 
-func readLoad(path string) *loadFigures {
-	if path == "" {
+// loadChart is latency over time: p50 and p99 per second as lines on a
+// log scale, throughput as bars behind them.
+type loadChart struct {
+	Width, Height int
+	P50, P99      string // SVG polyline points
+	Bars          []chartBar
+	YTicks        []chartTick
+	XTicks        []chartTick
+	PeakRPS       string
+}
+
+type chartBar struct{ X, Y, W, H int }
+
+type chartTick struct {
+	Pos   int
+	Label string
+}
+
+func newLoadView(l *LoadFigures) *loadView {
+	if l == nil {
 		return nil
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var l loadFigures
-	if json.Unmarshal(b, &l) != nil {
-		return nil
-	}
+	v := &loadView{LoadFigures: l, ErrorKinds: l.errorKinds()}
 	lat := []struct {
 		label string
 		v     float64
@@ -331,15 +327,76 @@ func readLoad(path string) *loadFigures {
 			w = math.Max(0.01, math.Log10(x.v*1000+1)/math.Log10(top*1000+1))
 		}
 		px := int(math.Round(w * 280))
-		l.Bars = append(l.Bars, loadBar{Label: x.label, MS: fmtMS(x.v), W: px, TextX: 50 + px + 6, Y: i * 26})
+		v.Bars = append(v.Bars, loadBar{Label: x.label, MS: fmtMS(x.v), W: px, TextX: 50 + px + 6, Y: i * 26})
 	}
-	var kinds []string
-	for k, n := range l.ErrorsBy {
-		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	v.Chart = newLoadChart(l.Timeline)
+	return v
+}
+
+// newLoadChart lays out the timeline in a 600x180 plot (left margin 60 for
+// the latency axis, bottom 20 for seconds).
+func newLoadChart(secs []LoadSecond) *loadChart {
+	if len(secs) < 2 {
+		return nil
 	}
-	sort.Strings(kinds)
-	l.ErrorKinds = strings.Join(kinds, ", ")
-	return &l
+	const w, h, left, bottom = 600, 180, 60, 20
+	plotW, plotH := float64(w-left-10), float64(h-bottom-10)
+	lo, hi := math.Inf(1), 0.0
+	peak := int64(0)
+	for _, s := range secs {
+		if s.OK > 0 {
+			lo, hi = math.Min(lo, s.P50), math.Max(hi, s.P99)
+		}
+		peak = max(peak, s.OK)
+	}
+	if hi <= 0 {
+		return nil
+	}
+	// Whole decades of milliseconds around the data.
+	lo = math.Pow(10, math.Floor(math.Log10(math.Max(lo, 0.001))))
+	hi = math.Pow(10, math.Ceil(math.Log10(hi)))
+	if hi <= lo {
+		hi = lo * 10
+	}
+	y := func(ms float64) float64 {
+		ms = math.Max(ms, lo)
+		return 10 + plotH*(1-(math.Log10(ms)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo)))
+	}
+	step := plotW / float64(len(secs))
+	c := &loadChart{Width: w, Height: h, PeakRPS: fmt.Sprintf("%d req/s", peak)}
+	var p50, p99 []string
+	for i, s := range secs {
+		x := float64(left) + step*(float64(i)+0.5)
+		if peak > 0 && s.OK > 0 {
+			bh := plotH * float64(s.OK) / float64(peak)
+			c.Bars = append(c.Bars, chartBar{X: int(float64(left) + step*float64(i) + 1), Y: int(10 + plotH - bh), W: max(1, int(step)-2), H: int(bh)})
+		}
+		if s.OK == 0 {
+			continue
+		}
+		p50 = append(p50, fmt.Sprintf("%.1f,%.1f", x, y(s.P50)))
+		p99 = append(p99, fmt.Sprintf("%.1f,%.1f", x, y(s.P99)))
+	}
+	c.P50, c.P99 = strings.Join(p50, " "), strings.Join(p99, " ")
+	for d := lo; d <= hi*1.0001; d *= 10 {
+		c.YTicks = append(c.YTicks, chartTick{Pos: int(y(d)), Label: tickMS(d)})
+	}
+	every := max(1, len(secs)/10)
+	for i := 0; i < len(secs); i += every {
+		c.XTicks = append(c.XTicks, chartTick{Pos: int(float64(left) + step*(float64(i)+0.5)), Label: fmt.Sprintf("%ds", secs[i].T)})
+	}
+	return c
+}
+
+// tickMS labels a power of ten of milliseconds: "100 µs", "10 ms", "1 s".
+func tickMS(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%g s", v/1000)
+	case v >= 1:
+		return fmt.Sprintf("%g ms", v)
+	}
+	return fmt.Sprintf("%g µs", math.Round(v*1000))
 }
 
 func fmtMS(v float64) string {

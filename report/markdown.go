@@ -39,6 +39,16 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 		fmt.Fprintf(bw, " Source: `%s`.", strings.Join(r.Inputs.Sources, "`, `"))
 	}
 	bw.WriteString("\n")
+	if l := r.Load; l != nil {
+		fmt.Fprintf(bw, "\nLoad: %s.\n", mdText(describeLoad(l)))
+		if len(l.Timeline) > 1 {
+			bw.WriteString("\n<details><summary>Load per second</summary>\n\n| second | ok | errors | p50 | p99 | max |\n|---:|---:|---:|---:|---:|---:|\n")
+			for _, s := range l.Timeline {
+				fmt.Fprintf(bw, "| %d | %d | %d | %s | %s | %s |\n", s.T, s.OK, s.Errors, fmtMS(s.P50), fmtMS(s.P99), fmtMS(s.Max))
+			}
+			bw.WriteString("\n</details>\n")
+		}
+	}
 	if r.Inputs.Partial || len(r.Inputs.Failed) > 0 {
 		fmt.Fprintf(bw, "\n> **Partial bundle:** %d item(s) failed:", len(r.Inputs.Failed))
 		for i, f := range r.Inputs.Failed {

@@ -25,6 +25,9 @@ type Report struct {
 	Findings      []rules.Finding    `json:"findings"`
 	NotChecked    []rules.NotChecked `json:"not_checked"`
 	Inputs        Inputs             `json:"inputs"`
+	// Load is the load that ran while the evidence was collected (perfdoctor
+	// run, demo), when the evidence has load.json.
+	Load *LoadFigures `json:"load,omitempty"`
 
 	// Evidence is what the report was made from. The HTML report draws its
 	// flame graphs, GC and load figures from it; other formats ignore it,
@@ -174,6 +177,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 	}
 	in.Runtime = inputRuntime(ev)
 	r.Inputs = in
+	r.Load = readLoadFigures(ev.LoadPath)
 	return r
 }
 

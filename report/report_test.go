@@ -2,15 +2,22 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
@@ -32,16 +39,62 @@ func TestJSONMatchesSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("schema: %v", err)
 	}
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, sampleReport(t)); err != nil {
-		t.Fatal(err)
+	for name, rep := range map[string]*Report{"plain": sampleReport(t), "with load": reportWithLoad(t)} {
+		var buf bytes.Buffer
+		if err := WriteJSON(&buf, rep); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(doc); err != nil {
+			t.Errorf("%s: report does not match docs/report.schema.json: %v", name, err)
+		}
 	}
-	doc, err := jsonschema.UnmarshalJSON(&buf)
+}
+
+// reportWithLoad is sampleReport's evidence plus a real open-loop load.json
+// from a 2 s run against a local server.
+func reportWithLoad(t *testing.T) *Report {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	res, err := load.Run(context.Background(), load.Config{URL: srv.URL, Concurrency: 4, Rate: 200, Duration: 2100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schema.Validate(doc); err != nil {
-		t.Errorf("report does not match docs/report.schema.json: %v", err)
+	path := filepath.Join(t.TempDir(), "load.json")
+	b, _ := json.Marshal(res)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := sampleReport(t)
+	rep.Evidence.LoadPath = path
+	rep = New(rep.Tool, rep.Evidence, rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
+	if rep.Load == nil || rep.Load.Mode != "open" || len(rep.Load.Timeline) < 2 || rep.Load.Service == nil {
+		t.Fatalf("load figures not read: %+v", rep.Load)
+	}
+	return rep
+}
+
+func TestLoadInEveryFormat(t *testing.T) {
+	rep := reportWithLoad(t)
+	for format, want := range map[string][]string{
+		"text":     {"load: open loop at 200 req/s", "load per second (req/p99):"},
+		"markdown": {"Load: open loop at 200 req/s", "| second | ok | errors |"},
+		"html":     {`id="load"`, `<svg class="timeline"`, "<polyline points=", "req/s due"},
+		"json":     {`"load": {`, `"timeline": [`, `"dropped_sends"`},
+	} {
+		var buf bytes.Buffer
+		if err := Write(&buf, format, rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("%s report lacks %q", format, w)
+			}
+		}
 	}
 }
 

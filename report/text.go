@@ -21,6 +21,15 @@ func WriteText(w io.Writer, r *Report) error {
 	if rt := in.Runtime; rt != nil {
 		fmt.Fprintf(bw, "  runtime: %s\n", describeRuntime(rt))
 	}
+	if l := r.Load; l != nil {
+		fmt.Fprintf(bw, "  load: %s\n", describeLoad(l))
+		if len(l.Timeline) > 1 {
+			fmt.Fprintf(bw, "  load per second (req/p99): %s\n", timelineLine(l.Timeline))
+		}
+		for _, w := range l.Warnings {
+			fmt.Fprintf(bw, "  load warning: %s\n", w)
+		}
+	}
 	if in.Partial || len(in.Failed) > 0 {
 		fmt.Fprintf(bw, "  partial bundle: %d item(s) failed:\n", len(in.Failed))
 		for _, f := range in.Failed {
@@ -116,6 +125,16 @@ func describeInputs(in Inputs) string {
 		return "none usable"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// timelineLine is the timeline as "1234/5.1ms, ..." (requests/p99).
+func timelineLine(secs []LoadSecond) string {
+	parts := make([]string, 0, len(secs))
+	for _, s := range secs {
+		// No space inside an entry, so wrapping splits between seconds.
+		parts = append(parts, fmt.Sprintf("%d/%s", s.OK, strings.ReplaceAll(fmtMS(s.P99), " ", "")))
+	}
+	return wrap(strings.Join(parts, ", "), 4)
 }
 
 // describeRuntime is the one-line summary of the collector and scheduler.

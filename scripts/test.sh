@@ -7,38 +7,27 @@ cd "$(dirname "$0")/.."
 # Go modules.
 go mod download
 
-# Chromium, for the browser tests of the HTML report (report/htmltest): they
-# skip without it on a developer's machine and fail without it under CI.
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages the tests use, installed in one step when missing. On a
+# developer's machine without root the tests that need them skip; under CI
+# (where this runs as root) they fail without them.
+#   chromium   the browser tests of the HTML report (report/htmltest)
+#   gcc        the native casebook case (casebook/native builds a C service)
+#   linux-perf kernel stacks (collect/perf, casebook native and e2e --perf);
+#              the software cpu-clock event works without hardware counters
+#   JDK 17     javac, jcmd and jfr: the JFR converter, collect --jfr, casebook/java
+#   wrk        the reference the load generator is measured against
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
+{ command -v javac && command -v jfr; } >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+		apt-get update
+		DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
 	else
-		echo "chromium is not installed and this is not root: the browser tests will skip (and fail under CI)" >&2
-	fi
-fi
-# gcc, for the native casebook case (casebook/native builds a C service).
-if ! command -v gcc >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libc6-dev
-fi
-# Linux perf, for the kernel-stack tests (collect/perf, casebook e2e --perf):
-# they skip without it on a developer's machine. The software cpu-clock event
-# works on virtual machines without hardware counters.
-if ! command -v perf >/dev/null 2>&1; then
-	if [ "$(id -u)" = 0 ]; then
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y linux-perf
-	else
-		echo "perf is not installed and this is not root: the perf tests will skip" >&2
-	fi
-fi
-# A JDK (javac, jcmd, jfr) for the JFR converter, collect --jfr and the Java
-# casebook cases (casebook/java); they skip without it on a developer's machine
-# and fail without it under CI.
-if ! command -v javac >/dev/null 2>&1 || ! command -v jfr >/dev/null 2>&1; then
-	if [ "$(id -u)" = 0 ]; then
-		apt-get update && { DEBIAN_FRONTEND=noninteractive apt-get install -y openjdk-17-jdk-headless ||
-			DEBIAN_FRONTEND=noninteractive apt-get install -y default-jdk-headless; }
-	else
-		echo "no JDK (javac, jfr) and this is not root: the JVM tests will skip (and fail under CI)" >&2
+		echo "not root, so not installing ${missing[*]}: the tests that need them will skip (and fail under CI)" >&2
 	fi
 fi
 # spring-core from Maven Central, for casebook E4 (Spring's AntPathMatcher).
@@ -82,3 +71,8 @@ go vet ./...
 # The end-to-end casebook tests start services and load them: give them time
 # on a 2-core machine, and keep package runs to the core count.
 go test -count=1 -timeout 15m ./... "$@"
+# The load generator against wrk, briefly: the ratio is for the log (a
+# shared CI machine is too noisy to gate on; docs/load.md has the figures).
+if command -v wrk >/dev/null 2>&1; then
+	ROUNDS=2 SECONDS_PER_RUN=2 ./scripts/loadbench.sh
+fi

@@ -16,8 +16,6 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
-	"github.com/perfdoctor/perfdoctor/collect"
-	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
 )
 
@@ -48,88 +46,18 @@ to ./perfdoctor-demo/. Nothing needs to be installed or configured.`,
 const demoWarmup = 2 * time.Second
 
 func (a *app) demo(ctx context.Context, dir string, duration time.Duration, concurrency int) error {
-	bundleDir := filepath.Join(dir, "bundle")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("demo output: %w", err)
-	}
-	if err := removeOldBundle(bundleDir); err != nil {
-		return err
-	}
-
 	svc, err := startCasebookService(ctx, "d1", "bad")
 	if err != nil {
 		return fmt.Errorf("starting the demo service: %w", err)
 	}
 	defer svc.stop()
 	fmt.Fprintf(a.stderr, "demo: casebook D1 (bad variant) serving %s, pprof at %s, pid %d\n", svc.appURL, svc.pprofURL, svc.cmd.Process.Pid)
-
-	line := progress.New(os.Stderr)
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	type loadOutcome struct {
-		res *load.Result
-		err error
-	}
-	loadDone := make(chan loadOutcome, 1)
-	go func() {
-		res, err := load.Run(loadCtx, load.Config{
-			URL:         svc.appURL,
-			Concurrency: concurrency,
-			Duration:    demoWarmup + duration,
-		})
-		loadDone <- loadOutcome{res, err}
-	}()
-	fmt.Fprintf(a.stderr, "demo: load with %d connections; warming up %s, then profiling %s\n", concurrency, demoWarmup, duration)
-	select {
-	case <-time.After(demoWarmup):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-
-	m, cerr := collect.Collect(ctx, collect.Options{
-		Target:   svc.pprofURL,
-		Duration: duration,
-		OutDir:   bundleDir,
-		Progress: line,
-		Logger:   a.log,
-	})
-	line.Clear()
-	if cerr != nil {
-		stopLoad()
-	}
-	lo := <-loadDone
-	if m != nil {
-		printCollected(a, bundleDir, m)
-	}
-	if cerr != nil {
-		return cerr
-	}
-	if lo.err != nil && !errors.Is(lo.err, context.Canceled) {
-		return fmt.Errorf("demo load: %w", lo.err)
-	}
-	if lo.res != nil {
-		fmt.Fprintf(a.stderr, "demo: load: %s\n", lo.res)
-		if err := bundle.WriteJSONAtomic(filepath.Join(bundleDir, bundle.LoadFile), lo.res); err != nil {
-			return fmt.Errorf("saving load results: %w", err)
-		}
-	}
-
-	rep, err := diagnose(bundleDir)
-	if err != nil {
+	cfg := load.Config{URL: svc.appURL, Concurrency: concurrency, Duration: duration}
+	if err := a.profileUnderLoad(ctx, svc.pprofURL, cfg, demoWarmup, dir, "text"); err != nil {
 		return err
 	}
-	fmt.Fprintln(a.stdout)
-	if err := writeReport(a.stdout, "", "text", rep); err != nil {
-		return err
-	}
-	for _, format := range []string{"text", "json", "html"} {
-		path := filepath.Join(dir, "report."+map[string]string{"text": "txt", "json": "json", "html": "html"}[format])
-		if err := writeReport(nil, path, format, rep); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(a.stderr, "\ndemo: bundle in %s, reports in %s; try: perfdoctor diagnose %s, go tool pprof %s\n",
-		bundleDir, filepath.Join(dir, "report.{txt,json,html}"), bundleDir, filepath.Join(bundleDir, bundle.CPUFile))
+	bundleDir := filepath.Join(dir, "bundle")
+	fmt.Fprintf(a.stderr, "demo: try: perfdoctor diagnose %s, go tool pprof %s\n", bundleDir, filepath.Join(bundleDir, bundle.CPUFile))
 	return nil
 }
 

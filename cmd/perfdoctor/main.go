@@ -64,6 +64,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "perfdoctor: %s\n", fe.msg)
 		return exitFindings
 	}
+	var re regressionError
+	if errors.As(err, &re) {
+		fmt.Fprintf(stderr, "perfdoctor: %s\n", re.msg)
+		return exitRegression
+	}
 	fmt.Fprintf(stderr, "perfdoctor: %s\n", oneLine(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -103,6 +108,7 @@ Start with:  perfdoctor demo`,
 		a.casebookServeCommand(),
 		a.diffCommand(), a.viewCommand(),
 		a.sysCommand(),
+		a.loadCommand(), a.runCommand(), a.verifyCommand(),
 	)
 	return root
 }

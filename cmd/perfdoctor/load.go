@@ -1,0 +1,328 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
+	"github.com/perfdoctor/perfdoctor/load"
+)
+
+// loadFlags are the load settings shared by load, run and verify.
+type loadFlags struct {
+	method      string
+	headers     []string
+	bodyFile    string
+	concurrency int
+	rate        float64
+	duration    time.Duration
+	timeout     time.Duration
+	udpMode     string
+	procs       int
+}
+
+func (f *loadFlags) register(cmd *cobra.Command, defaultDuration time.Duration) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.method, "method", "X", "GET", "HTTP method")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, `HTTP header "Name: value" (repeatable)`)
+	fl.StringVar(&f.bodyFile, "body", "", "file holding the HTTP body or the UDP payload")
+	fl.IntVarP(&f.concurrency, "concurrency", "c", 32, "closed loop: workers; open loop: connections (requests in flight at most)")
+	fl.Float64VarP(&f.rate, "rate", "r", 0, "open loop: requests per second, latency corrected for coordinated omission; unset = closed loop")
+	fl.DurationVarP(&f.duration, "duration", "d", defaultDuration, "how long to load, at most "+load.MaxDuration.String())
+	fl.DurationVar(&f.timeout, "timeout", load.DefaultTimeout, "per-request timeout")
+	fl.StringVar(&f.udpMode, "udp-mode", "", "udp:// URLs: reply (wait for a datagram back, the default) or fire (send only)")
+	fl.IntVar(&f.procs, "procs", 1, "CPUs the generator may use (GOMAXPROCS); one leaves the rest to a local server and costs the least per request")
+}
+
+// limitProcs applies --procs for the generator and returns the undo.
+func (f *loadFlags) limitProcs() (func(), error) {
+	if f.procs < 1 || f.procs > runtime.NumCPU() {
+		return nil, usageError{fmt.Errorf("--procs %d out of range 1..%d", f.procs, runtime.NumCPU())}
+	}
+	old := runtime.GOMAXPROCS(f.procs)
+	return func() { runtime.GOMAXPROCS(old) }, nil
+}
+
+// config turns the flags into a load.Config for url.
+func (f *loadFlags) config(cmd *cobra.Command, url string) (load.Config, error) {
+	cfg := load.Config{URL: url, Method: f.method, Concurrency: f.concurrency, Rate: f.rate,
+		Duration: f.duration, Timeout: f.timeout, UDPMode: f.udpMode}
+	if cmd.Flags().Changed("rate") && f.rate <= 0 {
+		return cfg, usageError{fmt.Errorf("--rate %g: the rate must be > 0 requests/s (omit it for a closed loop)", f.rate)}
+	}
+	if f.duration <= 0 || f.duration > load.MaxDuration {
+		return cfg, usageError{fmt.Errorf("--duration %s out of range (0, %s]", f.duration, load.MaxDuration)}
+	}
+	if len(f.headers) > 0 {
+		cfg.Header = http.Header{}
+		for _, h := range f.headers {
+			name, value, ok := strings.Cut(h, ":")
+			if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") {
+				return cfg, usageError{fmt.Errorf("--header %q: want \"Name: value\"", h)}
+			}
+			cfg.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
+	}
+	if f.bodyFile != "" {
+		b, err := os.ReadFile(f.bodyFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--body: %w", err)
+		}
+		cfg.Body = b
+	}
+	return cfg, nil
+}
+
+func (a *app) loadCommand() *cobra.Command {
+	var (
+		f       loadFlags
+		format  string
+		out     string
+		findMax bool
+		slo     string
+		steps   int
+	)
+	cmd := &cobra.Command{
+		Use:   "load URL",
+		Short: "Drive HTTP/1.1 or UDP load at a service and report throughput and latency",
+		Long: `Load sends requests to URL (http://, https:// or udp://host:port) and reports
+throughput, latency percentiles (HdrHistogram, p50 to p99.99 and max), errors by
+kind and a per-second timeline.
+
+Closed loop (the default): --concurrency workers each send their next request
+when the previous one is answered; this finds maximum throughput.
+
+Open loop (--rate R): requests are due at R per second whatever the server
+does; a request that had to wait for a free connection counts its latency from
+its due time, so a server that stalls shows the queue it built (coordinated
+omission is corrected). The plain service time, late sends and sends that
+never started are reported too.
+
+--find-max steps the open-loop rate up and reports the highest rate that meets
+--slo (e.g. 'p99<200ms'), with the table of steps.
+
+Ctrl-C stops the run and still reports what was measured.`,
+		Example: `  perfdoctor load http://127.0.0.1:8080/ -c 32 -d 10s
+  perfdoctor load http://127.0.0.1:8080/api -X POST --body req.json -H 'Content-Type: application/json' --rate 2000
+  perfdoctor load udp://127.0.0.1:9000 --body packet.bin --rate 10000 --udp-mode fire
+  perfdoctor load http://127.0.0.1:8080/ --find-max --slo 'p99<200ms'`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageError{fmt.Errorf("--format %q: want text or json", format)}
+			}
+			cfg, err := f.config(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			cfg.Progress = progress.New(os.Stderr)
+			restore, err := f.limitProcs()
+			if err != nil {
+				return err
+			}
+			defer restore()
+			if findMax {
+				return a.findMax(cmd, cfg, slo, steps, format, out)
+			}
+			if cmd.Flags().Changed("slo") {
+				return usageError{errors.New("--slo needs --find-max")}
+			}
+			res, err := load.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if err := writeResult(a.stdout, format, res); err != nil {
+				return err
+			}
+			if out != "" {
+				if err := bundle.WriteJSONAtomic(out, res); err != nil {
+					return fmt.Errorf("saving results: %w", err)
+				}
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintf(a.stderr, "perfdoctor: warning: %s\n", w)
+			}
+			return loadOutcome(res)
+		},
+	}
+	f.register(cmd, 10*time.Second)
+	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "also save the results as JSON to this file")
+	cmd.Flags().BoolVar(&findMax, "find-max", false, "step the rate up to find the highest one meeting --slo")
+	cmd.Flags().StringVar(&slo, "slo", "p99<200ms", "latency objective for --find-max: pNN<DURATION, optionally ',errors<1%'")
+	cmd.Flags().IntVar(&steps, "steps", 12, "--find-max: at most this many steps")
+	return cmd
+}
+
+// loadOutcome turns a run where nothing succeeded into an error, so an
+// unreachable target fails the command rather than printing zeros.
+func loadOutcome(res *load.Result) error {
+	if res.Requests > 0 && res.Requests == res.Errors {
+		return fmt.Errorf("every request failed (%s)", res.ErrorKinds())
+	}
+	if res.Interrupted {
+		return errInterrupted
+	}
+	return nil
+}
+
+// errInterrupted ends a command cut short by Ctrl-C after it has reported.
+var errInterrupted = errors.New("interrupted: the results above cover the time until the interrupt")
+
+func writeResult(w io.Writer, format string, res *load.Result) error {
+	if format == "json" {
+		return writeJSON(w, res)
+	}
+	printResult(w, res)
+	return nil
+}
+
+// printResult writes a result for a human, wrk-style.
+func printResult(w io.Writer, r *load.Result) {
+	if r.Mode == "open" {
+		fmt.Fprintf(w, "%s: open loop at %g req/s over %d connections for %s\n", r.URL, r.Rate, r.Concurrency, r.Duration.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(w, "%s: closed loop, %d workers, %s\n", r.URL, r.Concurrency, r.Duration.Round(time.Millisecond))
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "  (interrupted: the figures cover the time until Ctrl-C)")
+	}
+	fmt.Fprintf(w, "  requests   %d (%d errors), %.1f successful req/s\n", r.Requests, r.Errors, r.Throughput)
+	if len(r.ErrorsByKind) > 0 {
+		fmt.Fprintf(w, "  errors     %s\n", r.ErrorKinds())
+	}
+	if r.Mode == "open" {
+		fmt.Fprintf(w, "  sends      %d late by more than %s, %d never sent, %d unfinished at the end\n",
+			r.LateSends, load.LateThreshold, r.Dropped, r.Unfinished)
+	}
+	row := func(name string, p load.Percentiles) {
+		fmt.Fprintf(w, "  %-10s p50 %-9s p75 %-9s p90 %-9s p99 %-9s p99.9 %-9s p99.99 %-9s max %s\n", name,
+			fmtD(p.P50), fmtD(p.P75), fmtD(p.P90), fmtD(p.P99), fmtD(p.P999), fmtD(p.P9999), fmtD(p.Max))
+	}
+	if r.Mode == "open" {
+		row("latency", r.Latency)
+		row("service", r.Service)
+		fmt.Fprintln(w, "  (latency counts from the due time for requests that waited for a connection, else from the send;\n   service always from the send)")
+	} else {
+		row("latency", r.Latency)
+	}
+	if len(r.Timeline) > 1 {
+		fmt.Fprintln(w, "  second      ok/s   err/s      p50       p99       max")
+		for _, s := range r.Timeline {
+			fmt.Fprintf(w, "  %6d  %8d  %6d  %8s  %8s  %8s\n", s.T, s.OK, s.Errors, fmtD(s.P50), fmtD(s.P99), fmtD(s.Max))
+		}
+	}
+	fmt.Fprintf(w, "  generator  %.2f CPUs used; load average %.2f\n", r.GeneratorCPU, r.LoadAverage)
+}
+
+// fmtD rounds a latency for a table.
+func fmtD(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
+}
+
+func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int, format, out string) error {
+	obj, err := load.ParseObjective(slo)
+	if err != nil {
+		return usageError{err}
+	}
+	if steps < 1 || steps > 50 {
+		return usageError{fmt.Errorf("--steps %d out of range 1..50", steps)}
+	}
+	start := cfg.Rate
+	if start == 0 {
+		start = 100
+	}
+	fmt.Fprintf(a.stderr, "find-max: objective %s, %s per step, starting at %g req/s\n", obj, cfg.Duration, start)
+	c, err := load.FindMax(cmd.Context(), cfg, obj, start, steps)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		if err := writeJSON(a.stdout, capacityJSON(c)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.stdout, "%10s  %10s  %10s  %10s  %6s  %s\n", "rate", "answered", "p"+strconv.FormatFloat(obj.Percentile, 'g', -1, 64), "service", "errors", "verdict")
+		for _, s := range c.Steps {
+			verdict := "meets " + obj.String()
+			if !s.Pass {
+				verdict = "fails: " + s.Why
+			}
+			fmt.Fprintf(a.stdout, "%10.0f  %10.0f  %10s  %10s  %6d  %s\n", s.Rate, s.Result.Throughput, fmtD(s.Value),
+				fmtD(s.Result.Service.P99), s.Result.Errors+s.Result.Dropped, verdict)
+		}
+		if c.Best > 0 {
+			fmt.Fprintf(a.stdout, "highest rate meeting %s: %.0f req/s\n", obj, c.Best)
+		} else {
+			fmt.Fprintf(a.stdout, "no rate tried met %s\n", obj)
+		}
+	}
+	if out != "" {
+		if err := bundle.WriteJSONAtomic(out, capacityJSON(c)); err != nil {
+			return fmt.Errorf("saving results: %w", err)
+		}
+	}
+	if cmd.Context().Err() != nil {
+		return errInterrupted
+	}
+	if c.Best == 0 {
+		return fmt.Errorf("no rate met %s (lowest tried %g req/s)", obj, lowestRate(c))
+	}
+	return nil
+}
+
+func lowestRate(c *load.Capacity) float64 {
+	low := 0.0
+	for _, s := range c.Steps {
+		if low == 0 || s.Rate < low {
+			low = s.Rate
+		}
+	}
+	return low
+}
+
+type stepJSON struct {
+	Rate   float64      `json:"rate"`
+	Value  float64      `json:"objective_ms"`
+	Pass   bool         `json:"pass"`
+	Why    string       `json:"why,omitempty"`
+	Result *load.Result `json:"result"`
+}
+
+func capacityJSON(c *load.Capacity) any {
+	steps := make([]stepJSON, 0, len(c.Steps))
+	for _, s := range c.Steps {
+		steps = append(steps, stepJSON{s.Rate, float64(s.Value) / float64(time.Millisecond), s.Pass, s.Why, s.Result})
+	}
+	return struct {
+		Objective string     `json:"objective"`
+		Best      float64    `json:"best_rate"`
+		Steps     []stepJSON `json:"steps"`
+	}{c.Objective.String(), c.Best, steps}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

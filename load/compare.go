@@ -1,0 +1,89 @@
+package load
+
+import (
+	"fmt"
+	"math"
+)
+
+// Ratio is after/before for one figure over paired rounds, with a 95%
+// confidence interval.
+//
+// Method: each round measures before and after back to back (in alternating
+// order), so the pair shares the machine's state at that time. The per-round
+// log ratio ln(after/before) cancels slow drift; its mean and standard error
+// give a Student t interval with n-1 degrees of freedom (a paired t-test on
+// log ratios), exponentiated back into a ratio. With 5 rounds the interval
+// is mean ± 2.776 standard errors: wide unless the rounds agree, which is
+// the honest answer from few rounds.
+type Ratio struct {
+	Estimate, Low, High float64
+	N                   int
+}
+
+// PairedRatio computes after/before from per-round figures. Rounds with a
+// non-positive figure on either side are skipped (no ratio exists).
+func PairedRatio(before, after []float64) Ratio {
+	var logs []float64
+	for i := range min(len(before), len(after)) {
+		if before[i] > 0 && after[i] > 0 {
+			logs = append(logs, math.Log(after[i]/before[i]))
+		}
+	}
+	r := Ratio{N: len(logs)}
+	if len(logs) == 0 {
+		return r
+	}
+	mean := 0.0
+	for _, l := range logs {
+		mean += l
+	}
+	mean /= float64(len(logs))
+	r.Estimate = math.Exp(mean)
+	if len(logs) < 2 {
+		r.Low, r.High = 0, math.Inf(1) // one round proves nothing
+		return r
+	}
+	ss := 0.0
+	for _, l := range logs {
+		ss += (l - mean) * (l - mean)
+	}
+	se := math.Sqrt(ss/float64(len(logs)-1)) / math.Sqrt(float64(len(logs)))
+	half := tQuantile975(len(logs)-1) * se
+	r.Low, r.High = math.Exp(mean-half), math.Exp(mean+half)
+	return r
+}
+
+// Direction of a significant change: +1 the figure rose, -1 it fell, 0 the
+// interval holds 1 (or the change is smaller than minChange, a fraction).
+func (r Ratio) Direction(minChange float64) int {
+	switch {
+	case r.N >= 2 && r.Low > 1 && r.Estimate-1 > minChange:
+		return 1
+	case r.N >= 2 && r.High < 1 && 1-r.Estimate > minChange:
+		return -1
+	}
+	return 0
+}
+
+func (r Ratio) String() string {
+	if r.N == 0 {
+		return "n/a"
+	}
+	if r.N < 2 {
+		return fmt.Sprintf("%.3fx (one round: no interval)", r.Estimate)
+	}
+	return fmt.Sprintf("%.3fx [%.3f, %.3f]", r.Estimate, r.Low, r.High)
+}
+
+// tQuantile975 is Student's t 97.5% quantile for df degrees of freedom
+// (two-sided 95%). Beyond 30 it stays at the df=30 value, slightly wider
+// than the exact figure, never narrower.
+func tQuantile975(df int) float64 {
+	table := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df < 1 {
+		return math.Inf(1)
+	}
+	return table[min(df, len(table))-1]
+}
