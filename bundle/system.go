@@ -57,6 +57,9 @@ type NetInfo struct {
 	// TimeWaitAges says RemoteEndpoint.RecentTimeWait was counted (from the
 	// TIME_WAIT timers in /proc/net/tcp).
 	TimeWaitAges bool `json:"time_wait_ages,omitempty"`
+	// ProcessSockets says RemoteEndpoint.Process was counted: the snapshot
+	// is of a target process whose descriptors could be read.
+	ProcessSockets bool `json:"process_sockets,omitempty"`
 	// Listeners are the listening sockets with their accept queues.
 	Listeners []Listener `json:"listeners,omitempty"`
 	// Counters are cumulative kernel counters from /proc/net/snmp and
@@ -80,6 +83,9 @@ type RemoteEndpoint struct {
 	States map[string]int `json:"states"`
 	// RecentTimeWait counts the TIME_WAIT entries younger than RecentSeconds.
 	RecentTimeWait int `json:"recent_time_wait,omitempty"`
+	// Process counts the sockets to this endpoint that the target process
+	// holds (when NetInfo.ProcessSockets); TIME_WAIT sockets have no owner.
+	Process int `json:"process,omitempty"`
 }
 
 // Listener is a listening socket. Queue is the connections waiting for

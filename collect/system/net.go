@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/procfs"
 
@@ -40,10 +41,16 @@ func readCPUs(st procfs.Stat) []bundle.CPUTimes {
 
 // readNet reads TCP sockets and counters in the network namespace of
 // process ns (the target, or perfdoctor itself), and the settings.
-func readNet(roots Roots, pfs procfs.FS, ns procfs.Proc, fail func(string, error)) *bundle.NetInfo {
+// readNet reads the network namespace of process ns; when ns is the target
+// (not this process standing in for the host), its own sockets are marked.
+func readNet(roots Roots, pfs procfs.FS, ns procfs.Proc, target bool, fail func(string, error)) *bundle.NetInfo {
 	n := &bundle.NetInfo{Sysctls: readSysctls(pfs, fail)}
+	var own map[uint64]bool
+	if target {
+		own = socketInodes(ns, fail)
+	}
 	// /proc/PID/net is that process's namespace; /proc/net only ours.
-	readSockets(filepath.Join(roots.Proc, strconv.Itoa(ns.PID)), n, fail)
+	readSockets(filepath.Join(roots.Proc, strconv.Itoa(ns.PID)), n, own, fail)
 	n.Counters = map[string]uint64{}
 	if st, err := ns.Snmp(); err != nil {
 		fail("net/snmp", err)
@@ -93,7 +100,30 @@ func readSysctls(pfs procfs.FS, fail func(string, error)) bundle.NetSysctls {
 	return s
 }
 
-func readSockets(procRoot string, n *bundle.NetInfo, fail func(string, error)) {
+// socketInodes is the set of socket inodes among p's open files, or nil
+// when its descriptors cannot be read.
+func socketInodes(p procfs.Proc, fail func(string, error)) map[uint64]bool {
+	targets, err := p.FileDescriptorTargets()
+	if err != nil {
+		fail("process sockets", err)
+		return nil
+	}
+	own := map[uint64]bool{}
+	for _, t := range targets {
+		if v, ok := strings.CutPrefix(t, "socket:["); ok {
+			if ino, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 64); err == nil {
+				own[ino] = true
+			}
+		}
+	}
+	return own
+}
+
+// readSockets counts the namespace's TCP sockets by state, remote endpoint
+// and listener; own, when not nil, holds the target process's socket
+// inodes, so each remote endpoint also says how many of its sockets are the
+// target's.
+func readSockets(procRoot string, n *bundle.NetInfo, own map[uint64]bool, fail func(string, error)) {
 	var socks []tcpSocket
 	for _, name := range []string{"net/tcp", "net/tcp6"} {
 		f, err := os.Open(filepath.Join(procRoot, name))
@@ -110,6 +140,7 @@ func readSockets(procRoot string, n *bundle.NetInfo, fail func(string, error)) {
 		}
 	}
 	n.TimeWaitAges = true
+	n.ProcessSockets = own != nil
 	n.TCPStates = map[string]int{}
 	listening := map[uint64]bool{}
 	for _, l := range socks {
@@ -138,6 +169,9 @@ func readSockets(procRoot string, n *bundle.NetInfo, fail func(string, error)) {
 		}
 		r.Total++
 		r.States[state]++
+		if own[l.inode] && l.inode != 0 {
+			r.Process++
+		}
 		if l.state == tcpTimeWait && l.timer == timerTimeWait && l.expires+bundle.RecentSeconds*userHZ >= 60*userHZ {
 			r.RecentTimeWait++
 		}

@@ -160,7 +160,7 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 		if self, err := pfs.Self(); err != nil {
 			fail("net", err)
 		} else {
-			snap.Net = readNet(roots, pfs, self, fail)
+			snap.Net = readNet(roots, pfs, self, false, fail)
 		}
 		return snap, nil
 	}
@@ -172,7 +172,7 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 		fail("process", err)
 		return snap, nil
 	}
-	snap.Net = readNet(roots, pfs, proc, fail)
+	snap.Net = readNet(roots, pfs, proc, true, fail)
 	snap.Process = readProcess(roots, pfs, proc, fail)
 	cg, err := readCgroup(roots, proc)
 	if err != nil {

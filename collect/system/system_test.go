@@ -186,6 +186,24 @@ func TestSnapshotMachineOnly(t *testing.T) {
 		t.Errorf("snapshot = %+v", snap)
 	}
 	checkNet(t, snap)
+	if snap.Net.ProcessSockets || snap.Net.Remotes[0].Process != 0 {
+		t.Errorf("a host snapshot marks no process's sockets: %+v", snap.Net.Remotes)
+	}
+}
+
+// TestRemotesMarkTheTargetsSockets: pid 999 holds the established
+// connection to 1.0.0.10:7070 (socket inode 66666); pid 1234 holds none.
+func TestRemotesMarkTheTargetsSockets(t *testing.T) {
+	roots := fixtureRoots(t, "sys-v2")
+	for pid, want := range map[int]int{999: 1, 1234: 0} {
+		snap, err := Snapshot(roots, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := snap.Net; !n.ProcessSockets || len(n.Remotes) != 1 || n.Remotes[0].Process != want {
+			t.Errorf("pid %d: %+v", pid, n.Remotes)
+		}
+	}
 }
 
 // checkNet checks the host part of a fixture snapshot: per-CPU times,

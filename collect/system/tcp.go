@@ -22,6 +22,7 @@ type tcpSocket struct {
 	rxQueue       uint64
 	timer         uint64 // 0 none, 1 retransmit, 2 keepalive, 3 TIME_WAIT, 4 zero window probe
 	expires       uint64 // clock ticks (USER_HZ) until the timer fires
+	inode         uint64 // 0 for sockets no process holds (TIME_WAIT)
 }
 
 // parseTCP calls fn for each socket line of a /proc/net/tcp{,6} file.
@@ -70,6 +71,11 @@ func parseTCPLine(f [][]byte) (tcpSocket, error) {
 	}
 	if s.timer, s.expires, err = hexPair(f[5]); err != nil {
 		return s, err
+	}
+	if len(f) > 9 { // "retrnsmt uid timeout inode" follow
+		if s.inode, err = strconv.ParseUint(string(f[9]), 10, 64); err != nil {
+			return s, errTCPLine
+		}
 	}
 	return s, nil
 }

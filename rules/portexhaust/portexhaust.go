@@ -39,7 +39,11 @@ namespace's new outbound connections per second (Tcp.ActiveOpens). Pressure is t
 to the destination against the usable ports, whichever is larger: low from
 25% (of the ceiling; ports held count from 50%), medium from 50%, high from 80%. With a perf profile, the kernel's share in the
 port search (inet_csk_get_port, __inet_hash_connect) is shown too.
-Sockets on a listening port are inbound and not counted.`,
+Sockets on a listening port are inbound and not counted. TIME_WAIT sockets
+have no owner, so for a target process the rule checks that the connections
+are its own: it held a socket to the destination at either end, or its
+stacks (CPU profile or perf) show connect(); when neither, another process
+on the host makes them and the finding is low.`,
 		Fix: `Reuse connections first: keep-alive and one connection pool per destination
 (Go: one shared http.Client, Transport.MaxIdleConnsPerHost sized to the
 concurrency, response bodies drained and closed). Only then, for outbound
@@ -72,6 +76,36 @@ const TimeWaitSeconds = 60
 // PortSearch is the kernel's search for a free local port in connect() and bind().
 var PortSearch = evidence.FuncPrefix("inet_csk_get_port", "__inet_hash_connect", "inet_hash_connect", "__inet_check_established", "inet_csk_find_open_port")
 
+// Connects are the outbound connect paths a process's own stacks show when
+// it opens connections: Go's dialer, the JDK's sockets, libc's connect and
+// the kernel's.
+func Connects(fn string) bool {
+	switch fn {
+	case "connect", "__connect", "__libc_connect":
+		return true
+	}
+	return connectPrefixes(fn)
+}
+
+var connectPrefixes = evidence.FuncPrefix(
+	"net.(*netFD).connect", "net.(*sysDialer)", "syscall.connect", "golang.org/x/sys/unix.connect",
+	"java.net.Socket.connect", "sun.nio.ch.Net.connect", "sun.nio.ch.SocketChannelImpl.connect",
+	"__sys_connect", "__x64_sys_connect", "tcp_v4_connect", "tcp_v6_connect", "inet_stream_connect",
+)
+
+// connectEvidence is the target's stacks to look for connect() in: the CPU
+// profile (Go, JFR, or perf standing in), else perf's; nil without either.
+// A process dialing fast enough for this rule to fire spends visible CPU in
+// connect, so an empty family in a non-empty profile is telling.
+func connectEvidence(pass *rules.Pass) *evidence.Stacks {
+	for _, st := range []*evidence.Stacks{pass.Evidence.CPUStacks(), pass.Evidence.PerfStacks()} {
+		if st != nil && len(st.Samples) > 0 {
+			return st
+		}
+	}
+	return nil
+}
+
 const (
 	low, medium, high = 0.25, 0.50, 0.80
 	minSearchShare    = 0.05
@@ -90,6 +124,9 @@ type Destination struct {
 	Ports      int
 	Pressure   float64 // max(Rate/Ceiling, Held/Ports)
 	PortsTaken float64 // Held / Ports
+	// Own is the most sockets to the destination the target process held
+	// at either end; -1 when unknown (no target, or its descriptors unread).
+	Own int
 }
 
 // Destinations measures every remote endpoint in the end snapshot, worst first.
@@ -131,6 +168,10 @@ func Destinations(d *evidence.SystemDelta) []Destination {
 		dst := Destination{Addr: r.Addr, TimeWait: tw, Growth: growth, Recent: end.RecentTimeWait, Held: r.Total, SynSent: end.States["SYN_SENT"],
 			Rate: rate, Ceiling: ceiling, Ports: ports, PortsTaken: float64(r.Total) / float64(ports)}
 		dst.Pressure = math.Max(rate/ceiling, dst.PortsTaken)
+		dst.Own = -1
+		if n.ProcessSockets && (d.Start.Net == nil || d.Start.Net.ProcessSockets) {
+			dst.Own = max(start.Process, end.Process)
+		}
 		out = append(out, dst)
 	}
 	// Remotes come sorted by sockets held; the rule wants pressure.
@@ -196,6 +237,24 @@ func check(pass *rules.Pass) error {
 	}
 	if search > 0 {
 		f.Evidence = append(f.Evidence, rules.Share("perf samples searching for a local port", search))
+	}
+	if w.Own == 0 {
+		// TIME_WAIT sockets have no owner. The target held no socket to the
+		// destination at either end; short connections can fall between
+		// two instants, so its stacks decide: a process that dials at this
+		// rate shows connect() in them.
+		pid := "the target process"
+		if p := d.End.Process; p != nil {
+			pid = fmt.Sprintf("pid %d", p.PID)
+		}
+		switch stacks := connectEvidence(pass); {
+		case stacks == nil:
+			f.Caveats = append(f.Caveats, fmt.Sprintf("%s held no socket to %s at either end of the window and there are no stacks to show it connecting: the connections may be another process's on this host.", pid, w.Addr))
+		case stacks.Share(Connects) == 0:
+			f.Severity, f.Impact = rules.Low, math.Min(f.Impact, 0.05)
+			f.Summary += fmt.Sprintf("; %s neither holds a socket to it nor calls connect(): another process on the host makes these connections", pid)
+			f.Caveats = append(f.Caveats, fmt.Sprintf("%s held no socket to %s at either end of the window and its stacks show no connect(): the connections are another process's; the host is still near its port ceiling to that destination.", pid, w.Addr))
+		}
 	}
 	if w.Rate/w.Ceiling < low && w.PortsTaken < medium {
 		f.Summary = fmt.Sprintf("connect() spends %s of perf samples searching for a free local port (%s)", rules.Percent(search), w.Addr)

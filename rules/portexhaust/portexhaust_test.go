@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/internal/testsys"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -90,5 +92,51 @@ func TestNotCheckedWithoutTwoSnapshots(t *testing.T) {
 	res := rules.Run(ev, []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.Host {
 		t.Fatalf("got %+v", res)
+	}
+}
+
+// TestAnotherProcessesConnections: TIME_WAIT sockets have no owner, so the
+// rule asks whether the target process held any socket to the destination.
+// A process churning connections holds some open at every instant; one that
+// held none at either end is not the one making them (another test's client
+// in the same network namespace, in CI).
+func TestAnotherProcessesConnections(t *testing.T) {
+	const dst = "127.0.0.1:22418"
+	own := func(n int) func(start, end *bundle.SystemSnapshot) {
+		return func(start, end *bundle.SystemSnapshot) {
+			for _, s := range []*bundle.SystemSnapshot{start, end} {
+				s.Net.ProcessSockets = true
+				s.Process = &bundle.ProcessInfo{PID: 4242}
+				for i := range s.Net.Remotes {
+					if s.Net.Remotes[i].Addr == dst {
+						s.Net.Remotes[i].Process = n
+					}
+				}
+			}
+		}
+	}
+	if f := run(t, "e2-bad", own(6)).Findings; len(f) != 1 || f[0].Severity != rules.High {
+		t.Errorf("the target's own connections: %+v", f)
+	}
+	// The recording's perf stacks show this process connecting: short
+	// connections fall between the two instants, the stacks decide.
+	if f := run(t, "e2-bad", own(0)).Findings; len(f) != 1 || f[0].Severity != rules.High {
+		t.Errorf("connecting, with no socket open at either instant: %+v", f)
+	}
+	// A service whose stacks show no connect(): another process dials.
+	ev := testsys.Evidence(t, "e2-bad", own(0))
+	delete(ev.Profiles, evidence.Perf)
+	ev.Profiles[evidence.CPU] = testprof.Build(testprof.Stack{Value: 500, Funcs: []string{"main.serve", "net/http.(*conn).serve"}})
+	f := rules.Run(ev, []*rules.Rule{Rule}).Findings
+	if len(f) != 1 || f[0].Severity != rules.Low || f[0].Impact > 0.05 || !strings.Contains(f[0].Summary, "pid 4242 neither holds a socket to it nor calls connect()") {
+		t.Errorf("another process's connections: %+v", f)
+	}
+	// Without stacks the rule cannot tell, and says so.
+	ev = testsys.Evidence(t, "e2-bad", own(0))
+	delete(ev.Profiles, evidence.Perf)
+	delete(ev.Profiles, evidence.CPU)
+	f = rules.Run(ev, []*rules.Rule{Rule}).Findings
+	if len(f) != 1 || f[0].Severity != rules.High || !strings.Contains(strings.Join(f[0].Caveats, " "), "may be another process's") {
+		t.Errorf("no stacks: %+v", f)
 	}
 }
