@@ -17,7 +17,12 @@ command -v wrk >/dev/null || { echo "loadbench: wrk is not installed (apt-get in
 tmp=$(mktemp -d)
 srv_pid=
 cleanup() {
-	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+	# A server ended by SIGTERM waits as 143: that must not become the
+	# script's status under set -e.
+	if [ -n "$srv_pid" ]; then
+		kill "$srv_pid" 2>/dev/null || true
+		wait "$srv_pid" 2>/dev/null || true
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
