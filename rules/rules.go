@@ -73,6 +73,25 @@ func Has(ev *evidence.Evidence, in Input) bool {
 	return false
 }
 
+// goOnly are inputs only a Go runtime produces.
+var goOnly = map[Input]bool{Heap: true, Goroutine: true, Metrics: true, Trace: true, GCTrace: true}
+
+// foreign reports whether the missing inputs belong to another runtime
+// than the evidence's: a JVM summary for a Go service, Go's heap, runtime
+// statistics or traces for a JVM. Such a rule does not apply, so it is left
+// out of "not checked", which lists what the user could still collect.
+func foreign(ev *evidence.Evidence, missing []Input) bool {
+	isJVM := ev.JVM != nil
+	isGo := !isJVM && (Has(ev, Heap) || Has(ev, Goroutine) || Has(ev, Trace) || ev.MetricsEnd != nil)
+	for _, in := range missing {
+		if (isGo && in == JVM) || (isJVM && goOnly[in]) {
+			continue
+		}
+		return false
+	}
+	return isGo || isJVM
+}
+
 // Doc is a rule's documentation, the single source for `perfdoctor explain`
 // and the generated docs pages.
 type Doc struct {
@@ -156,6 +175,9 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 			}
 		}
 		if len(missing) > 0 {
+			if foreign(ev, missing) {
+				return // a JVM rule on a Go service, or the reverse: not applicable, not missing
+			}
 			nc := NotChecked{Rule: r.ID, Class: r.Class, Missing: missing}
 			names := make([]string, len(missing))
 			for i, in := range missing {

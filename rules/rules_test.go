@@ -8,6 +8,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -93,6 +94,39 @@ func TestHumanNumber(t *testing.T) {
 	for v, want := range map[float64]string{7: "7", 0.25: "0.25", 19.14: "19.1", 6060.6: "6061", 48200: "48.2k", 11e6: "11.0M"} {
 		if got := rules.HumanNumber(v); got != want {
 			t.Errorf("HumanNumber(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestOtherRuntimesRulesAreNotApplicable: "not checked" lists what the user
+// could still collect, so a JVM rule stays out of a Go service's report and
+// Go-only rules out of a JVM's; with neither runtime known, both are listed.
+func TestOtherRuntimesRulesAreNotApplicable(t *testing.T) {
+	needs := func(id string, in rules.Input) *rules.Rule {
+		return &rules.Rule{ID: id, Class: "x", Needs: []rules.Input{in}, Check: func(*rules.Pass) error { return nil }}
+	}
+	catalog := []*rules.Rule{needs("JVM", rules.JVM), needs("GCTRACE", rules.GCTrace)}
+	notChecked := func(ev *evidence.Evidence) string {
+		var ids []string
+		for _, nc := range rules.Run(ev, catalog).NotChecked {
+			ids = append(ids, nc.Rule)
+		}
+		return strings.Join(ids, ",")
+	}
+	goService := cpuEvidence()
+	goService.Profiles[evidence.Heap] = testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"main.f"}})
+	jvm := cpuEvidence()
+	jvm.JVM = &jfr.Summary{}
+	for name, tc := range map[string]struct {
+		ev   *evidence.Evidence
+		want string
+	}{
+		"go service": {goService, "GCTRACE"},
+		"jvm":        {jvm, ""}, // the JVM rule runs; the gctrace one does not apply
+		"unknown":    {cpuEvidence(), "JVM,GCTRACE"},
+	} {
+		if got := notChecked(tc.ev); got != tc.want {
+			t.Errorf("%s: not checked %q, want %q", name, got, tc.want)
 		}
 	}
 }
