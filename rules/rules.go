@@ -73,23 +73,36 @@ func Has(ev *evidence.Evidence, in Input) bool {
 	return false
 }
 
-// goOnly are inputs only a Go runtime produces.
-var goOnly = map[Input]bool{Heap: true, Goroutine: true, Metrics: true, Trace: true, GCTrace: true}
+// goOnly are inputs only a Go runtime produces; pprofOnly also those a
+// JVM's recording gives but a native process cannot.
+var (
+	goOnly    = map[Input]bool{Heap: true, Goroutine: true, Metrics: true, Trace: true, GCTrace: true}
+	pprofOnly = map[Input]bool{Allocs: true, Mutex: true, Block: true}
+)
 
 // foreign reports whether the missing inputs belong to another runtime
 // than the evidence's: a JVM summary for a Go service, Go's heap, runtime
-// statistics or traces for a JVM. Such a rule does not apply, so it is left
-// out of "not checked", which lists what the user could still collect.
+// statistics or traces for a JVM, either for a native process seen through
+// perf. Such a rule does not apply, so it is left out of "not checked",
+// which lists what the user could still collect.
 func foreign(ev *evidence.Evidence, missing []Input) bool {
+	var goBuild bool
+	if s := ev.SystemEnd; s != nil && s.Process != nil {
+		goBuild = s.Process.GoVersion != ""
+	}
 	isJVM := ev.JVM != nil
-	isGo := !isJVM && (Has(ev, Heap) || Has(ev, Goroutine) || Has(ev, Trace) || ev.MetricsEnd != nil)
+	isGo := !isJVM && (goBuild || Has(ev, Heap) || Has(ev, Goroutine) || Has(ev, Trace) || ev.MetricsEnd != nil)
+	isNative := !isJVM && !isGo && Has(ev, Perf) && Has(ev, System)
 	for _, in := range missing {
-		if (isGo && in == JVM) || (isJVM && goOnly[in]) {
+		switch {
+		case isGo && in == JVM,
+			isJVM && goOnly[in],
+			isNative && (in == JVM || goOnly[in] || pprofOnly[in]):
 			continue
 		}
 		return false
 	}
-	return isGo || isJVM
+	return isGo || isJVM || isNative
 }
 
 // Doc is a rule's documentation, the single source for `perfdoctor explain`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
@@ -99,8 +100,9 @@ func TestHumanNumber(t *testing.T) {
 }
 
 // TestOtherRuntimesRulesAreNotApplicable: "not checked" lists what the user
-// could still collect, so a JVM rule stays out of a Go service's report and
-// Go-only rules out of a JVM's; with neither runtime known, both are listed.
+// could still collect, so a JVM rule stays out of a Go service's report,
+// Go-only rules out of a JVM's, both out of a native process's; with no
+// runtime known, both are listed.
 func TestOtherRuntimesRulesAreNotApplicable(t *testing.T) {
 	needs := func(id string, in rules.Input) *rules.Rule {
 		return &rules.Rule{ID: id, Class: "x", Needs: []rules.Input{in}, Check: func(*rules.Pass) error { return nil }}
@@ -117,12 +119,16 @@ func TestOtherRuntimesRulesAreNotApplicable(t *testing.T) {
 	goService.Profiles[evidence.Heap] = testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"main.f"}})
 	jvm := cpuEvidence()
 	jvm.JVM = &jfr.Summary{}
+	native := cpuEvidence() // a C service: perf stacks and its /proc snapshot, no Go build info
+	native.Profiles[evidence.Perf] = native.Profiles[evidence.CPU]
+	native.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{PID: 42, Comm: "pages"}}
 	for name, tc := range map[string]struct {
 		ev   *evidence.Evidence
 		want string
 	}{
 		"go service": {goService, "GCTRACE"},
 		"jvm":        {jvm, ""}, // the JVM rule runs; the gctrace one does not apply
+		"native":     {native, ""},
 		"unknown":    {cpuEvidence(), "JVM,GCTRACE"},
 	} {
 		if got := notChecked(tc.ev); got != tc.want {
