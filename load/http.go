@@ -74,6 +74,19 @@ func http1Managed(name string) bool {
 	return false
 }
 
+// tlsConfig is base (or the defaults) for one host, speaking HTTP/1.1.
+func tlsConfig(base *tls.Config, host string) *tls.Config {
+	c := &tls.Config{}
+	if base != nil {
+		c = base.Clone()
+	}
+	if c.ServerName == "" {
+		c.ServerName = host
+	}
+	c.NextProtos = []string{"http/1.1"}
+	return c
+}
+
 func newHTTPConn(cfg Config, t *target, req []byte) *httpConn {
 	return &httpConn{cfg: cfg, t: t, req: req, head: cfg.Method == "HEAD",
 		dialer: net.Dialer{Timeout: cfg.Timeout}}
@@ -85,7 +98,7 @@ func (h *httpConn) dial(ctx context.Context) error {
 		return err
 	}
 	if h.t.scheme == "https" {
-		tc := tls.Client(c, &tls.Config{ServerName: hostOnly(h.t.host), NextProtos: []string{"http/1.1"}})
+		tc := tls.Client(c, tlsConfig(h.cfg.TLS, hostOnly(h.t.host)))
 		tctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 		err := tc.HandshakeContext(tctx)
 		cancel()

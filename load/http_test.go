@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -238,5 +239,44 @@ func testHTTPRawServers(t *testing.T) {
 				t.Fatalf("want 20 requests ending in %q: %s", tc.kind, res)
 			}
 		})
+	}
+}
+
+// TestHTTPS runs against a TLS server on loopback: connections are kept
+// alive (one handshake each) and an untrusted certificate is an error, not a
+// silent success.
+func TestHTTPS(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || r.ProtoMajor != 1 {
+			http.Error(w, "want HTTP/1.1 over TLS", http.StatusBadRequest)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes below
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	trusted := srv.Client().Transport.(*http.Transport).TLSClientConfig
+
+	res, err := Run(context.Background(), Config{URL: srv.URL + "/", Concurrency: 4, MaxRequests: 400, Duration: 20 * time.Second, TLS: trusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 400 || res.Errors != 0 {
+		t.Fatalf("trusted: %s", res)
+	}
+	if n := conns.Load(); n > 4 {
+		t.Errorf("%d TLS connections for 4 workers: not kept alive", n)
+	}
+
+	res, err = Run(context.Background(), Config{URL: srv.URL + "/", Concurrency: 1, MaxRequests: 3, Duration: 20 * time.Second})
+	if err == nil && res.Errors == 0 {
+		t.Fatalf("an untrusted certificate was accepted: %s", res)
 	}
 }

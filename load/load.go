@@ -10,6 +10,7 @@
 package load
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -70,6 +71,9 @@ type Config struct {
 	Timeout time.Duration
 	// UDPMode is UDPRequestReply (default) or UDPFireForget for udp:// URLs.
 	UDPMode string
+	// TLS configures https:// connections; nil verifies against the system's
+	// roots. ServerName defaults to the URL's host and NextProtos to HTTP/1.1.
+	TLS *tls.Config
 	// Progress, if non-nil, shows a live status line (silent off-terminal).
 	Progress *progress.Line
 }

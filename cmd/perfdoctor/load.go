@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,7 @@ type loadFlags struct {
 	timeout     time.Duration
 	udpMode     string
 	procs       int
+	caCert      string
 }
 
 func (f *loadFlags) register(cmd *cobra.Command, defaultDuration time.Duration) {
@@ -42,6 +45,7 @@ func (f *loadFlags) register(cmd *cobra.Command, defaultDuration time.Duration) 
 	fl.DurationVarP(&f.duration, "duration", "d", defaultDuration, "how long to load, at most "+load.MaxDuration.String())
 	fl.DurationVar(&f.timeout, "timeout", load.DefaultTimeout, "per-request timeout")
 	fl.StringVar(&f.udpMode, "udp-mode", "", "udp:// URLs: reply (wait for a datagram back, the default) or fire (send only)")
+	fl.StringVar(&f.caCert, "cacert", "", "https:// URLs: also trust the CA certificates in this PEM file (a test or staging CA)")
 	fl.IntVar(&f.procs, "procs", 1, "CPUs the generator may use (GOMAXPROCS); one leaves the rest to a local server and costs the least per request")
 }
 
@@ -80,6 +84,20 @@ func (f *loadFlags) config(cmd *cobra.Command, url string) (load.Config, error) 
 			return cfg, fmt.Errorf("--body: %w", err)
 		}
 		cfg.Body = b
+	}
+	if f.caCert != "" {
+		pem, err := os.ReadFile(f.caCert)
+		if err != nil {
+			return cfg, fmt.Errorf("--cacert: %w", err)
+		}
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return cfg, fmt.Errorf("--cacert %s: no PEM certificate in it", f.caCert)
+		}
+		cfg.TLS = &tls.Config{RootCAs: roots}
 	}
 	return cfg, nil
 }

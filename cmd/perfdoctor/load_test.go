@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -280,4 +283,34 @@ func TestVerifyStopsWhatItStarted(t *testing.T) {
 			t.Errorf("process %d (started by the command) still runs", pid)
 		}
 	}
+}
+
+// TestLoadHTTPSWithCACert: a TLS server with its own CA is refused until
+// --cacert names that CA.
+func TestLoadHTTPSWithCACert(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	requests := func(args ...string) load.Result {
+		t.Helper()
+		code, stdout, stderr := perfdoctor(t, append([]string{"load", srv.URL, "-c", "2", "-d", "500ms", "--format", "json"}, args...)...)
+		var res load.Result
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("exit %d, not JSON: %v\n%s", code, err, stderr)
+		}
+		return res
+	}
+	if res := requests(); res.Errors == 0 {
+		t.Errorf("untrusted certificate accepted: %s", &res)
+	}
+	if res := requests("--cacert", ca); res.Errors != 0 || res.Requests == 0 {
+		t.Errorf("with --cacert: %s", &res)
+	}
+	code, _, stderr := perfdoctor(t, "load", srv.URL, "--cacert", filepath.Join(t.TempDir(), "none.pem"))
+	wantOneLineError(t, code, stderr, "--cacert")
 }
