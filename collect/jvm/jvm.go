@@ -261,19 +261,32 @@ func (c *collection) cmd(ctx context.Context, args ...string) (string, error) {
 	if ctx.Err() != nil {
 		return text, fmt.Errorf("jcmd %d %s: %w", c.opt.PID, args[0], ctx.Err())
 	}
-	msg := lastLine(text)
+	msg := jcmdMessage(text)
 	if msg == "" && err != nil {
 		msg = err.Error()
 	}
 	return text, fmt.Errorf("jcmd %d %s: %s", c.opt.PID, args[0], msg)
 }
 
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
+// jcmdMessage is the line of jcmd's output that says what went wrong: the
+// exception's message rather than the last frame of its stack trace; an
+// attach failure says what the target must be.
+func jcmdMessage(text string) string {
+	var last string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "at ") || strings.HasSuffix(l, ":") && !strings.Contains(l, " ") {
+			continue
+		}
+		if name, msg, ok := strings.Cut(l, "Exception: "); ok {
+			if strings.HasSuffix(name, "AttachNotSupported") {
+				return msg + " (the target must be a HotSpot JVM, JDK 17 or later, run by this user)"
+			}
+			return msg
+		}
+		last = l
 	}
-	return s
+	return last
 }
 
 // write files the converted recording: one profile per kind and the JVM

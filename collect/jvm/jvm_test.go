@@ -155,3 +155,15 @@ func TestDeadlockReported(t *testing.T) {
 		t.Fatalf("deadlock report %q", d)
 	}
 }
+
+func TestJcmdMessage(t *testing.T) {
+	for out, want := range map[string]string{
+		"1:\ncom.sun.tools.attach.AttachNotSupportedException: Unable to open socket file /tmp/.java_pid1: target process 1 doesn't respond within 10500ms or HotSpot VM not loaded\n\tat jdk.attach/sun.tools.attach.VirtualMachineImpl.<init>(VirtualMachineImpl.java:104)\n\tat jdk.jcmd/sun.tools.jcmd.JCmd.main(JCmd.java:97)": "Unable to open socket file /tmp/.java_pid1: target process 1 doesn't respond within 10500ms or HotSpot VM not loaded (the target must be a HotSpot JVM, JDK 17 or later, run by this user)",
+		"4242:\njava.lang.IllegalArgumentException: Unknown argument 'settings=nope'": "Unknown argument 'settings=nope'",
+		"4242:\nCould not start recording, not able to write to file /x.jfr":          "Could not start recording, not able to write to file /x.jfr",
+	} {
+		if got := jcmdMessage(out); got != want {
+			t.Errorf("jcmdMessage(%.40q) = %q, want %q", out, got, want)
+		}
+	}
+}
