@@ -76,6 +76,11 @@ func TestVerifyCasebook(t *testing.T) {
 		if code != 0 || v.Verdict != "faster" || len(v.Ratios) == 0 || v.Ratios[0].Ratio <= 1 {
 			t.Errorf("%s: exit %d, verdict %q, ratios %+v\n%s", c, code, v.Verdict, v.Ratios, stderr)
 		}
+		// The services are local: verify also reads their CPU time, and
+		// both fixes cut the CPU each request costs.
+		if cpu := v.Ratios[len(v.Ratios)-1]; cpu.Figure != "CPU/request" || cpu.Ratio >= 1 || cpu.Change != "better" {
+			t.Errorf("%s: CPU per request %+v", c, cpu)
+		}
 	}
 }
 

@@ -9,12 +9,15 @@ import (
 	"net"
 	"net/url"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/load"
 )
 
@@ -95,7 +98,8 @@ the group, SIGKILL after 5s) when done or interrupted.`,
 				}
 				defer p.stop()
 			}
-			v, err := runVerify(ctx, a, cfgB, cfgA, rounds, warmup, minChange)
+			pids := [2]int{localPID(before), localPID(after)}
+			v, err := runVerify(ctx, a, cfgB, cfgA, pids, rounds, warmup, minChange)
 			if err != nil {
 				return err
 			}
@@ -141,6 +145,7 @@ type verifyResult struct {
 	Rounds     []roundPair `json:"rounds"`
 	Throughput load.Ratio  `json:"-"`
 	P50, P99   load.Ratio  `json:"-"`
+	CPU        load.Ratio  `json:"-"` // the targets' CPU time per request, when their processes are local
 	Ratios     []ratioJSON `json:"ratios"`
 	Verdict    string      `json:"verdict"`
 	Why        string      `json:"why,omitempty"`
@@ -154,6 +159,10 @@ type roundPair struct {
 	First  string       `json:"first"` // "before" or "after"
 	Before *load.Result `json:"before"`
 	After  *load.Result `json:"after"`
+	// The target processes' CPU time per request, in microseconds (from
+	// /proc, for local targets), 0 when unknown.
+	BeforeCPU float64 `json:"before_cpu_us_per_request,omitempty"`
+	AfterCPU  float64 `json:"after_cpu_us_per_request,omitempty"`
 }
 
 type ratioJSON struct {
@@ -166,30 +175,37 @@ type ratioJSON struct {
 
 // runVerify measures both versions over rounds, alternating which goes
 // first, and judges the paired ratios.
-func runVerify(ctx context.Context, a *app, before, after load.Config, rounds int, warmup time.Duration, minChange float64) (*verifyResult, error) {
+func runVerify(ctx context.Context, a *app, before, after load.Config, pids [2]int, rounds int, warmup time.Duration, minChange float64) (*verifyResult, error) {
 	v := &verifyResult{Before: before.URL, After: after.URL,
 		Method: "paired t-test on per-round log ratios (after/before), 95% interval, rounds alternate their order"}
-	measure := func(cfg load.Config) (*load.Result, error) {
+	// measure loads one version; cpu is the target process's CPU time per
+	// request in microseconds, 0 when its process is not known.
+	measure := func(cfg load.Config, pid int) (res *load.Result, cpu float64, err error) {
 		if warmup > 0 {
 			w := cfg
 			w.Duration, w.Progress = warmup, nil
 			if _, err := load.Run(ctx, w); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
-		res, err := load.Run(ctx, cfg)
+		cpu0, cpuOK := processCPU(pid)
+		res, err = load.Run(ctx, cfg)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if res.Requests > 0 && res.Errors == res.Requests {
-			return nil, fmt.Errorf("%s: every request failed (%s)", cfg.URL, res.ErrorKinds())
+			return nil, 0, fmt.Errorf("%s: every request failed (%s)", cfg.URL, res.ErrorKinds())
 		}
-		return res, nil
+		if cpu1, ok := processCPU(pid); ok && cpuOK && res.Requests > 0 {
+			cpu = (cpu1 - cpu0) * 1e6 / float64(res.Requests)
+		}
+		return res, cpu, nil
 	}
 	for r := range rounds {
 		// got[0] is before, got[1] after; odd rounds measure after first.
 		p := roundPair{Round: r + 1, First: "before"}
 		got := []*load.Result{nil, nil}
+		cpu := []float64{0, 0}
 		cfgs := []load.Config{before, after}
 		sequence := []int{0, 1}
 		if r%2 == 1 {
@@ -197,11 +213,11 @@ func runVerify(ctx context.Context, a *app, before, after load.Config, rounds in
 			p.First = "after"
 		}
 		for _, i := range sequence {
-			res, err := measure(cfgs[i])
+			res, c, err := measure(cfgs[i], pids[i])
 			if err != nil {
 				return nil, err
 			}
-			got[i] = res
+			got[i], cpu[i] = res, c
 			if ctx.Err() != nil {
 				break
 			}
@@ -210,6 +226,7 @@ func runVerify(ctx context.Context, a *app, before, after load.Config, rounds in
 			break // interrupted: judge the complete rounds only
 		}
 		p.Before, p.After = got[0], got[1]
+		p.BeforeCPU, p.AfterCPU = cpu[0], cpu[1]
 		v.Rounds = append(v.Rounds, p)
 		fmt.Fprintf(a.stderr, "verify: round %d/%d: before %.0f req/s p99 %s, after %.0f req/s p99 %s\n", r+1, rounds,
 			p.Before.Throughput, fmtD(p.Before.Latency.P99), p.After.Throughput, fmtD(p.After.Latency.P99))
@@ -231,6 +248,16 @@ func runVerify(ctx context.Context, a *app, before, after load.Config, rounds in
 	v.P50 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P50) }))
 	v.P99 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P99) }))
 	v.LoadAvg = load.LoadAverage()
+	var cpuB, cpuA []float64
+	for _, p := range v.Rounds {
+		if p.BeforeCPU > 0 && p.AfterCPU > 0 {
+			cpuB, cpuA = append(cpuB, p.BeforeCPU), append(cpuA, p.AfterCPU)
+		}
+	}
+	cpuKnown := len(cpuB) == len(v.Rounds) && len(cpuB) >= 2
+	if cpuKnown {
+		v.CPU = load.PairedRatio(cpuB, cpuA)
+	}
 
 	// Throughput up is better; latency down is better.
 	tp, p50, p99 := v.Throughput.Direction(minChange), -v.P50.Direction(minChange), -v.P99.Direction(minChange)
@@ -238,7 +265,10 @@ func runVerify(ctx context.Context, a *app, before, after load.Config, rounds in
 		name string
 		r    load.Ratio
 		dir  int
-	}{{"throughput", v.Throughput, tp}, {"p50 latency", v.P50, p50}, {"p99 latency", v.P99, p99}} {
+	}{{"throughput", v.Throughput, tp}, {"p50 latency", v.P50, p50}, {"p99 latency", v.P99, p99}, {"CPU/request", v.CPU, -v.CPU.Direction(minChange)}} {
+		if x.name == "CPU/request" && !cpuKnown {
+			continue
+		}
 		v.Ratios = append(v.Ratios, ratioJSON{x.name, x.r.Estimate, x.r.Low, x.r.High, map[int]string{1: "better", -1: "worse", 0: "none"}[x.dir]})
 	}
 	switch {
@@ -247,6 +277,11 @@ func runVerify(ctx context.Context, a *app, before, after load.Config, rounds in
 	case tp < 0 || p99 < 0:
 		v.Verdict = verdictSlower
 		v.Why = fmt.Sprintf("throughput %s, p99 latency %s (after/before)", v.Throughput, v.P99)
+		if cpuKnown && v.CPU.Direction(minChange) < 0 {
+			// Where the generator shares the CPUs and nothing caps the
+			// service, a version that burns more CPU can serve more.
+			v.Why += fmt.Sprintf("; but CPU per request is %s: with the load generator on the same CPUs and no CPU quota, throughput favours the version that takes more CPU", v.CPU)
+		}
 	case tp > 0 || p99 > 0 || p50 > 0:
 		v.Verdict = verdictFaster
 	default:
@@ -396,4 +431,45 @@ func (t *tailBuffer) lastLine() string {
 		return "no output"
 	}
 	return string(lines[len(lines)-1])
+}
+
+// localPID is the process listening on rawURL's port on this host, or 0
+// (remote, UDP, or not found): its CPU time then goes unmeasured.
+func localPID(rawURL string) int {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return 0
+	}
+	host, port, err := net.SplitHostPort(hostPort(u))
+	if err != nil {
+		return 0
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return 0
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return 0
+	}
+	pid, err := system.FindPIDByPort(system.Roots{}, n)
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// processCPU is the process's user and system CPU time in seconds.
+func processCPU(pid int) (float64, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, false
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, false
+	}
+	return st.CPUTime(), true
 }
