@@ -114,24 +114,11 @@ func readV2(mount, path string) (*Limits, error) {
 }
 
 func readV1(base, cpuPath, memPath string) (*Limits, error) {
-	l := &Limits{Version: 1, Path: cpuPath}
-	switch {
-	case cpuPath == "":
-		l.Path = memPath
-	case memPath != "" && memPath != cpuPath:
-		l.Path = "cpu:" + cpuPath + ",memory:" + memPath
-	}
+	l := &Limits{Version: 1, Path: cgroupfs.V1Label(cpuPath, memPath)}
 	var errs []error
 	if cpuPath != "" {
-		mount := ""
-		for _, name := range []string{"cpu", "cpu,cpuacct", "cpuacct,cpu"} {
-			if cgroupfs.IsDir(filepath.Join(base, name)) {
-				mount = filepath.Join(base, name)
-				break
-			}
-		}
-		if mount == "" {
-			errs = append(errs, fmt.Errorf("cgroup v1 cpu controller not mounted under %s", base))
+		if mount, err := cgroupfs.V1Mount(base, "cpu"); err != nil {
+			errs = append(errs, err)
 		} else {
 			for dir := range cgroupfs.Ancestors(mount, cgroupfs.ResolveDir(mount, cpuPath)) {
 				lv := Level{Hierarchy: "cpu", Path: relPath(mount, dir)}
@@ -150,9 +137,8 @@ func readV1(base, cpuPath, memPath string) (*Limits, error) {
 		}
 	}
 	if memPath != "" {
-		mount := filepath.Join(base, "memory")
-		if !cgroupfs.IsDir(mount) {
-			errs = append(errs, fmt.Errorf("cgroup v1 memory controller not mounted under %s", base))
+		if mount, err := cgroupfs.V1Mount(base, "memory"); err != nil {
+			errs = append(errs, err)
 		} else {
 			for dir := range cgroupfs.Ancestors(mount, cgroupfs.ResolveDir(mount, memPath)) {
 				lv := Level{Hierarchy: "memory", Path: relPath(mount, dir)}

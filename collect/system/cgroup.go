@@ -87,24 +87,11 @@ func readCgroupV2(base, path string) (*bundle.CgroupInfo, error) {
 }
 
 func readCgroupV1(base, cpuPath, memPath string) (*bundle.CgroupInfo, error) {
-	info := &bundle.CgroupInfo{Version: 1, Path: cpuPath}
-	switch {
-	case cpuPath == "":
-		info.Path = memPath
-	case memPath != "" && memPath != cpuPath:
-		info.Path = "cpu:" + cpuPath + ",memory:" + memPath
-	}
+	info := &bundle.CgroupInfo{Version: 1, Path: cgroupfs.V1Label(cpuPath, memPath)}
 	var errs []error
 	if cpuPath != "" {
-		mount := ""
-		for _, name := range []string{"cpu", "cpu,cpuacct", "cpuacct,cpu"} {
-			if cgroupfs.IsDir(filepath.Join(base, name)) {
-				mount = filepath.Join(base, name)
-				break
-			}
-		}
-		if mount == "" {
-			errs = append(errs, fmt.Errorf("cgroup v1 cpu controller not mounted under %s", base))
+		if mount, err := cgroupfs.V1Mount(base, "cpu"); err != nil {
+			errs = append(errs, err)
 		} else {
 			leaf := cgroupfs.ResolveDir(mount, cpuPath)
 			for dir := range cgroupfs.Ancestors(mount, leaf) {
@@ -132,9 +119,8 @@ func readCgroupV1(base, cpuPath, memPath string) (*bundle.CgroupInfo, error) {
 		}
 	}
 	if memPath != "" {
-		mount := filepath.Join(base, "memory")
-		if !cgroupfs.IsDir(mount) {
-			errs = append(errs, fmt.Errorf("cgroup v1 memory controller not mounted under %s", base))
+		if mount, err := cgroupfs.V1Mount(base, "memory"); err != nil {
+			errs = append(errs, err)
 		} else {
 			leaf := cgroupfs.ResolveDir(mount, memPath)
 			for dir := range cgroupfs.Ancestors(mount, leaf) {

@@ -6,6 +6,7 @@
 package cgroupfs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,4 +45,33 @@ func Ancestors(mount, leaf string) func(func(string) bool) {
 func IsDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
+}
+
+// V1Label names a v1 process's cgroup: its cpu path, else its memory path,
+// or both when they differ.
+func V1Label(cpuPath, memPath string) string {
+	switch {
+	case cpuPath == "":
+		return memPath
+	case memPath != "" && memPath != cpuPath:
+		return "cpu:" + cpuPath + ",memory:" + memPath
+	}
+	return cpuPath
+}
+
+// v1MountNames are the directory names a v1 controller is mounted under:
+// cpu is often co-mounted with cpuacct.
+var v1MountNames = map[string][]string{
+	"cpu":    {"cpu", "cpu,cpuacct", "cpuacct,cpu"},
+	"memory": {"memory"},
+}
+
+// V1Mount is the mount of a v1 controller ("cpu" or "memory") under base.
+func V1Mount(base, controller string) (string, error) {
+	for _, name := range v1MountNames[controller] {
+		if d := filepath.Join(base, name); IsDir(d) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("cgroup v1 %s controller not mounted under %s", controller, base)
 }
