@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // Severity ranks how much a finding matters. A healthy service must come out
@@ -130,6 +131,24 @@ func HumanNumber(v float64) string {
 // Bytes is a fact that is a size in bytes.
 func Bytes(name string, v uint64) Fact {
 	return Fact{Name: name, Value: HumanBytes(v), Num: float64(v), Unit: "bytes"}
+}
+
+// Duration is a fact that is a time span: its number in milliseconds, its
+// text rounded for reading (RoundDuration).
+func Duration(name string, d time.Duration) Fact {
+	return Fact{Name: name, Value: RoundDuration(d).String(), Num: float64(d) / float64(time.Millisecond), Unit: "ms"}
+}
+
+// RoundDuration rounds a span for reading: to milliseconds from a second,
+// to 10 µs from a millisecond, else to microseconds.
+func RoundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
 }
 
 // Text is a fact with no number.

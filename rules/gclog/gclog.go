@@ -97,10 +97,10 @@ func check(pass *rules.Pass) error {
 			rules.Share("mark-assist share of CPU (gctrace)", t.AssistShare),
 			rules.Count("GC cycles per second", round(t.CyclesPerSec, 2), "/s"),
 			rules.Count("GC cycles in the log", float64(t.Cycles), ""),
-			durFact("log span", t.Span),
-			durFact("stop-the-world p50", t.STW.P50),
-			durFact("stop-the-world p99", t.STW.P99),
-			durFact("stop-the-world max", t.STW.Max),
+			rules.Duration("log span", t.Span),
+			rules.Duration("stop-the-world p50", t.STW.P50),
+			rules.Duration("stop-the-world p99", t.STW.P99),
+			rules.Duration("stop-the-world max", t.STW.Max),
 			rules.Bytes("live heap (mean)", live),
 			rules.Bytes("heap goal (last cycle)", t.Goal),
 			rules.Share("GC CPU since process start (runtime, last line)", t.CumulativeShare),
@@ -120,7 +120,7 @@ func check(pass *rules.Pass) error {
 	text, example, facts, caveats := gcpressure.Headroom(settings, live, share)
 	f.Evidence = append(f.Evidence, facts...)
 	f.Summary = fmt.Sprintf("The GC log shows %.1f GC cycles/s taking %s of CPU over a %s live heap (stop-the-world p99 %s)",
-		t.CyclesPerSec, rules.Percent(share), rules.HumanBytes(live), round2(t.STW.P99))
+		t.CyclesPerSec, rules.Percent(share), rules.HumanBytes(live), rules.RoundDuration(t.STW.P99))
 	var fix strings.Builder
 	fix.WriteString("Cut allocations on the hot path first (take an allocs profile to name the sites: GC work follows object counts). ")
 	fix.WriteString(text)
@@ -146,20 +146,6 @@ func inferGOGC(goal, live, roots uint64) int {
 		return 0
 	}
 	return int(math.Round(g/10)) * 10
-}
-
-func durFact(name string, d time.Duration) rules.Fact {
-	return rules.Fact{Name: name, Value: round2(d).String(), Num: float64(d) / float64(time.Millisecond), Unit: "ms"}
-}
-
-func round2(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
 }
 
 func round(v float64, digits int) float64 {

@@ -113,19 +113,19 @@ func check(pass *rules.Pass) error {
 		ImpactBasis: "share of goroutines' active time (running or runnable) spent waiting in a run queue: " +
 			"the latency that more CPU or less load gives back",
 		Evidence: []rules.Fact{
-			durFact("runnable -> running p99", all.P99),
-			durFact("runnable -> running p50", all.P50),
-			durFact("runnable -> running p90", all.P90),
-			durFact("runnable -> running max", all.Max),
+			rules.Duration("runnable -> running p99", all.P99),
+			rules.Duration("runnable -> running p50", all.P50),
+			rules.Duration("runnable -> running p90", all.P90),
+			rules.Duration("runnable -> running max", all.Max),
 			rules.Count("runnable -> running transitions", float64(all.Count), ""),
 			rules.Share("goroutine active time spent runnable", queued),
-			durFact("trace length", s.Window),
+			rules.Duration("trace length", s.Window),
 		},
 	}
 	if net.Count > 0 {
 		f.Evidence = append(f.Evidence,
-			durFact("network poll -> running p99", net.P99),
-			durFact("network poll -> running max", net.Max),
+			rules.Duration("network poll -> running p99", net.P99),
+			rules.Duration("network poll -> running max", net.Max),
 			rules.Count("network poll -> running transitions", float64(net.Count), ""))
 	}
 	util := 0.0
@@ -136,12 +136,12 @@ func check(pass *rules.Pass) error {
 			rules.Share("P utilisation (goroutines running / trace length × GOMAXPROCS)", util))
 	}
 	if s.GC.STW.Count > 0 {
-		f.Evidence = append(f.Evidence, durFact("longest stop-the-world pause", s.GC.STW.Max))
+		f.Evidence = append(f.Evidence, rules.Duration("longest stop-the-world pause", s.GC.STW.Max))
 	}
 	// runtime/metrics (the agent) covers the whole window, the trace its end.
 	if rw, ok := pass.Evidence.Runtime(); ok && rw.SchedLatencyCount > 0 {
 		f.Evidence = append(f.Evidence,
-			durFact("runnable -> running p99 over the window (runtime/metrics /sched/latencies)", rw.SchedLatencyP99),
+			rules.Duration("runnable -> running p99 over the window (runtime/metrics /sched/latencies)", rw.SchedLatencyP99),
 			rules.Count("scheduling events over the window (runtime/metrics)", float64(rw.SchedLatencyCount), ""))
 	}
 	settings := pass.Evidence.Settings()
@@ -151,9 +151,9 @@ func check(pass *rules.Pass) error {
 	}
 
 	f.Summary = fmt.Sprintf("%s wait p99 %s for a CPU (p50 %s, max %s)",
-		capitalize(what), round(worst), round(all.P50), round(all.Max))
+		capitalize(what), rules.RoundDuration(worst), rules.RoundDuration(all.P50), rules.RoundDuration(all.Max))
 	if what != "runnable goroutines" {
-		f.Summary += fmt.Sprintf("; all runnable goroutines p99 %s", round(all.P99))
+		f.Summary += fmt.Sprintf("; all runnable goroutines p99 %s", rules.RoundDuration(all.P99))
 	}
 	if util > 0 {
 		f.Summary += fmt.Sprintf(", with the Ps %s busy", rules.Percent(util))
@@ -207,21 +207,6 @@ func deferToCause(f *rules.Finding, earlier []rules.Finding) {
 	f.Impact = min(f.Impact, cause.Impact/2)
 	f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, the CPU cost that makes goroutines wait", cause.Rule)
 	f.Caveats = append(f.Caveats, fmt.Sprintf("Likely a symptom: %s (%s) takes %s of CPU; fix it first and trace again.", cause.Rule, cause.Class, rules.Percent(cause.Impact)))
-}
-
-func durFact(name string, d time.Duration) rules.Fact {
-	ms := float64(d) / float64(time.Millisecond)
-	return rules.Fact{Name: name, Value: round(d).String(), Num: ms, Unit: "ms"}
-}
-
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
 }
 
 func capitalize(s string) string {
