@@ -95,7 +95,7 @@ func readV2(mount, path string) (*Limits, error) {
 	for dir := range cgroupfs.Ancestors(mount, leaf) {
 		lv := Level{Hierarchy: "unified", Path: relPath(mount, dir)}
 		if b, err := readSmall(filepath.Join(dir, "cpu.max")); err == nil {
-			if lv.CPUCores, err = parseCPUMax(b); err != nil {
+			if lv.CPUCores, err = cgroupfs.ParseCPUMax(b); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(dir, "cpu.max"), err))
 			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -207,32 +207,6 @@ func readInt(path string) (int64, error) {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return v, nil
-}
-
-// parseCPUMax parses cgroup v2 cpu.max, "$QUOTA $PERIOD" or "max $PERIOD",
-// into cores; 0 means no limit.
-func parseCPUMax(b []byte) (float64, error) {
-	f := strings.Fields(string(b))
-	if len(f) == 0 || len(f) > 2 {
-		return 0, fmt.Errorf("want \"QUOTA PERIOD\", got %.40q", b)
-	}
-	if f[0] == "max" {
-		return 0, nil
-	}
-	quota, err := strconv.ParseUint(f[0], 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	period := uint64(100000)
-	if len(f) == 2 {
-		if period, err = strconv.ParseUint(f[1], 10, 64); err != nil {
-			return 0, err
-		}
-	}
-	if period == 0 {
-		return 0, errors.New("zero period")
-	}
-	return float64(quota) / float64(period), nil
 }
 
 // parseLimitBytes parses memory.max or memory.limit_in_bytes. "max" and

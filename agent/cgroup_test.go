@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/perfdoctor/perfdoctor/internal/cgroupfs"
 	"path/filepath"
 	"testing"
 )
@@ -59,12 +60,12 @@ func TestReadLimitsNoCgroup(t *testing.T) {
 
 func TestParsers(t *testing.T) {
 	for in, want := range map[string]float64{"max 100000": 0, "50000 100000": 0.5, "250000": 2.5} {
-		if got, err := parseCPUMax([]byte(in)); err != nil || got != want {
+		if got, err := cgroupfs.ParseCPUMax([]byte(in)); err != nil || got != want {
 			t.Errorf("parseCPUMax(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "1 0", "x 1", "1 2 3"} {
-		if _, err := parseCPUMax([]byte(bad)); err == nil {
+		if _, err := cgroupfs.ParseCPUMax([]byte(bad)); err == nil {
 			t.Errorf("parseCPUMax(%q): no error", bad)
 		}
 	}

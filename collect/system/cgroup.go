@@ -169,34 +169,13 @@ func readWith[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
 	return v, nil
 }
 
-// parseCPUMax parses cgroup v2 cpu.max, "$QUOTA $PERIOD" in microseconds or
-// "max $PERIOD", into cores; 0 means no limit.
+// parseCPUMax reads cgroup v2 cpu.max into cores (cgroupfs.ParseCPUMax).
 func parseCPUMax(r io.Reader) (float64, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return 0, err
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 || len(f) > 2 {
-		return 0, fmt.Errorf("cpu.max: want \"QUOTA PERIOD\", got %.40q", b)
-	}
-	if f[0] == "max" {
-		return 0, nil
-	}
-	quota, err := strconv.ParseUint(f[0], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("cpu.max quota: %w", err)
-	}
-	period := uint64(100000) // the kernel default when only a quota is shown
-	if len(f) == 2 {
-		if period, err = strconv.ParseUint(f[1], 10, 64); err != nil {
-			return 0, fmt.Errorf("cpu.max period: %w", err)
-		}
-	}
-	if period == 0 {
-		return 0, fmt.Errorf("cpu.max: zero period")
-	}
-	return float64(quota) / float64(period), nil
+	return cgroupfs.ParseCPUMax(b)
 }
 
 // v1Unlimited: cgroup v1 shows "no limit" as the largest page-aligned int64

@@ -1,6 +1,7 @@
 // Package cgroupfs walks the cgroup filesystem: it maps a process's cgroup
 // path to a directory under a mount and yields the directories up to the
-// mount, where each level's limits live. Both collect/system (reading a
+// mount, where each level's limits live, and parses the files both readers
+// share (cpu.max). Both collect/system (reading a
 // target) and the agent (reading itself) use it; it depends on nothing but
 // the standard library, so the agent stays light.
 package cgroupfs
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -74,4 +76,30 @@ func V1Mount(base, controller string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("cgroup v1 %s controller not mounted under %s", controller, base)
+}
+
+// ParseCPUMax parses cgroup v2 cpu.max, "$QUOTA $PERIOD" in microseconds or
+// "max $PERIOD", into cores; 0 means no limit.
+func ParseCPUMax(b []byte) (float64, error) {
+	f := strings.Fields(string(b))
+	if len(f) == 0 || len(f) > 2 {
+		return 0, fmt.Errorf("cpu.max: want \"QUOTA PERIOD\", got %.40q", b)
+	}
+	if f[0] == "max" {
+		return 0, nil
+	}
+	quota, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cpu.max quota: %w", err)
+	}
+	period := uint64(100000) // the kernel default when only a quota is shown
+	if len(f) == 2 {
+		if period, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+			return 0, fmt.Errorf("cpu.max period: %w", err)
+		}
+	}
+	if period == 0 {
+		return 0, fmt.Errorf("cpu.max: zero period")
+	}
+	return float64(quota) / float64(period), nil
 }
