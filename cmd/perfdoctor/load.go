@@ -19,6 +19,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
+	"github.com/perfdoctor/perfdoctor/rules"
 )
 
 // loadFlags are the load settings shared by load, run and verify.
@@ -244,18 +245,12 @@ func printResult(w io.Writer, r *load.Result) {
 	fmt.Fprintf(w, "  generator  %.2f CPUs used; load average %.2f\n", r.GeneratorCPU, r.LoadAverage)
 }
 
-// fmtD rounds a latency for a table.
+// fmtD rounds a latency for a table; "-" when there is none.
 func fmtD(d time.Duration) string {
-	switch {
-	case d == 0:
+	if d == 0 {
 		return "-"
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	default:
-		return d.Round(time.Microsecond).String()
 	}
+	return rules.RoundDuration(d).String()
 }
 
 func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int, format, out string) error {
