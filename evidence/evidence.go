@@ -124,44 +124,36 @@ func (e *Evidence) PerfStacks() *Stacks {
 
 // KernelFrames matches the functions the perf profile, or a CPU profile
 // converted from perf or folded stacks, saw in the kernel.
-func (e *Evidence) KernelFrames() Matcher {
-	kernel := map[string]bool{}
-	for _, k := range []Kind{Perf, CPU} {
-		p := e.Profiles[k]
-		if p == nil {
-			continue
-		}
-		for _, l := range p.Location {
-			if perfscript.IsKernel(l) {
-				for _, ln := range l.Line {
-					kernel[ln.Function.Name] = true
-				}
-			}
-		}
-	}
-	return func(fn string) bool { return kernel[fn] }
-}
+func (e *Evidence) KernelFrames() Matcher { return e.framesAt(perfscript.IsKernel) }
 
 // SystemFrames matches what a CPU profile from perf or folded stacks saw
 // outside the program's own binary: the kernel, the vDSO and shared
 // libraries (libc, libpthread, libstdc++). For a native service they are
 // what the standard library is for a Go one: calls its code makes.
 func (e *Evidence) SystemFrames() Matcher {
-	system := map[string]bool{}
+	return e.framesAt(func(l *profile.Location) bool {
+		return perfscript.IsKernel(l) || (l.Mapping != nil && isSystemObject(l.Mapping.File))
+	})
+}
+
+// framesAt matches the functions at the perf and CPU profiles' locations
+// that where accepts.
+func (e *Evidence) framesAt(where func(*profile.Location) bool) Matcher {
+	names := map[string]bool{}
 	for _, k := range []Kind{Perf, CPU} {
 		p := e.Profiles[k]
 		if p == nil {
 			continue
 		}
 		for _, l := range p.Location {
-			if perfscript.IsKernel(l) || (l.Mapping != nil && isSystemObject(l.Mapping.File)) {
+			if where(l) {
 				for _, ln := range l.Line {
-					system[ln.Function.Name] = true
+					names[ln.Function.Name] = true
 				}
 			}
 		}
 	}
-	return func(fn string) bool { return system[fn] }
+	return func(fn string) bool { return names[fn] }
 }
 
 func isSystemObject(file string) bool {
