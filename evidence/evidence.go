@@ -73,15 +73,17 @@ type Evidence struct {
 	// collector, exceptions, threads); nil for other targets.
 	JVM *jfr.Summary
 
-	stacksOnce sync.Once
-	cpuStacks  *Stacks
-	perfOnce   sync.Once
-	perfStacks *Stacks
-	traceOnce  sync.Once
-	traceErr   error
-	allocsOnce sync.Once
-	allocs     *profile.Profile
-	allocsWin  bool
+	stacksOnce      sync.Once
+	cpuStacks       *Stacks
+	perfOnce        sync.Once
+	perfStacks      *Stacks
+	traceOnce       sync.Once
+	traceErr        error
+	allocsOnce      sync.Once
+	allocStacksOnce sync.Once
+	allocStacks     *Stacks
+	allocs          *profile.Profile
+	allocsWin       bool
 }
 
 // File records how one input file was used.
@@ -109,6 +111,18 @@ func (e *Evidence) Profile(k Kind) *profile.Profile { return e.Profiles[k] }
 func (e *Evidence) CPUStacks() *Stacks {
 	e.stacksOnce.Do(func() { e.cpuStacks = NewStacks(e.Profiles[CPU], "cpu") })
 	return e.cpuStacks
+}
+
+// AllocStacks is the bytes allocated in the window (WindowAllocs, by
+// alloc_space) flattened, computed once; nil without an allocs or heap
+// profile.
+func (e *Evidence) AllocStacks() *Stacks {
+	e.allocStacksOnce.Do(func() {
+		if p, _ := e.WindowAllocs(); p != nil {
+			e.allocStacks = NewStacks(p, "alloc_space")
+		}
+	})
+	return e.allocStacks
 }
 
 // PerfStacks is the perf profile flattened by samples, computed once; nil

@@ -47,8 +47,23 @@ func WriteHTMLWith(w io.Writer, r *Report, opts HTMLOptions) error {
 		Verdict:  verdict(r),
 		Describe: describeInputs(r.Inputs),
 	}
+	label := labels(r.Findings)
+	pos := map[string]int{}
 	for i, f := range r.Findings {
-		p.Cards = append(p.Cards, newCard(i+1, f))
+		pos[f.ID] = i
+	}
+	for i, f := range r.Findings {
+		c := newCard(i+1, f)
+		c.Label = label[i]
+		if j, ok := pos[f.CausedBy]; ok && f.CausedBy != "" {
+			c.Cause = &cardRef{Rank: j + 1, Label: label[j], ID: f.CausedBy, Class: r.Findings[j].Class}
+		}
+		for _, id := range f.Explains {
+			if j, ok := pos[id]; ok {
+				c.Symptoms = append(c.Symptoms, cardRef{Rank: j + 1, Label: label[j], ID: id, Class: r.Findings[j].Class})
+			}
+		}
+		p.Cards = append(p.Cards, c)
 	}
 	p.Load = newLoadView(r.Load)
 	if ev := r.Evidence; ev != nil {
@@ -166,10 +181,20 @@ func verdict(r *Report) string {
 
 // card is one finding as the page shows it.
 type card struct {
-	Rank int
+	Rank  int    // position in the list
+	Label string // "2", or "2.1" for a symptom of finding 2
 	rules.Finding
 	Locations []cardLocation
 	Open      bool
+	Cause     *cardRef  // the finding this one is a symptom of
+	Symptoms  []cardRef // the findings this one explains
+}
+
+// cardRef points from one card to another.
+type cardRef struct {
+	Rank      int
+	Label, ID string
+	Class     string
 }
 
 type cardLocation struct {

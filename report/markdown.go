@@ -64,16 +64,22 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 		bw.WriteString("\nNo findings: nothing in the evidence crosses a rule's threshold.\n")
 	} else {
 		bw.WriteString("\n| # | Severity | Finding | Rule | Est. gain | Summary |\n|---:|---|---|---|---:|---|\n")
+		label := labels(r.Findings)
 		for i, f := range r.Findings {
 			sev := f.Severity.String()
 			if f.Severity >= rules.High {
 				sev = "**" + sev + "**"
 			}
-			fmt.Fprintf(bw, "| %d | %s | %s | %s | %s of %s | %s |\n", i+1, sev, f.Class, f.Rule,
-				rules.Percent(f.Impact), f.Resource, mdCell(f.Summary))
+			summary := mdCell(f.Summary)
+			if f.CausedBy != "" {
+				summary = "↳ symptom of " + f.CausedBy + ": " + summary
+			}
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s of %s | %s |\n", label[i], sev, f.Class, f.Rule,
+				rules.Percent(f.Impact), f.Resource, summary)
 		}
 		for i, f := range r.Findings[:min(top, len(r.Findings))] {
-			writeMarkdownFinding(bw, i+1, f)
+			causedBy, explains := linkLines(r.Findings, label, i)
+			writeMarkdownFinding(bw, label[i], f, causedBy, explains)
 		}
 		if rest := len(r.Findings) - top; rest > 0 {
 			fmt.Fprintf(bw, "\n_%s more in the full report (`perfdoctor diagnose --format html`)._\n", plural(rest, "finding"))
@@ -89,8 +95,13 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 	return bw.Flush()
 }
 
-func writeMarkdownFinding(w *bufio.Writer, n int, f rules.Finding) {
-	fmt.Fprintf(w, "\n#### %d. %s (%s): est. gain %s of %s\n\n%s\n", n, f.Class, f.Rule, rules.Percent(f.Impact), f.Resource, mdText(f.Summary))
+func writeMarkdownFinding(w *bufio.Writer, label string, f rules.Finding, causedBy, explains string) {
+	fmt.Fprintf(w, "\n#### %s. %s (%s): est. gain %s of %s\n\n%s\n", label, f.Class, f.Rule, rules.Percent(f.Impact), f.Resource, mdText(f.Summary))
+	for _, l := range []string{causedBy, explains} {
+		if l != "" {
+			fmt.Fprintf(w, "\n_%s._\n", mdText(upperFirst(l)))
+		}
+	}
 	if len(f.Locations) > 0 {
 		var where []string
 		for _, l := range f.Locations[:min(3, len(f.Locations))] {

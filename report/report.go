@@ -16,7 +16,7 @@ import (
 )
 
 // SchemaVersion is the version of the JSON document; see docs/schema.md.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Report is the document every format renders.
 type Report struct {

@@ -175,11 +175,19 @@ func WriteSARIFWith(w io.Writer, r *Report, opts SARIFOptions) error {
 			Message: sarifMessage{Text: mdText(f.Summary) + " Estimated gain: " + rules.Percent(f.Impact) + " of " + f.Resource +
 				". Fix: " + mdText(f.Fix)},
 			Properties: map[string]any{
+				"id":       f.ID,
 				"class":    f.Class,
 				"severity": f.Severity.String(),
 				"impact":   f.Impact,
 				"resource": f.Resource,
 			},
+		}
+		if f.CausedBy != "" {
+			res.Properties["causedBy"] = f.CausedBy
+			res.Message.Text = "A symptom of " + f.CausedBy + " (" + f.CauseReason + "). " + res.Message.Text
+		}
+		if len(f.Explains) > 0 {
+			res.Properties["explains"] = f.Explains
 		}
 		for _, l := range f.Locations {
 			loc := sarifLocation{

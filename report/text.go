@@ -39,8 +39,10 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(bw, "\nNo findings: nothing in the evidence crosses a rule's threshold.")
 	}
+	label := labels(r.Findings)
 	for i, f := range r.Findings {
-		writeFinding(bw, i+1, f)
+		causedBy, explains := linkLines(r.Findings, label, i)
+		writeFinding(bw, label[i], f, causedBy, explains)
 	}
 	if len(r.NotChecked) > 0 {
 		fmt.Fprintln(bw, "\nNot checked:")
@@ -60,9 +62,18 @@ func WriteText(w io.Writer, r *Report) error {
 	return bw.Flush()
 }
 
-func writeFinding(w io.Writer, n int, f rules.Finding) {
-	fmt.Fprintf(w, "\n%d. [%s] %s (%s)  est. gain %s of %s\n", n, strings.ToUpper(f.Severity.String()), f.Class, f.Rule, rules.Percent(f.Impact), f.Resource)
+func writeFinding(w io.Writer, label string, f rules.Finding, causedBy, explains string) {
+	// A symptom is indented under its cause.
+	indent := strings.Repeat("   ", strings.Count(label, "."))
+	w = &indentWriter{w: w, prefix: indent}
+	fmt.Fprintf(w, "\n%s. [%s] %s (%s)  est. gain %s of %s\n", label, strings.ToUpper(f.Severity.String()), f.Class, f.Rule, rules.Percent(f.Impact), f.Resource)
 	fmt.Fprintf(w, "   %s\n", f.Summary)
+	if causedBy != "" {
+		fmt.Fprintf(w, "   %s\n", wrap(upperFirst(causedBy), 3))
+	}
+	if explains != "" {
+		fmt.Fprintf(w, "   %s\n", wrap(upperFirst(explains), 3))
+	}
 	if len(f.Evidence) > 0 {
 		fmt.Fprintln(w, "   Evidence:")
 		width := 0
@@ -184,4 +195,37 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// indentWriter prefixes every line it writes, so a symptom's block sits
+// under its cause.
+type indentWriter struct {
+	w      io.Writer
+	prefix string
+	mid    bool // within a line
+}
+
+func (iw *indentWriter) Write(p []byte) (int, error) {
+	if iw.prefix == "" {
+		return iw.w.Write(p)
+	}
+	var b strings.Builder
+	for _, c := range string(p) {
+		if !iw.mid && c != '\n' {
+			b.WriteString(iw.prefix)
+		}
+		b.WriteRune(c)
+		iw.mid = c != '\n'
+	}
+	if _, err := io.WriteString(iw.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -57,6 +57,9 @@ func SeverityFor(share float64) Severity {
 // Finding is one diagnosis with its evidence and prescription. Its JSON form
 // is the contract documented in docs/schema.md.
 type Finding struct {
+	// ID names the finding within one diagnosis, for links: the rule ID,
+	// with "#2", "#3"... for a rule's further findings.
+	ID       string   `json:"id"`
 	Rule     string   `json:"rule"`
 	Class    string   `json:"class"`
 	Severity Severity `json:"severity"`
@@ -75,6 +78,18 @@ type Finding struct {
 	// can mark them and fallback rules can leave them alone.
 	Frames     []string `json:"frames,omitempty"`
 	References []string `json:"references,omitempty"`
+
+	// CausedBy is the ID of the finding this one is a consequence of
+	// (kernel time under connection setup, scheduler time under an
+	// oversubscribed GOMAXPROCS, waits behind a CPU hog); it ranks under its
+	// cause. CauseReason says why; Explains is the other direction.
+	CausedBy    string   `json:"caused_by,omitempty"`
+	CauseReason string   `json:"cause_reason,omitempty"`
+	Explains    []string `json:"explains,omitempty"`
+	// Claim is the cost the rule computed Impact from; the engine
+	// arbitrates claims between findings and records the outcome in Cost.
+	Claim *Claim `json:"-"`
+	Cost  *Cost  `json:"cost,omitempty"`
 }
 
 // MarshalJSON keeps empty lists as [] rather than null, so consumers need

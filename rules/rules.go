@@ -180,6 +180,7 @@ type Result struct {
 func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 	var res Result
 	var earlier []Finding
+	seen := map[string]int{} // findings per rule, for their IDs
 	run := func(r *Rule) {
 		var missing []Input
 		for _, in := range r.Needs {
@@ -212,6 +213,14 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 		for _, why := range pass.skipped {
 			res.NotChecked = append(res.NotChecked, NotChecked{Rule: r.ID, Class: r.Class, Reason: why})
 		}
+		for i := range pass.findings {
+			f := &pass.findings[i]
+			seen[f.Rule]++
+			f.ID = f.Rule
+			if n := seen[f.Rule]; n > 1 {
+				f.ID += fmt.Sprintf("#%d", n)
+			}
+		}
 		if !r.Fallback {
 			earlier = append(earlier, pass.findings...)
 		}
@@ -227,6 +236,7 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 			run(r)
 		}
 	}
+	attribute(ev, res.Findings)
 	Rank(res.Findings)
 	return res
 }
@@ -242,17 +252,66 @@ func safeCheck(p *Pass) (err error) {
 	return p.Rule.Check(p)
 }
 
-// Rank orders findings by estimated recoverable share, then severity, then
-// rule ID, so output is stable.
+// Rank orders findings by the ranking model (docs/ranking.md): a symptom
+// comes right after the finding that causes it, whatever its own estimate;
+// other findings by severity (each resource graded by its own rules), then
+// at one severity CPU before latency before memory, then by impact within a
+// resource, then by ID, so output is stable. It fills each cause's Explains.
 func Rank(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if a.Impact != b.Impact {
-			return a.Impact > b.Impact
-		}
+	before := func(a, b *Finding) bool {
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
 		}
-		return a.Rule < b.Rule
-	})
+		if ra, rb := resourceOrder(a.Resource), resourceOrder(b.Resource); ra != rb {
+			return ra < rb
+		}
+		if a.Impact != b.Impact {
+			return a.Impact > b.Impact
+		}
+		return a.ID < b.ID
+	}
+	sorted := make([]Finding, len(fs))
+	copy(sorted, fs)
+	sort.SliceStable(sorted, func(i, j int) bool { return before(&sorted[i], &sorted[j]) })
+	byID := map[string]*Finding{}
+	for i := range sorted {
+		byID[sorted[i].ID] = &sorted[i]
+	}
+	// A cycle of links has no cause to start from: the best-ranked finding
+	// in it becomes a root.
+	for i := range sorted {
+		seen := map[string]bool{}
+		for c := byID[sorted[i].CausedBy]; c != nil; c = byID[c.CausedBy] {
+			if c.ID == sorted[i].ID {
+				sorted[i].CausedBy, sorted[i].CauseReason = "", ""
+				break
+			}
+			if seen[c.ID] {
+				break // a cycle further up, broken at its own best-ranked member
+			}
+			seen[c.ID] = true
+		}
+	}
+	children := map[string][]Finding{}
+	var roots []Finding
+	for _, f := range sorted {
+		if f.CausedBy != "" && f.CausedBy != f.ID && byID[f.CausedBy] != nil {
+			children[f.CausedBy] = append(children[f.CausedBy], f)
+		} else {
+			roots = append(roots, f)
+		}
+	}
+	out := fs[:0]
+	var walk func(f Finding)
+	walk = func(f Finding) {
+		out = append(out, f)
+		for _, c := range children[f.ID] {
+			walk(c)
+		}
+		delete(children, f.ID)
+	}
+	for _, f := range roots {
+		walk(f)
+	}
+	fillExplains(fs)
 }

@@ -25,21 +25,6 @@ func cpuEvidence() *evidence.Evidence {
 	return testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(testprof.Stack{Value: 200, Funcs: []string{"main.f"}})})
 }
 
-func TestRankByImpactThenSeverity(t *testing.T) {
-	res := rules.Run(cpuEvidence(), []*rules.Rule{
-		reporter("A", 0.10, rules.Low),
-		reporter("B", 0.30, rules.Medium),
-		reporter("C", 0.10, rules.High),
-	})
-	var got []string
-	for _, f := range res.Findings {
-		got = append(got, f.Rule)
-	}
-	if strings.Join(got, ",") != "B,C,A" {
-		t.Errorf("rank = %v, want B,C,A", got)
-	}
-}
-
 func TestMissingInputsAreNotChecked(t *testing.T) {
 	r := &rules.Rule{ID: "M1", Class: "lock-contention", Needs: []rules.Input{rules.Mutex, rules.CPU}, Check: func(*rules.Pass) error {
 		t.Error("rule ran without its inputs")

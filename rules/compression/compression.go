@@ -220,6 +220,7 @@ func check(pass *rules.Pass) error {
 	if len(callers) > 0 {
 		f.Summary += ", called from " + rules.ShortFunc(callers[0].Func)
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames), Allocs: pass.Evidence.AllocStacks().Has(Frames)}
 	pass.Report(f)
 	return nil
 }

@@ -107,6 +107,7 @@ func check(pass *rules.Pass) error {
 	if len(callers) > 0 {
 		f.Summary += " (from " + rules.ShortFunc(callers[0].Func) + ")"
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: churn}
 	pass.Report(f)
 	return nil
 }

@@ -157,6 +157,7 @@ func check(pass *rules.Pass) error {
 	} else if ev.JVM != nil && ev.JVM.ThrowEvents == 0 {
 		f.Caveats = append(f.Caveats, "The recording has no throw events: perfdoctor collect --jfr-exceptions records where exceptions are thrown.")
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: ev.CPUStacks().Has(Frames)}
 	pass.Report(f)
 	return nil
 }

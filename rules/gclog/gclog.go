@@ -131,6 +131,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("%d of the cycles were forced by runtime.GC: find the caller.", t.Forced))
 	}
 	f.Caveats = append(f.Caveats, caveats...)
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: pass.Evidence.CPUStacks().Has(gcpressure.GCFrames), AllocDriven: true}
 	pass.Report(f)
 	return nil
 }

@@ -178,6 +178,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: GC cycle rate unknown.")
 	}
 	f.Caveats = append(f.Caveats, advice.caveats...)
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(GCFrames), AllocDriven: true}
 	pass.Report(f)
 	return nil
 }

@@ -228,6 +228,11 @@ func check(pass *rules.Pass) error {
 	case traceErr != nil:
 		f.Caveats = append(f.Caveats, "The execution trace could not be read: "+traceErr.Error())
 	}
+	// The churn names the go statements that make it: a call site, which
+	// owns the scheduler's hand-offs unless a setting (GOMAXPROCS above
+	// the CPUs) explains them first.
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.Any(ChurnFrames, scheduler.Frames)),
+		Grade: func(impact float64) rules.Severity { return rules.Grade(impact, mediumShare, highShare) }}
 	pass.Report(f)
 	return nil
 }

@@ -128,6 +128,10 @@ func check(pass *rules.Pass) error {
 			f.Evidence = append(f.Evidence, rules.Share("next: "+rules.ShortFunc(fn), s))
 		}
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool {
+		fr := appFrame(s)
+		return fr != nil && fr.Func == top && unexplained(s)
+	}}
 	pass.Report(f)
 	return nil
 }

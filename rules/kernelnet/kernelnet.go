@@ -58,6 +58,16 @@ const (
 	normalKernel = 0.30
 )
 
+// SyscallFrames are where a Go CPU profile charges the time a thread
+// spends in the kernel: the system call entry points (the profiling signal
+// counts kernel time to the user frame that made the call).
+var SyscallFrames = evidence.FuncPrefix(
+	"syscall.Syscall", "syscall.RawSyscall", "syscall.syscall", "syscall.rawsyscall",
+	"internal/runtime/syscall.Syscall", "runtime/internal/syscall.Syscall",
+	"golang.org/x/sys/unix.Syscall", "golang.org/x/sys/unix.RawSyscall",
+	"runtime.write1", "runtime.read", "runtime.futex", "runtime.usleep", "runtime.epollwait", "runtime.netpoll",
+)
+
 // softirqFrames are the kernel's network soft interrupt handling.
 var softirqFrames = evidence.FuncPrefix("net_rx_action", "__do_softirq", "handle_softirqs", "do_softirq", "__napi_poll", "process_backlog", "__netif_receive_skb", "net_tx_action")
 
@@ -119,6 +129,11 @@ func check(pass *rules.Pass) error {
 			f.Frames = st.Matched(softirqFrames, 8)
 		}
 	}
+	// The kernel time a CPU profile sees is the samples inside system
+	// calls (and the kernel frames of perf stacks); connection setup or
+	// unbuffered writes that make those calls own them when they fire.
+	cpu := pass.Evidence.CPUStacks()
+	f.Claim = &rules.Claim{Level: rules.LevelKernel, CPU: cpu.Has(evidence.Any(SyscallFrames, pass.Evidence.KernelFrames()))}
 	pass.Report(f)
 	return nil
 }

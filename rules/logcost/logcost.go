@@ -181,6 +181,7 @@ func check(pass *rules.Pass) error {
 	if len(sites) > 0 {
 		f.Summary += ", from " + rules.ShortFunc(sites[0].Func)
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return in(s) && !checking(s) }}
 	pass.Report(f)
 	return nil
 }

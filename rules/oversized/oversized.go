@@ -142,6 +142,8 @@ func check(pass *rules.Pass) error {
 		if !pass.Has(rules.Heap) {
 			f.Caveats = append(f.Caveats, "No heap profile: how much of it stays live is unknown.")
 		}
+		site := s.frame
+		f.Claim = &rules.Claim{Level: rules.LevelCode, Allocs: ev.AllocStacks().Has(func(fn string) bool { return fn == site.Func })}
 		pass.Report(f)
 	}
 	return nil

@@ -155,6 +155,7 @@ func check(pass *rules.Pass) error {
 		}
 		f.Fix = fmt.Sprintf("%s %s. %s", site, how, fix)
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot}
 	pass.Report(f)
 	return nil
 }

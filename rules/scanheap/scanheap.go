@@ -134,6 +134,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: the GC cycle rate is unknown, so frequent cycles (GC001's case) cannot be ruled out.")
 	}
 	f.Caveats = append(f.Caveats, caveats...)
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(gcpressure.GCFrames)}
 	pass.Report(f)
 	return nil
 }

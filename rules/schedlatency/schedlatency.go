@@ -204,6 +204,8 @@ func deferToCause(f *rules.Finding, earlier []rules.Finding) {
 	if cause == nil {
 		return
 	}
+	f.CausedBy = cause.ID
+	f.CauseReason = fmt.Sprintf("%s (%s) takes %s of CPU: the CPU the goroutines wait for", cause.ID, cause.Class, rules.Percent(cause.Impact))
 	f.Impact = min(f.Impact, cause.Impact/2)
 	f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, the CPU cost that makes goroutines wait", cause.Rule)
 	f.Caveats = append(f.Caveats, fmt.Sprintf("Likely a symptom: %s (%s) takes %s of CPU; fix it first and trace again.", cause.Rule, cause.Class, rules.Percent(cause.Impact)))

@@ -108,6 +108,13 @@ func check(pass *rules.Pass) error {
 		f.Severity = min(f.Severity, rules.High)
 		f.Impact = max(f.Impact, share*(1-limit/float64(s.GOMAXPROCS)))
 	}
+	// Oversubscription is a setting the user can change, so it owns the
+	// scheduler's time over the goroutine churn that also shows in it.
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(Frames),
+		Grade: func(impact float64) rules.Severity { return rules.Grade(2*impact, mediumShare, highShare) }}
+	if over {
+		f.Claim.Level, f.Claim.Grade = rules.LevelConfig, nil
+	}
 	pass.Report(f)
 	return nil
 }

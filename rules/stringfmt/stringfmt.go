@@ -178,6 +178,7 @@ func check(pass *rules.Pass) error {
 	if top == 1 {
 		f.Example = "return fmt.Errorf(\"user %d not found\", id)\n->\nvar ErrNotFound = errors.New(\"user not found\") // once\nreturn ErrNotFound"
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot}
 	pass.Report(f)
 	return nil
 }

@@ -1,0 +1,328 @@
+package rules
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+)
+
+// Level orders explanations of one cost from the most general to the most
+// specific. When two findings explain the same CPU sample or the same
+// allocated byte, the more specific one owns it: a named library or call
+// site over a runtime mechanism, a runtime mechanism over a kernel
+// mechanism. The most specific explanation is the one a user can act on:
+// kernel time under net.Dial is fixed by reusing connections. A setting
+// that makes a mechanism costly comes first of all: scheduler time under
+// GOMAXPROCS=64 on 2 CPUs is fixed by setting GOMAXPROCS, without touching
+// the code whose goroutines the scheduler then runs.
+type Level int
+
+const (
+	LevelKernel  Level = iota + 1 // the kernel's work: network stack, system calls
+	LevelRuntime                  // a runtime mechanism: GC, the scheduler, goroutine lifecycle
+	LevelCode                     // a named library or call site in the service
+	LevelConfig                   // a setting that makes a runtime mechanism costly (GOMAXPROCS above the CPUs)
+)
+
+var levelNames = [...]string{LevelKernel: "kernel", LevelRuntime: "runtime", LevelCode: "code", LevelConfig: "config"}
+
+func (l Level) String() string {
+	if l < LevelKernel || l > LevelConfig {
+		return fmt.Sprintf("level(%d)", int(l))
+	}
+	return levelNames[l]
+}
+
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+func (l *Level) UnmarshalText(b []byte) error {
+	for i, n := range levelNames {
+		if n != "" && string(b) == n {
+			*l = Level(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown level %q", b)
+}
+
+// Claim declares the cost a finding's impact was computed from, so the
+// engine can give every CPU sample and every allocated byte to one finding
+// only. A rule that estimates a CPU share from samples says which samples;
+// the engine then scales the finding's impact by the fraction of them it
+// owns, so the CPU impacts of one diagnosis never add up to more than the
+// CPU there is.
+type Claim struct {
+	Level Level
+	// CPU selects the samples of Evidence.CPUStacks() the finding explains.
+	CPU func(evidence.Sample) bool
+	// Allocs selects the samples of Evidence.AllocStacks() the finding
+	// explains (allocated bytes in the window).
+	Allocs func(evidence.Sample) bool
+	// Grade, when set, grades the finding again from its impact once
+	// more specific findings took their part of its cost (with the rule's
+	// own thresholds); the engine only ever lowers a severity this way.
+	Grade func(impact float64) Severity
+	// AllocDriven marks a cost that follows the allocation rate (GC work):
+	// when one finding owns most of the bytes allocated in the window, that
+	// finding is this one's cause.
+	AllocDriven bool
+}
+
+// Cost is what the engine measured of a finding's claim, as shares of the
+// CPU profile and of the bytes allocated in the window.
+type Cost struct {
+	Level       Level   `json:"level"`
+	CPUClaimed  float64 `json:"cpu_claimed,omitempty"`  // share of CPU samples the finding's claim selects
+	CPUOwned    float64 `json:"cpu_owned,omitempty"`    // of those, the share no more specific finding explains
+	AllocsOwned float64 `json:"allocs_owned,omitempty"` // share of allocated bytes the finding owns
+}
+
+// causeShare is the part of a finding's claimed cost a more specific
+// finding must own for the first to be called its symptom; allocShare is
+// the part of the window's allocated bytes an allocation site must own to
+// be called the cause of allocation-driven (GC) cost.
+const (
+	causeShare = 0.5
+	allocShare = 0.5
+)
+
+// attribute arbitrates the findings' claims: each CPU sample and each
+// allocated byte goes to the most specific finding that claims it, impacts
+// shrink to the cost each finding owns, and a finding that lost most of its
+// cost to a more specific one is linked to it as a symptom of its cause.
+func attribute(ev *evidence.Evidence, fs []Finding) {
+	cpu := arbitrate(ev.CPUStacks(), fs, func(c *Claim) func(evidence.Sample) bool { return c.CPU })
+	allocs := arbitrate(ev.AllocStacks(), fs, func(c *Claim) func(evidence.Sample) bool { return c.Allocs })
+	for i := range fs {
+		f := &fs[i]
+		if f.Claim == nil {
+			continue
+		}
+		f.Cost = &Cost{Level: f.Claim.Level}
+		if c, ok := cpu.claimed[i]; ok && c > 0 {
+			owned := cpu.owned[i]
+			f.Cost.CPUClaimed, f.Cost.CPUOwned = cpu.share(c), cpu.share(owned)
+			if owned < c && f.Resource == "cpu" {
+				f.Impact *= float64(owned) / float64(c)
+				if f.Claim.Grade != nil {
+					f.Severity = min(f.Severity, f.Claim.Grade(f.Impact))
+				}
+				f.ImpactBasis += fmt.Sprintf("; scaled to the %s of its %s of CPU that no more specific finding explains",
+					Percent(float64(owned)/float64(c)), Percent(cpu.share(c)))
+			}
+			if j, taken := cpu.topTaker(i); j >= 0 && fs[j].Claim.Level > f.Claim.Level && float64(taken) >= causeShare*float64(c) {
+				link(fs, i, j, fmt.Sprintf("%s of the CPU it describes is explained by %s (%s)",
+					Percent(float64(taken)/float64(c)), fs[j].ID, fs[j].Class))
+			}
+		}
+		if c := allocs.owned[i]; c > 0 {
+			f.Cost.AllocsOwned = allocs.share(c)
+		}
+	}
+	// Allocation-driven costs (GC) follow the site that allocates most.
+	for i := range fs {
+		f := &fs[i]
+		if f.Claim == nil || !f.Claim.AllocDriven || f.CausedBy != "" {
+			continue
+		}
+		best := -1
+		for j, c := range allocs.owned {
+			if j != i && allocs.share(c) >= allocShare && (best < 0 || c > allocs.owned[best]) {
+				best = j
+			}
+		}
+		if best >= 0 {
+			link(fs, i, best, fmt.Sprintf("%s allocates %s of the bytes allocated in the window, and GC work follows allocation",
+				fs[best].ID, Percent(allocs.share(allocs.owned[best]))))
+		}
+	}
+	capCPU(fs)
+}
+
+// arbitration is the outcome of one profile's claims: per finding index,
+// the value it claimed, the value it owns, and what others took from it.
+type arbitration struct {
+	total   int64
+	claimed map[int]int64
+	owned   map[int]int64
+	taken   map[int]map[int]int64 // taken[i][j]: claimed by i, owned by j
+}
+
+func (a arbitration) share(v int64) float64 {
+	if a.total <= 0 {
+		return 0
+	}
+	return float64(v) / float64(a.total)
+}
+
+// topTaker is the finding that took the most of i's claim, and how much.
+func (a arbitration) topTaker(i int) (int, int64) {
+	best, most := -1, int64(0)
+	for j, v := range a.taken[i] {
+		if v > most || (v == most && best >= 0 && j < best) {
+			best, most = j, v
+		}
+	}
+	return best, most
+}
+
+func arbitrate(st *evidence.Stacks, fs []Finding, sel func(*Claim) func(evidence.Sample) bool) arbitration {
+	a := arbitration{claimed: map[int]int64{}, owned: map[int]int64{}, taken: map[int]map[int]int64{}}
+	if st == nil {
+		return a
+	}
+	a.total = st.Total
+	var claimants []int
+	for i := range fs {
+		if fs[i].Claim != nil && sel(fs[i].Claim) != nil {
+			claimants = append(claimants, i)
+		}
+	}
+	if len(claimants) == 0 {
+		return a
+	}
+	hits := make([][]bool, len(claimants))
+	for k, i := range claimants {
+		keep := sel(fs[i].Claim)
+		hits[k] = make([]bool, len(st.Samples))
+		for n, s := range st.Samples {
+			if keep(s) {
+				hits[k][n] = true
+				a.claimed[i] += s.Value
+			}
+		}
+	}
+	// The most specific claim wins; at one level the narrower claim (the
+	// smaller total), then the lower rule ID, so the outcome is stable.
+	better := func(i, j int) bool {
+		li, lj := fs[i].Claim.Level, fs[j].Claim.Level
+		if li != lj {
+			return li > lj
+		}
+		if a.claimed[i] != a.claimed[j] {
+			return a.claimed[i] < a.claimed[j]
+		}
+		return fs[i].ID < fs[j].ID
+	}
+	for n, s := range st.Samples {
+		owner := -1
+		for k, i := range claimants {
+			if hits[k][n] && (owner < 0 || better(i, owner)) {
+				owner = i
+			}
+		}
+		if owner < 0 {
+			continue
+		}
+		a.owned[owner] += s.Value
+		for k, i := range claimants {
+			if hits[k][n] && i != owner {
+				if a.taken[i] == nil {
+					a.taken[i] = map[int]int64{}
+				}
+				a.taken[i][owner] += s.Value
+			}
+		}
+	}
+	return a
+}
+
+// link records that fs[symptom] is a consequence of fs[cause], unless that
+// would make a cycle.
+func link(fs []Finding, symptom, cause int, why string) {
+	if symptom == cause || fs[symptom].CausedBy != "" {
+		return
+	}
+	for id := fs[cause].ID; id != ""; {
+		if id == fs[symptom].ID {
+			return
+		}
+		next := ""
+		for _, f := range fs {
+			if f.ID == id {
+				next = f.CausedBy
+				break
+			}
+		}
+		id = next
+	}
+	fs[symptom].CausedBy = fs[cause].ID
+	fs[symptom].CauseReason = why
+}
+
+// capCPU keeps the CPU impacts of one diagnosis within the CPU there is.
+// Claimed findings are already disjoint; findings estimated from other
+// evidence (/proc times, a JVM's counters) may still overlap them, so when
+// the sum exceeds 1 those are scaled down first, and everything only if the
+// claimed ones alone exceed it.
+func capCPU(fs []Finding) {
+	var claimed, other float64
+	for _, f := range fs {
+		switch {
+		case f.Resource != "cpu":
+		case f.Cost != nil && f.Cost.CPUClaimed > 0:
+			claimed += f.Impact
+		default:
+			other += f.Impact
+		}
+	}
+	if claimed+other <= 1 {
+		return
+	}
+	scaleClaimed, scaleOther := 1.0, 0.0
+	if claimed < 1 {
+		scaleOther = (1 - claimed) / other
+	} else {
+		scaleClaimed = 1 / claimed
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.Resource != "cpu" || f.Impact == 0 {
+			continue
+		}
+		scale := scaleOther
+		if f.Cost != nil && f.Cost.CPUClaimed > 0 {
+			scale = scaleClaimed
+		}
+		if scale < 1 {
+			f.Impact *= scale
+			f.ImpactBasis += "; scaled down so the diagnosis's CPU shares add up to at most 100%"
+		}
+	}
+}
+
+// fillExplains writes each link's other direction: the cause lists its
+// symptoms.
+func fillExplains(fs []Finding) {
+	at := map[string]int{}
+	for i := range fs {
+		fs[i].Explains = nil
+		at[fs[i].ID] = i
+	}
+	for _, f := range fs {
+		if j, ok := at[f.CausedBy]; ok && f.CausedBy != "" {
+			fs[j].Explains = append(fs[j].Explains, f.ID)
+		}
+	}
+	for i := range fs {
+		sort.Strings(fs[i].Explains)
+	}
+}
+
+// resourceOrder places findings of one severity: CPU capacity first (it is
+// what a fix measurably gives back), then latency, then memory. Impacts are
+// only compared within one resource: a fraction of memory or of request
+// time is not a share of CPU.
+func resourceOrder(r string) int {
+	switch strings.ToLower(r) {
+	case "cpu", "":
+		return 0
+	case "latency":
+		return 1
+	case "memory":
+		return 2
+	}
+	return 3
+}

@@ -1,0 +1,240 @@
+package rules_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// finding is a test rule reporting one finding.
+func finding(id string, f rules.Finding) *rules.Rule {
+	return &rules.Rule{ID: id, Class: "hot-function", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
+		p.Report(f)
+		return nil
+	}}
+}
+
+// claiming reports a CPU finding whose impact is the share of samples with
+// a frame matching family, claimed at the given level.
+func claiming(id string, level rules.Level, family evidence.Matcher, sev rules.Severity) *rules.Rule {
+	return &rules.Rule{ID: id, Class: "hot-function", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
+		cpu := p.Evidence.CPUStacks()
+		p.Report(rules.Finding{Severity: sev, Resource: "cpu", Impact: cpu.Share(family),
+			Claim: &rules.Claim{Level: level, CPU: cpu.Has(family)}})
+		return nil
+	}}
+}
+
+func ids(fs []rules.Finding) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.ID)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestRankBySeverityThenImpact(t *testing.T) {
+	res := rules.Run(cpuEvidence(), []*rules.Rule{
+		finding("A", rules.Finding{Impact: 0.10, Severity: rules.Low, Resource: "cpu"}),
+		finding("B", rules.Finding{Impact: 0.30, Severity: rules.Medium, Resource: "cpu"}),
+		finding("C", rules.Finding{Impact: 0.10, Severity: rules.High, Resource: "cpu"}),
+		finding("D", rules.Finding{Impact: 0.20, Severity: rules.Medium, Resource: "cpu"}),
+	})
+	if got := ids(res.Findings); got != "C,B,D,A" {
+		t.Errorf("rank = %s, want C,B,D,A", got)
+	}
+}
+
+// A memory or latency fraction is never weighed against a CPU share: at one
+// severity CPU comes first, then latency, then memory, whatever the numbers.
+func TestRankAcrossResources(t *testing.T) {
+	res := rules.Run(cpuEvidence(), []*rules.Rule{
+		finding("MEM", rules.Finding{Impact: 0.81, Severity: rules.High, Resource: "memory"}),
+		finding("LAT", rules.Finding{Impact: 0.82, Severity: rules.High, Resource: "latency"}),
+		finding("CPU", rules.Finding{Impact: 0.57, Severity: rules.High, Resource: "cpu"}),
+		finding("CPU2", rules.Finding{Impact: 0.60, Severity: rules.Medium, Resource: "cpu"}),
+		finding("MEM2", rules.Finding{Impact: 0.90, Severity: rules.Low, Resource: "memory"}),
+	})
+	if got := ids(res.Findings); got != "CPU,LAT,MEM,CPU2,MEM2" {
+		t.Errorf("rank = %s, want CPU,LAT,MEM,CPU2,MEM2", got)
+	}
+}
+
+// kernelUnderDial is a UDP forwarder's profile: most system call time is
+// under net.DialUDP and Close, a little under the read loop.
+func kernelUnderDial() *evidence.Evidence {
+	return testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(
+		testprof.Stack{Value: 600, Funcs: []string{"syscall.Syscall", "net.(*netFD).connect", "net.DialUDP", "main.forward"}},
+		testprof.Stack{Value: 200, Funcs: []string{"syscall.Syscall", "net.(*conn).Close", "main.forward"}},
+		testprof.Stack{Value: 100, Funcs: []string{"syscall.Syscall", "net.(*UDPConn).ReadFrom", "main.serve"}},
+		testprof.Stack{Value: 100, Funcs: []string{"main.parse", "main.serve"}},
+	)})
+}
+
+func TestOneCostOneOwnerAndSymptomUnderCause(t *testing.T) {
+	dial := evidence.FuncPrefix("net.DialUDP", "net.(*conn).Close")
+	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+		claiming("NET003", rules.LevelKernel, evidence.FuncPrefix("syscall.Syscall"), rules.High),
+		claiming("NET001", rules.LevelCode, dial, rules.Medium),
+	})
+	if got := ids(res.Findings); got != "NET001,NET003" {
+		t.Fatalf("rank = %s, want the cause first and its symptom under it", got)
+	}
+	cause, symptom := res.Findings[0], res.Findings[1]
+	if symptom.CausedBy != "NET001" || len(cause.Explains) != 1 || cause.Explains[0] != "NET003" || symptom.CauseReason == "" {
+		t.Errorf("links: cause %+v explains %v; symptom caused by %q (%q)", cause.ID, cause.Explains, symptom.CausedBy, symptom.CauseReason)
+	}
+	// 900 samples in syscalls, 800 of them under the dial: the kernel
+	// finding keeps the 100 in the read loop.
+	if math.Abs(cause.Impact-0.8) > 1e-9 || math.Abs(symptom.Impact-0.1) > 1e-9 {
+		t.Errorf("impacts %.3f (cause), %.3f (symptom), want 0.8 and 0.1", cause.Impact, symptom.Impact)
+	}
+	if c := symptom.Cost; c == nil || c.Level != rules.LevelKernel || math.Abs(c.CPUClaimed-0.9) > 1e-9 || math.Abs(c.CPUOwned-0.1) > 1e-9 {
+		t.Errorf("symptom cost %+v", symptom.Cost)
+	}
+	if sum := cause.Impact + symptom.Impact; sum > 1 {
+		t.Errorf("CPU impacts sum to %.2f", sum)
+	}
+}
+
+// A finding that loses only part of its cost to a more specific one keeps
+// the rest and stays a finding of its own.
+func TestPartialOverlapIsNotASymptom(t *testing.T) {
+	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+		claiming("K", rules.LevelKernel, evidence.FuncPrefix("syscall.Syscall"), rules.High),
+		claiming("R", rules.LevelCode, evidence.FuncPrefix("net.(*UDPConn).ReadFrom"), rules.Medium),
+	})
+	for _, f := range res.Findings {
+		if f.CausedBy != "" {
+			t.Errorf("%s linked to %s after losing 1/9 of its cost", f.ID, f.CausedBy)
+		}
+	}
+	if got := ids(res.Findings); got != "K,R" {
+		t.Errorf("rank = %s", got)
+	}
+}
+
+// Findings at the same level split a shared sample by the narrower claim
+// and are never linked: neither is the other's cause.
+func TestSameLevelOverlapSplitsWithoutLinks(t *testing.T) {
+	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+		claiming("WIDE", rules.LevelCode, evidence.FuncPrefix("main."), rules.High),
+		claiming("NARROW", rules.LevelCode, evidence.FuncPrefix("main.parse"), rules.Low),
+	})
+	var sum float64
+	for _, f := range res.Findings {
+		sum += f.Impact
+		if f.CausedBy != "" {
+			t.Errorf("%s linked to %s", f.ID, f.CausedBy)
+		}
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		t.Errorf("impacts sum to %.3f, want 1 (every sample once)", sum)
+	}
+}
+
+// Estimates not drawn from samples are scaled so the CPU shares of one
+// diagnosis never exceed 100%.
+func TestCPUImpactsNeverSumAboveOne(t *testing.T) {
+	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+		claiming("CODE", rules.LevelCode, evidence.FuncPrefix("net.DialUDP"), rules.High),
+		finding("PROC", rules.Finding{Impact: 0.9, Severity: rules.High, Resource: "cpu"}),
+		finding("MEM", rules.Finding{Impact: 0.9, Severity: rules.High, Resource: "memory"}),
+	})
+	var cpu float64
+	for _, f := range res.Findings {
+		if f.Resource == "cpu" {
+			cpu += f.Impact
+		}
+	}
+	if cpu > 1+1e-9 {
+		t.Errorf("CPU impacts sum to %.3f", cpu)
+	}
+	if res.Findings[0].ID != "CODE" || math.Abs(res.Findings[0].Impact-0.6) > 1e-9 {
+		t.Errorf("the sampled finding changed: %+v", res.Findings[0])
+	}
+}
+
+// A GOMAXPROCS above the CPUs (a setting) owns the scheduler's time over the
+// goroutine churn that shows in it too.
+func TestConfigOwnsRuntimeMechanism(t *testing.T) {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(
+		testprof.Stack{Value: 280, Funcs: []string{"runtime.findRunnable", "runtime.schedule"}},
+		testprof.Stack{Value: 50, Funcs: []string{"runtime.newproc1", "main.fanout"}},
+		testprof.Stack{Value: 670, Funcs: []string{"main.work"}},
+	)})
+	sched := evidence.FuncPrefix("runtime.schedule", "runtime.findRunnable")
+	res := rules.Run(ev, []*rules.Rule{
+		claiming("SCHED002", rules.LevelRuntime, evidence.Any(sched, evidence.FuncPrefix("runtime.newproc")), rules.High),
+		claiming("SCHED001", rules.LevelConfig, sched, rules.High),
+	})
+	if got := ids(res.Findings); got != "SCHED001,SCHED002" {
+		t.Fatalf("rank = %s", got)
+	}
+	if res.Findings[1].CausedBy != "SCHED001" {
+		t.Errorf("churn not linked to oversubscription: %+v", res.Findings[1])
+	}
+}
+
+// GC cost follows the site that allocates most of the window's bytes.
+func TestAllocationDrivenCostLinksToTheSite(t *testing.T) {
+	allocs := testprof.Build(
+		testprof.Stack{Value: 70, Funcs: []string{"runtime.mallocgc", "compress/flate.NewWriter", "main.handle"}},
+		testprof.Stack{Value: 30, Funcs: []string{"runtime.mallocgc", "main.other"}},
+	)
+	allocs.SampleType = []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"}}
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{
+		evidence.CPU: testprof.Build(
+			testprof.Stack{Value: 300, Funcs: []string{"runtime.gcBgMarkWorker"}},
+			testprof.Stack{Value: 500, Funcs: []string{"compress/flate.(*compressor).deflate", "main.handle"}},
+			testprof.Stack{Value: 200, Funcs: []string{"main.other"}},
+		),
+		evidence.Allocs: allocs,
+	})
+	flate := evidence.FuncPrefix("compress/flate.")
+	gc := evidence.FuncPrefix("runtime.gcBgMarkWorker")
+	res := rules.Run(ev, []*rules.Rule{
+		{ID: "GC001", Class: "gc-pressure", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
+			cpu := p.Evidence.CPUStacks()
+			p.Report(rules.Finding{Severity: rules.High, Resource: "cpu", Impact: cpu.Share(gc),
+				Claim: &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(gc), AllocDriven: true}})
+			return nil
+		}},
+		{ID: "LIB004", Class: "compression-level", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
+			cpu := p.Evidence.CPUStacks()
+			p.Report(rules.Finding{Severity: rules.High, Resource: "cpu", Impact: cpu.Share(flate),
+				Claim: &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(flate), Allocs: p.Evidence.AllocStacks().Has(flate)}})
+			return nil
+		}},
+	})
+	if got := ids(res.Findings); got != "LIB004,GC001" {
+		t.Fatalf("rank = %s", got)
+	}
+	gcf := res.Findings[1]
+	if gcf.CausedBy != "LIB004" || math.Abs(gcf.Impact-0.3) > 1e-9 {
+		t.Errorf("GC finding: caused by %q, impact %.2f (its own samples stay its own)", gcf.CausedBy, gcf.Impact)
+	}
+	if c := res.Findings[0].Cost; c == nil || math.Abs(c.AllocsOwned-0.7) > 1e-9 {
+		t.Errorf("allocation owned: %+v", c)
+	}
+}
+
+// Links a rule sets itself (a wait behind a CPU hog) nest the same way, and
+// a cycle of links loses no finding.
+func TestExplicitLinksAndCycles(t *testing.T) {
+	res := rules.Run(cpuEvidence(), []*rules.Rule{
+		finding("LAT", rules.Finding{Impact: 0.82, Severity: rules.High, Resource: "latency", CausedBy: "CPU"}),
+		finding("CPU", rules.Finding{Impact: 0.30, Severity: rules.Low, Resource: "cpu"}),
+		finding("X", rules.Finding{Impact: 0.5, Severity: rules.Medium, Resource: "cpu", CausedBy: "Y"}),
+		finding("Y", rules.Finding{Impact: 0.5, Severity: rules.Medium, Resource: "cpu", CausedBy: "X"}),
+	})
+	if got := ids(res.Findings); got != "X,Y,CPU,LAT" {
+		t.Errorf("rank = %s, want X,Y,CPU,LAT (the cycle broken at its best-ranked finding, LAT under CPU)", got)
+	}
+}
