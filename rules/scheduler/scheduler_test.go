@@ -83,9 +83,10 @@ func TestGOMAXPROCSAboveTheCPUsWithoutQuota(t *testing.T) {
 }
 
 func TestHealthyConcurrencyBandIsLow(t *testing.T) {
-	// A net/http service under load with GOMAXPROCS matching its CPUs
-	// measured up to 9% in the scheduler (casebook A3 fixed).
-	for pct, want := range map[int64]rules.Severity{9: rules.Low, 12: rules.Medium, 25: rules.High} {
+	// Healthy services under load with GOMAXPROCS matching their CPUs
+	// measured up to 9% in the scheduler (casebook A3 fixed) and 12-13%
+	// when saturated by a load generator on the same two cores (E2 fixed).
+	for pct, want := range map[int64]rules.Severity{9: rules.Low, 13: rules.Low, 20: rules.Medium, 30: rules.High} {
 		res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(pct)}), []*rules.Rule{Rule})
 		if len(res.Findings) != 1 || res.Findings[0].Severity != want {
 			t.Errorf("%d%% scheduler share: want one %s finding, got %+v", pct, want, res.Findings)
