@@ -27,7 +27,7 @@ the cgroup limit) against the cgroup CPU quota (v1 cpu.cfs_quota_us, v2
 cpu.max) and the CPUs the process may use. Reports from 5% scheduler share
 (medium from 20%, high from 30%: healthy services saturated by their load on
 two cores, GOMAXPROCS = CPUs, measured up to 13%), or GOMAXPROCS above the
-quota (one grade up, at least medium). Scheduler time under goroutine churn
+quota (at least medium, high from 10%). Scheduler time under goroutine churn
 belongs to that finding; under an oversubscribed GOMAXPROCS, to this one.`,
 		Fix: `Make GOMAXPROCS match the CPU quota: Go 1.25 and later do it by themselves
 (unless GOMAXPROCS is set in the environment); on older Go set GOMAXPROCS or
@@ -62,6 +62,9 @@ const (
 	minShare    = 0.05
 	mediumShare = 0.20
 	highShare   = 0.30
+	// overHighShare grades an oversubscribed GOMAXPROCS: its scheduler time
+	// is recovered by a setting, not by code.
+	overHighShare = 0.10
 )
 
 func check(pass *rules.Pass) error {
@@ -108,8 +111,8 @@ func check(pass *rules.Pass) error {
 		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", s.GOMAXPROCS, limitName, rules.Percent(share))
 		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
-		f.Severity = max(f.Severity+1, rules.Medium)
-		f.Severity = min(f.Severity, rules.High)
+		// A setting fixes it without code: from 10% of CPU that is high.
+		f.Severity = max(rules.Grade(share, 0, overHighShare), rules.Medium)
 		f.Impact = max(f.Impact, share*(1-limit/float64(s.GOMAXPROCS)))
 	}
 	// Oversubscription is a setting the user can change, so it owns the

@@ -29,9 +29,9 @@ func withQuota(ev *evidence.Evidence, quota float64, env map[string]string) *evi
 }
 
 func TestFiresOnSchedulerShare(t *testing.T) {
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), []*rules.Rule{Rule})
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(22)}), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Medium {
-		t.Fatalf("15%% scheduler share: %+v", res.Findings)
+		t.Fatalf("22%% scheduler share: %+v", res.Findings)
 	}
 }
 
