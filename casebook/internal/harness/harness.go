@@ -138,8 +138,10 @@ type Location struct {
 
 // Finding is a finding as diagnose --format json writes it.
 type Finding struct {
-	Rule, Class, Severity, Summary string
-	Impact                         float64
+	ID, Rule, Class, Severity, Summary string
+	Resource                           string
+	CausedBy                           string `json:"caused_by"`
+	Impact                             float64
 	Evidence                       []Fact
 	Locations                      []Location
 }
@@ -177,7 +179,35 @@ func Diagnose(t testing.TB, perfdoctor, dir string) Report {
 		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
 	}
 	for i, f := range r.Findings {
-		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
+		link := ""
+		if f.CausedBy != "" {
+			link = " (symptom of " + f.CausedBy + ")"
+		}
+		t.Logf("%d. %s %s %s impact %.2f%s: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, link, f.Summary)
 	}
+	checkWhole(t, r.Findings)
 	return r
+}
+
+// checkWhole holds every casebook diagnosis to what makes it signable as a
+// whole: its CPU impacts add up to at most 100% (one cost, one owner), and
+// no symptom ranks above the finding that explains it.
+func checkWhole(t testing.TB, fs []Finding) {
+	t.Helper()
+	var cpu float64
+	at := map[string]int{}
+	for i, f := range fs {
+		at[f.ID] = i
+		if f.Resource == "cpu" {
+			cpu += f.Impact
+		}
+	}
+	if cpu > 1+1e-9 {
+		t.Errorf("CPU impacts sum to %.3f, above 100%%", cpu)
+	}
+	for i, f := range fs {
+		if c, ok := at[f.CausedBy]; f.CausedBy != "" && (!ok || c > i) {
+			t.Errorf("%s ranks at %d, above its cause %s (at %d, found %v)", f.ID, i+1, f.CausedBy, c+1, ok)
+		}
+	}
 }
