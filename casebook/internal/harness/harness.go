@@ -142,8 +142,8 @@ type Finding struct {
 	Resource                           string
 	CausedBy                           string `json:"caused_by"`
 	Impact                             float64
-	Evidence                       []Fact
-	Locations                      []Location
+	Evidence                           []Fact
+	Locations                          []Location
 }
 
 // Fact returns the evidence named name, failing the test without it.
