@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/catalog/internal/catalogen"
 )
 
 var idPattern = regexp.MustCompile(`^[A-Z]+[0-9]{3}$`)
@@ -58,5 +59,30 @@ func TestLookup(t *testing.T) {
 	}
 	if Lookup("NOPE999") != nil {
 		t.Error("unknown ID found")
+	}
+}
+
+// TestGeneratedFilesAreCurrent fails when a rule package was added, removed
+// or renamed without `go generate ./rules/catalog`.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	rs, err := catalogen.Scan("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, gen := range map[string]func([]catalogen.RuleInfo) ([]byte, error){
+		"catalog.go":        catalogen.Catalog,
+		"../classes_gen.go": catalogen.Classes,
+	} {
+		want, err := gen(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s is stale: run go generate ./rules/catalog", file)
+		}
 	}
 }
