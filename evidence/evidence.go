@@ -82,6 +82,8 @@ type Evidence struct {
 	allocsOnce      sync.Once
 	allocStacksOnce sync.Once
 	allocStacks     *Stacks
+	memoMu          sync.Mutex
+	memo            map[any]any
 	allocs          *profile.Profile
 	allocsWin       bool
 }
@@ -111,6 +113,24 @@ func (e *Evidence) Profile(k Kind) *profile.Profile { return e.Profiles[k] }
 func (e *Evidence) CPUStacks() *Stacks {
 	e.stacksOnce.Do(func() { e.cpuStacks = NewStacks(e.Profiles[CPU], "cpu") })
 	return e.cpuStacks
+}
+
+// Memo returns the value computed for key, computing it once per evidence:
+// for readings several rules need (how GC CPU splits, say), so one
+// diagnosis computes them once. Keys are unexported types of the package
+// that computes them, as with context values.
+func (e *Evidence) Memo(key any, compute func() any) any {
+	e.memoMu.Lock()
+	defer e.memoMu.Unlock()
+	if v, ok := e.memo[key]; ok {
+		return v
+	}
+	if e.memo == nil {
+		e.memo = map[any]any{}
+	}
+	v := compute()
+	e.memo[key] = v
+	return v
 }
 
 // AllocStacks is the bytes allocated in the window (WindowAllocs, by

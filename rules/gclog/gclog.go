@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is GC003.
@@ -117,7 +117,8 @@ func check(pass *rules.Pass) error {
 			f.Caveats = append(f.Caveats, "GOGC inferred from the logged goal and live heap (whole MB): approximate.")
 		}
 	}
-	text, example, facts, caveats := gcpressure.Headroom(settings, live, share)
+	advice := goruntime.Headroom(settings, live, share)
+	text, example, facts, caveats := advice.Text, advice.Example, advice.Facts, advice.Caveats
 	f.Evidence = append(f.Evidence, facts...)
 	f.Summary = fmt.Sprintf("The GC log shows %.1f GC cycles/s taking %s of CPU over a %s live heap (stop-the-world p99 %s)",
 		t.CyclesPerSec, rules.Percent(share), rules.HumanBytes(live), rules.RoundDuration(t.STW.P99))
@@ -131,7 +132,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("%d of the cycles were forced by runtime.GC: find the caller.", t.Forced))
 	}
 	f.Caveats = append(f.Caveats, caveats...)
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: pass.Evidence.CPUStacks().Has(gcpressure.GCFrames), AllocDriven: true}
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: pass.Evidence.CPUStacks().Has(goruntime.GCFrames), AllocDriven: true}
 	pass.Report(f)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is GC001.
@@ -49,23 +50,6 @@ not objects. Without GOMEMLIMIT a high GOGC can run a growing heap out of memory
 	Check: check,
 }
 
-// GCFrames is the family of runtime functions that do collector work. It is
-// matched by prefix and spans Go versions: Go 1.26 marks through scanObject
-// and scanSpan where older releases show scanobject.
-var GCFrames = evidence.FuncPrefix(
-	"runtime.gcBgMarkWorker", "runtime.gcAssistAlloc", "runtime.gcDrain",
-	"runtime.bgsweep", "runtime.sweepone", "runtime.(*sweepLocked).sweep",
-	"runtime.deductSweepCredit", "runtime.(*mheap).reclaim",
-	"runtime.gcStart", "runtime.gcMarkDone", "runtime.gcMarkTermination",
-	"runtime.markroot", "runtime.scanobject", "runtime.scanObject", "runtime.scanSpan",
-	"runtime.tryDeferToSpanScan", "runtime.scanstack", "runtime.greyobject",
-	"runtime.gcmarknewobject", "runtime.wbBufFlush", "runtime.gcFlushBgCredit",
-	"runtime.GC",
-)
-
-// MallocFrames is the allocator's entry.
-var MallocFrames = evidence.FuncPrefix("runtime.mallocgc")
-
 const (
 	lowShare    = 0.05
 	mediumShare = 0.10
@@ -78,7 +62,7 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	cpu := ev.CPUStacks()
-	profShare := cpu.Share(GCFrames)
+	profShare := cpu.Share(goruntime.GCFrames)
 	gcShare := profShare
 	basis := "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it"
 	// The runtime's own CPU accounting, when the target serves
@@ -92,7 +76,7 @@ func check(pass *rules.Pass) error {
 	if gcShare < lowShare {
 		return nil
 	}
-	scan, scanBound := HeapScanBound(ev)
+	scan, scanBound := goruntime.HeapScanBound(ev)
 	if scanBound {
 		return nil // few, expensive cycles over a large live heap: GC002 reports this cost
 	}
@@ -107,7 +91,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("GC share of CPU", gcShare),
 			rules.Share("allocation share of CPU (outside GC)", mallocOnly),
 		},
-		Frames: cpu.Matched(GCFrames, 12),
+		Frames: cpu.Matched(goruntime.GCFrames, 12),
 	}
 	if exact {
 		f.Evidence = append(f.Evidence,
@@ -141,8 +125,8 @@ func check(pass *rules.Pass) error {
 	if live > 0 {
 		f.Evidence = append(f.Evidence, rules.Bytes("live heap", live))
 	}
-	advice := headroom(settings, live, gcShare)
-	for _, fact := range advice.facts {
+	advice := goruntime.Headroom(settings, live, gcShare)
+	for _, fact := range advice.Facts {
 		f.Evidence = append(f.Evidence, fact)
 	}
 
@@ -161,11 +145,11 @@ func check(pass *rules.Pass) error {
 	} else {
 		fix.WriteString("Cut allocations on the hot path first (collect an allocs profile to name the sites; GC work follows object counts). ")
 	}
-	fix.WriteString(advice.text)
+	fix.WriteString(advice.Text)
 	f.Fix = fix.String()
-	f.Example = advice.example
+	f.Example = advice.Example
 	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
-	if scan.LiveObjects >= minLiveObjects && scan.Scan >= minScanOfGC*scan.GC {
+	if scan.LiveObjects >= goruntime.MinLiveObjects && scan.Scan >= goruntime.MinScanOfGC*scan.GC {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("Each cycle scans %s live objects (%s of CPU in heap scanning): a pointer-free layout for long-lived data (see GC002) would make every cycle cheaper too.",
 			rules.HumanNumber(float64(scan.LiveObjects)), rules.Percent(scan.Scan)))
 	}
@@ -177,8 +161,8 @@ func check(pass *rules.Pass) error {
 	if !haveGC {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: GC cycle rate unknown.")
 	}
-	f.Caveats = append(f.Caveats, advice.caveats...)
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(GCFrames), AllocDriven: true}
+	f.Caveats = append(f.Caveats, advice.Caveats...)
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.GCFrames), AllocDriven: true}
 	pass.Report(f)
 	return nil
 }
@@ -223,77 +207,7 @@ func liveHeap(ev *evidence.Evidence) uint64 {
 	return 0
 }
 
-type advice struct {
-	text, example string
-	facts         []rules.Fact
-	caveats       []string
-}
-
-// headroom proposes GOMEMLIMIT and GOGC from the live heap and the memory
-// available, and estimates the GC CPU it saves: with the mark cost per cycle
-// roughly fixed by the live heap, GC CPU scales with the number of cycles,
-// which is proportional to 1/(1 + GOGC/100).
-func headroom(s evidence.Settings, live uint64, gcShare float64) advice {
-	var a advice
-	gogc := s.GOGC
-	if gogc == 0 {
-		gogc = 100
-		a.caveats = append(a.caveats, "GOGC of the target unknown; assumed the default 100.")
-	}
-	if gogc < 0 {
-		a.text = "GOGC is already off: the GC runs only at the memory limit, so the heap is at the limit; cutting allocations or raising GOMEMLIMIT is what remains."
-		return a
-	}
-	limit, limitSrc := s.MemoryLimit, "container memory limit"
-	if s.GOMEMLIMIT > 0 && (limit == 0 || s.GOMEMLIMIT < limit) {
-		limit, limitSrc = s.GOMEMLIMIT, "GOMEMLIMIT"
-	}
-	if limit == 0 && s.MemTotal > 0 && live > 0 {
-		// No limit to fill: propose a modest one rather than half the machine.
-		peak := uint64(float64(live) * (1 + float64(gogc)/100))
-		limit = min(s.MemTotal/2, max(1<<30, 10*peak))
-		limitSrc = "a default of max(1 GiB, 10x peak heap), as no memory limit is set"
-	}
-	if live == 0 || limit == 0 {
-		a.text = "Then give the GC headroom: set GOMEMLIMIT to ~90% of the memory the service may use and raise GOGC (e.g. 400) or set GOGC=off with GOMEMLIMIT; the peak heap grows to about live × (1 + GOGC/100)."
-		a.example = "GOMEMLIMIT=<90% of the container limit> GOGC=400"
-		return a
-	}
-	budget := uint64(float64(limit) * 0.9)
-	proposed := int(math.Floor((float64(budget)/float64(live)-1)*100/100)) * 100
-	proposed = min(proposed, 2000)
-	fact := rules.Bytes("heap budget", budget)
-	fact.Value += " (90% of " + limitSrc + ")"
-	a.facts = append(a.facts, fact)
-	if proposed <= gogc {
-		a.text = fmt.Sprintf("The live heap (%s) leaves no room to raise GOGC within %s: cut allocations, or give the service more memory.", rules.HumanBytes(live), rules.HumanBytes(budget))
-		return a
-	}
-	after := gcShare * float64(100+gogc) / float64(100+proposed)
-	peakNow := uint64(float64(live) * (1 + float64(gogc)/100))
-	peakAfter := uint64(float64(live) * (1 + float64(proposed)/100))
-	a.facts = append(a.facts,
-		rules.Count("proposed GOGC", float64(proposed), ""),
-		rules.Share("expected GC share of CPU at the proposed GOGC", after),
-	)
-	a.text = fmt.Sprintf("Then give the GC headroom: GOMEMLIMIT=%s and GOGC=%d (now %d). Expected GC CPU about %s instead of %s; memory cost: peak heap from ~%s to ~%s, capped by GOMEMLIMIT.",
-		goMemLimit(budget), proposed, gogc, rules.Percent(after), rules.Percent(gcShare), rules.HumanBytes(peakNow), rules.HumanBytes(peakAfter))
-	a.example = fmt.Sprintf("GOMEMLIMIT=%s GOGC=%d   # or in code: debug.SetMemoryLimit(%d); debug.SetGCPercent(%d)", goMemLimit(budget), proposed, budget, proposed)
-	return a
-}
-
-// goMemLimit formats bytes in the GOMEMLIMIT syntax.
-func goMemLimit(b uint64) string { return fmt.Sprintf("%dMiB", max(b>>20, 1)) }
-
 func round(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(v*p) / p
-}
-
-// Headroom is the GOGC/GOMEMLIMIT advice for a live heap and GC share, for
-// rules that judge GC pressure from other evidence (GC003, from a gctrace):
-// the prescription text, a config example, the facts behind it and caveats.
-func Headroom(s evidence.Settings, live uint64, gcShare float64) (text, example string, facts []rules.Fact, caveats []string) {
-	a := headroom(s, live, gcShare)
-	return a.text, a.example, a.facts, a.caveats
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/scheduler"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is SCHED002.
@@ -65,13 +65,6 @@ pool: their churn means clients do not keep connections alive.`,
 	Check: check,
 }
 
-// ChurnFrames is the runtime's goroutine creation and exit. runtime.goexit
-// itself (the root of every stack) is not one of them.
-var ChurnFrames = evidence.FuncPrefix(
-	"runtime.newproc", "runtime.goexit0", "runtime.goexit1", "runtime.gdestroy",
-	"runtime.gfget", "runtime.gfput", "runtime.malg",
-)
-
 // wrappers start goroutines on their callers' behalf: the site is the caller.
 var wrappers = evidence.FuncPrefix(
 	"golang.org/x/sync/errgroup.", "github.com/sourcegraph/conc", "github.com/panjf2000/ants",
@@ -114,8 +107,8 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	cpu := ev.CPUStacks()
-	churn := cpu.Share(ChurnFrames)
-	sched := cpu.Share(scheduler.Frames)
+	churn := cpu.Share(goruntime.ChurnFrames)
+	sched := cpu.Share(goruntime.SchedulerFrames)
 	ts, traceErr := ev.Trace()
 	var created float64
 	var p99 time.Duration
@@ -146,7 +139,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("goroutine creation and exit share of CPU", churn),
 			rules.Share("scheduler share of CPU", sched),
 		},
-		Frames: cpu.Matched(ChurnFrames, 10),
+		Frames: cpu.Matched(goruntime.ChurnFrames, 10),
 	}
 	if own > 0 {
 		f.Evidence = append(f.Evidence, rules.Share("share of CPU in the short-lived goroutines' own work", own))
@@ -231,7 +224,7 @@ func check(pass *rules.Pass) error {
 	// The churn names the go statements that make it: a call site, which
 	// owns the scheduler's hand-offs unless a setting (GOMAXPROCS above
 	// the CPUs) explains them first.
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.Any(ChurnFrames, scheduler.Frames)),
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.Any(goruntime.ChurnFrames, goruntime.SchedulerFrames)),
 		Grade: func(impact float64) rules.Severity { return rules.Grade(impact, mediumShare, highShare) }}
 	pass.Report(f)
 	return nil

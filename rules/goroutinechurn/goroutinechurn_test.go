@@ -16,6 +16,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 const items = 64
@@ -224,11 +225,11 @@ func TestWrappersAreSkipped(t *testing.T) {
 		t.Errorf("go site = %+v", fr)
 	}
 	for _, fn := range []string{"runtime.newproc1", "runtime.goexit0", "runtime.gfget"} {
-		if !ChurnFrames(fn) {
+		if !goruntime.ChurnFrames(fn) {
 			t.Errorf("%s not counted as churn", fn)
 		}
 	}
-	if ChurnFrames("runtime.goexit") {
+	if goruntime.ChurnFrames("runtime.goexit") {
 		t.Error("runtime.goexit is the root of every stack, not churn")
 	}
 }

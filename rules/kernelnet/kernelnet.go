@@ -9,6 +9,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is NET003.
@@ -56,16 +57,6 @@ const (
 	// normalKernel is the kernel share a busy network service has anyway;
 	// only the excess is counted as recoverable.
 	normalKernel = 0.30
-)
-
-// SyscallFrames are where a Go CPU profile charges the time a thread
-// spends in the kernel: the system call entry points (the profiling signal
-// counts kernel time to the user frame that made the call).
-var SyscallFrames = evidence.FuncPrefix(
-	"syscall.Syscall", "syscall.RawSyscall", "syscall.syscall", "syscall.rawsyscall",
-	"internal/runtime/syscall.Syscall", "runtime/internal/syscall.Syscall",
-	"golang.org/x/sys/unix.Syscall", "golang.org/x/sys/unix.RawSyscall",
-	"runtime.write1", "runtime.read", "runtime.futex", "runtime.usleep", "runtime.epollwait", "runtime.netpoll",
 )
 
 // softirqFrames are the kernel's network soft interrupt handling.
@@ -133,7 +124,7 @@ func check(pass *rules.Pass) error {
 	// calls (and the kernel frames of perf stacks); connection setup or
 	// unbuffered writes that make those calls own them when they fire.
 	cpu := pass.Evidence.CPUStacks()
-	f.Claim = &rules.Claim{Level: rules.LevelKernel, CPU: cpu.Has(evidence.Any(SyscallFrames, pass.Evidence.KernelFrames()))}
+	f.Claim = &rules.Claim{Level: rules.LevelKernel, CPU: cpu.Has(evidence.Any(goruntime.SyscallFrames, pass.Evidence.KernelFrames()))}
 	pass.Report(f)
 	return nil
 }

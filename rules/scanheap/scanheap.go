@@ -9,7 +9,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is GC002.
@@ -66,7 +66,7 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	c, bound := gcpressure.HeapScanBound(ev)
+	c, bound := goruntime.HeapScanBound(ev)
 	if !bound {
 		return nil
 	}
@@ -94,7 +94,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("allocation share of CPU (outside GC)", c.Malloc),
 			rules.Count("live heap objects", float64(live), ""),
 		},
-		Frames:    cpu.Matched(gcpressure.ScanFrames, 10),
+		Frames:    cpu.Matched(goruntime.ScanFrames, 10),
 		Locations: rules.Locations(sites, "holds live objects (share of inuse_objects)"),
 	}
 	if c.LiveBytes > 0 {
@@ -125,7 +125,8 @@ func check(pass *rules.Pass) error {
 		fmt.Fprintf(&fix, "The live objects are allocated at %s. ", rules.SiteList(sites, 3))
 	}
 	fix.WriteString("Make that long-lived data pointer-free or fewer objects: integer keys (map[int64]int64 instead of map[string]int64; intern strings to IDs), values stored inline (map[K]T or []T indexed by int instead of *T), or a byte-arena cache (bigcache/freecache style) for large caches. ")
-	headroom, _, facts, caveats := gcpressure.Headroom(ev.Settings(), uint64(max(c.LiveBytes, 0)), c.GC)
+	advice := goruntime.Headroom(ev.Settings(), uint64(max(c.LiveBytes, 0)), c.GC)
+	headroom, facts, caveats := advice.Text, advice.Facts, advice.Caveats
 	fix.WriteString(strings.Replace(headroom, "Then give the GC headroom", "Then, if memory allows, give the GC headroom for what remains", 1))
 	f.Evidence = append(f.Evidence, facts...)
 	f.Fix = fix.String()
@@ -134,7 +135,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: the GC cycle rate is unknown, so frequent cycles (GC001's case) cannot be ruled out.")
 	}
 	f.Caveats = append(f.Caveats, caveats...)
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(gcpressure.GCFrames)}
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.GCFrames)}
 	pass.Report(f)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // entries makes a live heap above the rule's 1M objects: each entry is a
@@ -98,7 +99,7 @@ func TestFiresOnLargePointerRichHeap(t *testing.T) {
 	if len(res.Findings) != 1 {
 		cpu := evidence.NewStacks(profiles[evidence.CPU], "cpu")
 		t.Fatalf("want one gc-scan-heavy-heap finding, got %d (scan %.3f, gc %.3f, not checked %v)",
-			len(res.Findings), cpu.Share(gcpressure.ScanFrames), cpu.Share(gcpressure.GCFrames), res.NotChecked)
+			len(res.Findings), cpu.Share(goruntime.ScanFrames), cpu.Share(goruntime.GCFrames), res.NotChecked)
 	}
 	f := res.Findings[0]
 	if f.Class != "gc-scan-heavy-heap" || f.Impact <= 0 || f.Resource != "cpu" {

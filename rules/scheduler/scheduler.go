@@ -6,8 +6,8 @@ package scheduler
 import (
 	"fmt"
 
-	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is SCHED001.
@@ -45,13 +45,6 @@ to recover a fraction, not all of it.`,
 	Check: check,
 }
 
-// Frames is the scheduler's work-finding family.
-var Frames = evidence.FuncPrefix(
-	"runtime.schedule", "runtime.findRunnable", "runtime.findrunnable",
-	"runtime.stealWork", "runtime.runqgrab", "runtime.wakep",
-	"runtime.startm", "runtime.stopm",
-)
-
 // Scheduler shares when GOMAXPROCS fits the CPUs. Healthy net/http
 // services under load on two cores measured 1-6% (casebook control and most
 // fixed variants), 9% (A3 fixed, a goroutine per connection plus handoffs)
@@ -72,7 +65,7 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	cpu := pass.Evidence.CPUStacks()
-	share := cpu.Share(Frames)
+	share := cpu.Share(goruntime.SchedulerFrames)
 	s := pass.Evidence.Settings()
 	// The CPU the Ps compete for: the cgroup quota, or without one the CPUs
 	// the process may run on (a GOMAXPROCS forced above them oversubscribes
@@ -91,7 +84,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share / 2,
 		ImpactBasis: "half of the scheduler's share of CPU: matching GOMAXPROCS to the quota and cutting goroutine handoffs removes the spinning, not the scheduling itself",
 		Evidence:    []rules.Fact{rules.Share("scheduler share of CPU", share)},
-		Frames:      cpu.Matched(Frames, 10),
+		Frames:      cpu.Matched(goruntime.SchedulerFrames, 10),
 		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", rules.Percent(share)),
 		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
 	}
@@ -117,7 +110,7 @@ func check(pass *rules.Pass) error {
 	}
 	// Oversubscription is a setting the user can change, so it owns the
 	// scheduler's time over the goroutine churn that also shows in it.
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(Frames),
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.SchedulerFrames),
 		Grade: func(impact float64) rules.Severity { return rules.Grade(2*impact, mediumShare, highShare) }}
 	if over {
 		f.Claim.Level, f.Claim.Grade = rules.LevelConfig, nil

@@ -1,4 +1,4 @@
-package gcpressure
+package goruntime
 
 import "github.com/perfdoctor/perfdoctor/evidence"
 
@@ -23,8 +23,8 @@ var ScanFrames = evidence.FuncPrefix(
 // 2.6M objects).
 const (
 	minScanShare       = 0.05
-	minScanOfGC        = 0.5
-	minLiveObjects     = 1_000_000
+	MinScanOfGC        = 0.5
+	MinLiveObjects     = 1_000_000
 	maxScanBoundCycles = 5 // GC cycles per second
 )
 
@@ -39,8 +39,23 @@ type ScanCost struct {
 // HeapScanBound measures the GC's cost and reports whether it is set by
 // scanning a large live heap (gc-scan-heavy-heap, GC002) rather than by the
 // allocation rate (gc-pressure, GC001). GC001 leaves such windows to GC002 so
-// one GC cost is one finding.
+// one GC cost is one finding. Both ask, so it is computed once per evidence.
 func HeapScanBound(ev *evidence.Evidence) (ScanCost, bool) {
+	r := ev.Memo(heapScanKey{}, func() any {
+		c, bound := heapScanBound(ev)
+		return scanResult{c, bound}
+	}).(scanResult)
+	return r.cost, r.bound
+}
+
+type heapScanKey struct{}
+
+type scanResult struct {
+	cost  ScanCost
+	bound bool
+}
+
+func heapScanBound(ev *evidence.Evidence) (ScanCost, bool) {
 	cpu := ev.CPUStacks()
 	c := ScanCost{Scan: cpu.Share(ScanFrames), GC: cpu.Share(GCFrames)}
 	inMalloc, inGC := cpu.Has(MallocFrames), cpu.Has(GCFrames)
@@ -57,9 +72,9 @@ func HeapScanBound(ev *evidence.Evidence) (ScanCost, bool) {
 		c.CyclesPerSec = t.CyclesPerSec
 	}
 	bound := c.Scan >= minScanShare &&
-		c.Scan >= minScanOfGC*c.GC &&
+		c.Scan >= MinScanOfGC*c.GC &&
 		c.Malloc < c.Scan && // otherwise allocation is the lever
-		c.LiveObjects >= minLiveObjects &&
+		c.LiveObjects >= MinLiveObjects &&
 		(c.CyclesPerSec == 0 || c.CyclesPerSec <= maxScanBoundCycles)
 	return c, bound
 }
