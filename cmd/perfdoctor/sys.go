@@ -28,7 +28,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
-	"github.com/perfdoctor/perfdoctor/rules/portexhaust"
+	"github.com/perfdoctor/perfdoctor/rules/net002"
 )
 
 func (a *app) sysCommand() *cobra.Command {
@@ -281,7 +281,7 @@ func (r *sysResult) summary() sysSummary {
 	}
 	if n := d.End.Net; n != nil {
 		s.TCPStates, s.Sysctls, s.Conntrack = n.TCPStates, &n.Sysctls, n.Conntrack
-		dests := portexhaust.Destinations(d)
+		dests := net002.Destinations(d)
 		for _, dst := range dests[:min(5, len(dests))] {
 			s.Destinations = append(s.Destinations, destination{Addr: dst.Addr, Sockets: dst.Held, TimeWait: dst.TimeWait, Rate: dst.Rate, Ceiling: dst.Ceiling})
 		}
@@ -350,7 +350,7 @@ func (r *sysResult) write(w io.Writer, format string) error {
 		fmt.Fprintf(&b, "\nTCP sockets: %s\n", states(s.TCPStates))
 		if sc := s.Sysctls; sc != nil {
 			fmt.Fprintf(&b, "  ip_local_port_range %d-%d (%d ports): at most %.0f new connections/s per destination (TIME_WAIT 60 s)\n",
-				sc.PortRangeLow, sc.PortRangeHigh, sc.EphemeralPorts(), float64(sc.EphemeralPorts())/portexhaust.TimeWaitSeconds)
+				sc.PortRangeLow, sc.PortRangeHigh, sc.EphemeralPorts(), float64(sc.EphemeralPorts())/net002.TimeWaitSeconds)
 			fmt.Fprintf(&b, "  tcp_tw_reuse %d, tcp_fin_timeout %d, tcp_max_tw_buckets %d, somaxconn %d, tcp_max_syn_backlog %d\n",
 				sc.TCPTWReuse, sc.TCPFinTimeout, sc.TCPMaxTWBuckets, sc.Somaxconn, sc.TCPMaxSynBacklog)
 		}

@@ -4,76 +4,76 @@ package catalog
 
 import (
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/backlog"
-	"github.com/perfdoctor/perfdoctor/rules/compression"
-	"github.com/perfdoctor/perfdoctor/rules/connchurn"
-	"github.com/perfdoctor/perfdoctor/rules/conntrack"
-	"github.com/perfdoctor/perfdoctor/rules/exceptioncost"
-	"github.com/perfdoctor/perfdoctor/rules/fdlimit"
-	"github.com/perfdoctor/perfdoctor/rules/gclog"
-	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
-	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
-	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
-	"github.com/perfdoctor/perfdoctor/rules/jvmboxing"
-	"github.com/perfdoctor/perfdoctor/rules/jvmdeadlock"
-	"github.com/perfdoctor/perfdoctor/rules/jvmexplicitgc"
-	"github.com/perfdoctor/perfdoctor/rules/jvmflags"
-	"github.com/perfdoctor/perfdoctor/rules/jvmgcpause"
-	"github.com/perfdoctor/perfdoctor/rules/jvmgcsetup"
-	"github.com/perfdoctor/perfdoctor/rules/kernelnet"
-	"github.com/perfdoctor/perfdoctor/rules/lockcontention"
-	"github.com/perfdoctor/perfdoctor/rules/logcost"
-	"github.com/perfdoctor/perfdoctor/rules/memgrowth"
-	"github.com/perfdoctor/perfdoctor/rules/oversized"
-	"github.com/perfdoctor/perfdoctor/rules/portexhaust"
-	"github.com/perfdoctor/perfdoctor/rules/producer"
-	"github.com/perfdoctor/perfdoctor/rules/reflectcodec"
-	"github.com/perfdoctor/perfdoctor/rules/regexphot"
-	"github.com/perfdoctor/perfdoctor/rules/routingcost"
-	"github.com/perfdoctor/perfdoctor/rules/scanheap"
-	"github.com/perfdoctor/perfdoctor/rules/schedlatency"
-	"github.com/perfdoctor/perfdoctor/rules/scheduler"
-	"github.com/perfdoctor/perfdoctor/rules/stringfmt"
-	"github.com/perfdoctor/perfdoctor/rules/summarycost"
-	"github.com/perfdoctor/perfdoctor/rules/syscallwrite"
-	"github.com/perfdoctor/perfdoctor/rules/throttling"
+	"github.com/perfdoctor/perfdoctor/rules/cpu001"
+	"github.com/perfdoctor/perfdoctor/rules/gc001"
+	"github.com/perfdoctor/perfdoctor/rules/gc002"
+	"github.com/perfdoctor/perfdoctor/rules/gc003"
+	"github.com/perfdoctor/perfdoctor/rules/jvm001"
+	"github.com/perfdoctor/perfdoctor/rules/jvm002"
+	"github.com/perfdoctor/perfdoctor/rules/jvm003"
+	"github.com/perfdoctor/perfdoctor/rules/jvm004"
+	"github.com/perfdoctor/perfdoctor/rules/jvm005"
+	"github.com/perfdoctor/perfdoctor/rules/jvm006"
+	"github.com/perfdoctor/perfdoctor/rules/jvm007"
+	"github.com/perfdoctor/perfdoctor/rules/jvm008"
+	"github.com/perfdoctor/perfdoctor/rules/lib001"
+	"github.com/perfdoctor/perfdoctor/rules/lib002"
+	"github.com/perfdoctor/perfdoctor/rules/lib003"
+	"github.com/perfdoctor/perfdoctor/rules/lib004"
+	"github.com/perfdoctor/perfdoctor/rules/lib005"
+	"github.com/perfdoctor/perfdoctor/rules/lib006"
+	"github.com/perfdoctor/perfdoctor/rules/lib007"
+	"github.com/perfdoctor/perfdoctor/rules/lib008"
+	"github.com/perfdoctor/perfdoctor/rules/lock001"
+	"github.com/perfdoctor/perfdoctor/rules/mem001"
+	"github.com/perfdoctor/perfdoctor/rules/mem002"
+	"github.com/perfdoctor/perfdoctor/rules/net001"
+	"github.com/perfdoctor/perfdoctor/rules/net002"
+	"github.com/perfdoctor/perfdoctor/rules/net003"
+	"github.com/perfdoctor/perfdoctor/rules/net004"
+	"github.com/perfdoctor/perfdoctor/rules/net005"
+	"github.com/perfdoctor/perfdoctor/rules/sched001"
+	"github.com/perfdoctor/perfdoctor/rules/sched002"
+	"github.com/perfdoctor/perfdoctor/rules/sched003"
+	"github.com/perfdoctor/perfdoctor/rules/sys001"
+	"github.com/perfdoctor/perfdoctor/rules/sys002"
 )
 
 // All returns every rule, ordered by ID.
 func All() []*rules.Rule {
 	return []*rules.Rule{
-		hotfunction.Rule,    // CPU001 hot-function
-		gcpressure.Rule,     // GC001 gc-pressure
-		scanheap.Rule,       // GC002 gc-scan-heavy-heap
-		gclog.Rule,          // GC003 gc-pressure
-		exceptioncost.Rule,  // JVM001 exception-overhead
-		routingcost.Rule,    // JVM002 framework-routing-cost
-		jvmgcpause.Rule,     // JVM003 jvm-gc-pauses
-		jvmexplicitgc.Rule,  // JVM004 jvm-explicit-gc
-		jvmgcsetup.Rule,     // JVM005 jvm-gc-setup
-		jvmboxing.Rule,      // JVM006 jvm-boxing
-		jvmdeadlock.Rule,    // JVM007 jvm-deadlock
-		jvmflags.Rule,       // JVM008 jvm-flags
-		summarycost.Rule,    // LIB001 metrics-summary-cost
-		producer.Rule,       // LIB002 unbatched-producer
-		reflectcodec.Rule,   // LIB003 reflection-serialization
-		compression.Rule,    // LIB004 compression-level
-		syscallwrite.Rule,   // LIB005 syscall-per-write
-		stringfmt.Rule,      // LIB006 string-formatting
-		regexphot.Rule,      // LIB007 regexp-compile-hot
-		logcost.Rule,        // LIB008 logging-cost
-		lockcontention.Rule, // LOCK001 lock-contention
-		oversized.Rule,      // MEM001 oversized-allocation
-		memgrowth.Rule,      // MEM002 memory-growth
-		connchurn.Rule,      // NET001 connection-churn
-		portexhaust.Rule,    // NET002 ephemeral-port-exhaustion
-		kernelnet.Rule,      // NET003 kernel-network-overhead
-		conntrack.Rule,      // NET004 conntrack-pressure
-		backlog.Rule,        // NET005 listen-backlog
-		scheduler.Rule,      // SCHED001 scheduler-overhead
-		goroutinechurn.Rule, // SCHED002 goroutine-churn
-		schedlatency.Rule,   // SCHED003 scheduling-latency
-		throttling.Rule,     // SYS001 cpu-throttling
-		fdlimit.Rule,        // SYS002 fd-exhaustion
+		cpu001.Rule,   // CPU001 hot-function
+		gc001.Rule,    // GC001 gc-pressure
+		gc002.Rule,    // GC002 gc-scan-heavy-heap
+		gc003.Rule,    // GC003 gc-pressure
+		jvm001.Rule,   // JVM001 exception-overhead
+		jvm002.Rule,   // JVM002 framework-routing-cost
+		jvm003.Rule,   // JVM003 jvm-gc-pauses
+		jvm004.Rule,   // JVM004 jvm-explicit-gc
+		jvm005.Rule,   // JVM005 jvm-gc-setup
+		jvm006.Rule,   // JVM006 jvm-boxing
+		jvm007.Rule,   // JVM007 jvm-deadlock
+		jvm008.Rule,   // JVM008 jvm-flags
+		lib001.Rule,   // LIB001 metrics-summary-cost
+		lib002.Rule,   // LIB002 unbatched-producer
+		lib003.Rule,   // LIB003 reflection-serialization
+		lib004.Rule,   // LIB004 compression-level
+		lib005.Rule,   // LIB005 syscall-per-write
+		lib006.Rule,   // LIB006 string-formatting
+		lib007.Rule,   // LIB007 regexp-compile-hot
+		lib008.Rule,   // LIB008 logging-cost
+		lock001.Rule,  // LOCK001 lock-contention
+		mem001.Rule,   // MEM001 oversized-allocation
+		mem002.Rule,   // MEM002 memory-growth
+		net001.Rule,   // NET001 connection-churn
+		net002.Rule,   // NET002 ephemeral-port-exhaustion
+		net003.Rule,   // NET003 kernel-network-overhead
+		net004.Rule,   // NET004 conntrack-pressure
+		net005.Rule,   // NET005 listen-backlog
+		sched001.Rule, // SCHED001 scheduler-overhead
+		sched002.Rule, // SCHED002 goroutine-churn
+		sched003.Rule, // SCHED003 scheduling-latency
+		sys001.Rule,   // SYS001 cpu-throttling
+		sys002.Rule,   // SYS002 fd-exhaustion
 	}
 }

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,21 +31,12 @@ func TestCatalogIsComplete(t *testing.T) {
 		}
 	}
 	// Every rule package under rules/ must be in the catalog.
-	dirs, err := os.ReadDir("..")
+	rs, err := catalogen.Scan("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	packages := 0
-	for _, d := range dirs {
-		if d.IsDir() && d.Name() != "catalog" {
-			src, err := os.ReadFile(filepath.Join("..", d.Name(), d.Name()+".go"))
-			if err == nil && strings.Contains(string(src), "var Rule = &rules.Rule{") {
-				packages++
-			}
-		}
-	}
-	if packages != len(All()) {
-		t.Errorf("%d rule packages under rules/, %d in the catalog", packages, len(All()))
+	if len(rs) != len(All()) {
+		t.Errorf("%d rule packages under rules/, %d in the catalog", len(rs), len(All()))
 	}
 }
 
@@ -68,6 +58,12 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	rs, err := catalogen.Scan("..")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Dir != strings.ToLower(r.ID) || r.Package != r.Dir {
+			t.Errorf("rule %s lives in rules/%s (package %s): a rule's package is named after its ID, rules/%s",
+				r.ID, r.Dir, r.Package, strings.ToLower(r.ID))
+		}
 	}
 	for file, gen := range map[string]func([]catalogen.RuleInfo) ([]byte, error){
 		"catalog.go":        catalogen.Catalog,

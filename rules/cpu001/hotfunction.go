@@ -1,0 +1,137 @@
+// Package cpu001 names the application's own hottest code when no
+// specific rule explains where the CPU goes (finding class hot-function).
+package cpu001
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// Rule is CPU001.
+var Rule = &rules.Rule{
+	ID:    "CPU001",
+	Class: "hot-function",
+	Doc: rules.Doc{
+		Title: "One of the application's functions dominates CPU",
+		Text: `The fallback: when no specific rule explains the CPU, perfdoctor still points
+at the place to look. Each CPU sample is charged to the innermost frame outside
+the Go runtime and standard library (the service's own code or a library it
+calls), so a function that spends its time in sort or strings is charged for it.`,
+		Evidence: `The CPU profile, minus the samples that other findings already explain.
+Reports the top function from 5% of CPU with its hottest lines and callers, at
+severity info, or low from 15%: every service has a hottest function, so this
+finding is where to look, never an alarm.`,
+		Fix: `Read the named lines: look for work that grows with input size (nested loops
+over slices, a linear search that wants a map or set), repeated conversions,
+and work that could be done once instead of per request.`,
+		Before:  `for _, a := range xs { for _, b := range ys { if a == b { ... } } }   // O(n*m)`,
+		After:   `set := make(map[T]struct{}, len(ys)); ...; if _, ok := set[a]; ok { ... }`,
+		Caveats: `The estimated gain assumes the code can be made about twice as fast; the real figure depends on the algorithm.`,
+		Since:   "0.1",
+	},
+	Needs:    []rules.Input{rules.CPU},
+	Fallback: true,
+	Check:    check,
+}
+
+const minShare = 0.05
+
+func check(pass *rules.Pass) error {
+	if !pass.EnoughCPU() {
+		return nil
+	}
+	cpu := pass.Evidence.CPUStacks()
+	explained := map[string]bool{}
+	for _, f := range pass.Earlier {
+		for _, fn := range f.Frames {
+			explained[fn] = true
+		}
+	}
+	isExplained := cpu.Has(func(fn string) bool { return explained[fn] })
+	unexplained := func(s evidence.Sample) bool { return !isExplained(s) }
+	// Kernel and shared-library frames (perf, folded stacks) are calls the
+	// code above them made: their time is charged to the application
+	// function that made them, as the Go standard library's is.
+	system := pass.Evidence.SystemFrames()
+	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) })
+	byFunc := map[string]int64{}
+	for _, s := range cpu.Samples {
+		if !unexplained(s) {
+			continue
+		}
+		if f := appFrame(s); f != nil {
+			byFunc[f.Func] += s.Value
+		}
+	}
+	if len(byFunc) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(byFunc))
+	for fn := range byFunc {
+		names = append(names, fn)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if byFunc[names[i]] != byFunc[names[j]] {
+			return byFunc[names[i]] > byFunc[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	top := names[0]
+	share := float64(byFunc[top]) / float64(cpu.Total)
+	if share < minShare {
+		return nil
+	}
+	cum := cpu.Share(func(fn string) bool { return fn == top })
+	lines := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
+		if !unexplained(s) {
+			return nil
+		}
+		if f := appFrame(s); f != nil && f.Func == top {
+			return f
+		}
+		return nil
+	})
+	callers := cpu.TopSites(3, func(s evidence.Sample) *evidence.Frame {
+		for i, id := range s.Frames {
+			if cpu.Frames[id].Func == top && i+1 < len(s.Frames) {
+				return &cpu.Frames[s.Frames[i+1]]
+			}
+		}
+		return nil
+	})
+	// A healthy service always has a hottest function, usually its request
+	// handler doing its job: naming it is guidance, not an alarm.
+	sev := rules.Info
+	if share >= 0.15 {
+		sev = rules.Low
+	}
+	f := rules.Finding{
+		Severity:    sev,
+		Impact:      share / 2,
+		Resource:    "cpu",
+		ImpactBasis: "half of the CPU charged to the function: assumes it can be made about twice as fast",
+		Summary:     fmt.Sprintf("%s uses %s of CPU (its own code and the library calls it makes)", rules.ShortFunc(top), rules.Percent(share)),
+		Evidence: []rules.Fact{
+			rules.Share("CPU charged to the function", share),
+			rules.Share("CPU with the function on the stack (cum)", cum),
+		},
+		Fix:       pass.Rule.Doc.Fix,
+		Locations: append(rules.Locations(lines, "hot line"), rules.Locations(callers, "caller")...),
+		Frames:    []string{top},
+	}
+	for _, fn := range names[1:min(4, len(names))] {
+		s := float64(byFunc[fn]) / float64(cpu.Total)
+		if s >= minShare/2 {
+			f.Evidence = append(f.Evidence, rules.Share("next: "+rules.ShortFunc(fn), s))
+		}
+	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool {
+		fr := appFrame(s)
+		return fr != nil && fr.Func == top && unexplained(s)
+	}}
+	pass.Report(f)
+	return nil
+}

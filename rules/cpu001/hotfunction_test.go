@@ -1,0 +1,114 @@
+package cpu001
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+var ids, wanted []int
+
+// matchSlow is case B5's O(n*m) slice-in-slice match.
+func matchSlow() {
+	if ids == nil {
+		for i := range 2000 {
+			ids = append(ids, i*7)
+			wanted = append(wanted, i*13)
+		}
+	}
+	n := 0
+	for _, a := range ids {
+		for _, b := range wanted {
+			if a == b {
+				n++
+			}
+		}
+	}
+	_ = n
+}
+
+func TestNamesTheHotFunction(t *testing.T) {
+	cpu := testprof.CPU(t, 2*time.Second, 1, matchSlow)
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a hot-function finding, got %d", len(res.Findings))
+	}
+	f := res.Findings[0]
+	if !strings.Contains(f.Summary, "cpu001.matchSlow") || f.Severity != rules.Low {
+		t.Errorf("summary %q severity %s", f.Summary, f.Severity)
+	}
+	if len(f.Locations) == 0 || f.Locations[0].Line == 0 || !strings.HasSuffix(f.Locations[0].File, "hotfunction_test.go") {
+		t.Errorf("no file:line for the hot code: %+v", f.Locations)
+	}
+}
+
+func TestChargesLibraryCallsToTheCaller(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 400, Funcs: []string{"crypto/sha256.block", "crypto/sha256.Sum256", "example.com/svc.hashAll", "main.main"}},
+		testprof.Stack{Value: 600, Funcs: []string{"runtime.futex", "runtime.schedule"}},
+	)
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Frames[0] != "example.com/svc.hashAll" {
+		t.Fatalf("got %+v", res.Findings)
+	}
+}
+
+func TestStaysOutOfWhatOtherRulesExplained(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 400, Funcs: []string{"net.DialUDP", "main.send"}},
+		testprof.Stack{Value: 600, Funcs: []string{"runtime.futex"}},
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+	explainer := &rules.Rule{ID: "X1", Class: "connection-churn", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
+		p.Report(rules.Finding{Impact: 0.4, Frames: []string{"net.DialUDP"}})
+		return nil
+	}}
+	res := rules.Run(ev, []*rules.Rule{Rule, explainer})
+	if len(res.Findings) != 1 || res.Findings[0].Rule != "X1" {
+		t.Fatalf("fallback repeated an explained cost: %+v", res.Findings)
+	}
+}
+
+func TestSilentWhenNothingStandsOut(t *testing.T) {
+	var stacks []testprof.Stack
+	for i := range 50 {
+		stacks = append(stacks, testprof.Stack{Value: 20, Funcs: []string{"example.com/svc.f" + string(rune('a'+i%26)) + string(rune('a'+i/26))}})
+	}
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(stacks...)}), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 {
+		t.Fatalf("flat profile reported: %+v", res.Findings[0])
+	}
+}
+
+// TestNativeSystemCallsChargedToTheCaller: in perf stacks of a native
+// service, kernel and shared-library frames (write, memcpy in libc) are
+// calls the program's own function made.
+func TestNativeSystemCallsChargedToTheCaller(t *testing.T) {
+	kernel := &profile.Mapping{ID: 1, File: "[kernel.kallsyms]"}
+	libc := &profile.Mapping{ID: 2, File: "/usr/lib/x86_64-linux-gnu/libc.so.6"}
+	exe := &profile.Mapping{ID: 3, File: "/srv/pages"}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		Mapping: []*profile.Mapping{kernel, libc, exe}}
+	loc := func(fn string, m *profile.Mapping) *profile.Location {
+		f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: fn}
+		p.Function = append(p.Function, f)
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m, Line: []profile.Line{{Function: f}}}
+		p.Location = append(p.Location, l)
+		return l
+	}
+	tcpSend, write, serve, render, main := loc("tcp_sendmsg", kernel), loc("__libc_write", libc), loc("serve", exe), loc("render", exe), loc("main", exe)
+	p.Sample = []*profile.Sample{
+		{Location: []*profile.Location{tcpSend, write, serve, main}, Value: []int64{700, 7e9}},
+		{Location: []*profile.Location{render, serve, main}, Value: []int64{300, 3e9}},
+	}
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || !strings.HasPrefix(res.Findings[0].Summary, "serve uses 70%") {
+		t.Fatalf("want serve charged with its system calls, got %+v", res.Findings)
+	}
+}

@@ -1,0 +1,108 @@
+package jvm001
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+func stack(v int64, funcs ...string) testprof.Stack { return testprof.Stack{Value: v, Funcs: funcs} }
+
+var (
+	// A login handler that parses a missing header and swallows the exception.
+	throwing = testprof.Build(
+		stack(150, "java.lang.Throwable.fillInStackTrace", "java.lang.Throwable.fillInStackTrace", "java.lang.Throwable.<init>",
+			"java.lang.Exception.<init>", "java.lang.NumberFormatException.<init>", "java.lang.NumberFormatException.forInputString",
+			"java.lang.Integer.parseInt", "com.acme.login.LoginHandler.clientVersion", "com.acme.login.LoginHandler.handle"),
+		stack(850, "com.acme.login.LoginHandler.render", "com.acme.login.LoginHandler.handle"),
+	)
+	clean = testprof.Build(
+		stack(20, "com.acme.login.LoginHandler.clientVersion", "com.acme.login.LoginHandler.handle"),
+		stack(980, "com.acme.login.LoginHandler.render", "com.acme.login.LoginHandler.handle"),
+	)
+)
+
+func run(cpu *profile.Profile, jvm *jfr.Summary) rules.Result {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+	ev.JVM = jvm
+	return rules.Run(ev, []*rules.Rule{Rule})
+}
+
+// summary is a JVM on 2 CPUs, busy at loadFrac of them, creating perMinute exceptions.
+func summary(perMinute int64, loadFrac float64) *jfr.Summary {
+	return &jfr.Summary{Exceptions: perMinute, ExceptionSpan: time.Minute, JVMCPU: loadFrac, HWThreads: 2}
+}
+
+func TestFiresOnSampledThrowableFrames(t *testing.T) {
+	res := run(throwing, nil)
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Impact < 0.1 || !strings.Contains(f.Summary, "LoginHandler.clientVersion") {
+		t.Errorf("impact %.2f summary %q", f.Impact, f.Summary)
+	}
+}
+
+// JFR's sampler misses the stack walk: few sampled frames, but the
+// exception statistics show 3 million a minute on a JVM using one CPU.
+func TestFiresOnThrowRateWhenSamplesMissIt(t *testing.T) {
+	res := run(clean, summary(3_000_000, 0.5))
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	// 50k/s x 2 µs = 0.1 CPU s/s of 1 CPU s/s.
+	if f.Impact < 0.08 || f.Impact > 0.1 || !strings.Contains(f.Summary, "3.0M exceptions created per minute") {
+		t.Errorf("impact %.3f summary %q", f.Impact, f.Summary)
+	}
+	if !strings.Contains(f.ImpactBasis, "does not see the stack walk") {
+		t.Errorf("basis %q", f.ImpactBasis)
+	}
+}
+
+func TestHealthCheckAt10kPerMinute(t *testing.T) {
+	res := run(clean, summary(20_000, 0.5))
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low {
+		t.Fatalf("want one low finding, got %+v", res.Findings)
+	}
+}
+
+func TestSilent(t *testing.T) {
+	for name, jvm := range map[string]*jfr.Summary{"no JVM": nil, "few exceptions": summary(600, 0.5)} {
+		if res := run(clean, jvm); len(res.Findings) != 0 {
+			t.Errorf("%s: reported %+v", name, res.Findings[0])
+		}
+	}
+}
+
+func TestThrowSitesFromExceptionEvents(t *testing.T) {
+	exc := &profile.Profile{SampleType: []*profile.ValueType{{Type: "exceptions", Unit: "count"}}}
+	fn := func(id uint64, name string) *profile.Location {
+		f := &profile.Function{ID: id, Name: name}
+		exc.Function = append(exc.Function, f)
+		l := &profile.Location{ID: id, Line: []profile.Line{{Function: f, Line: 7}}}
+		exc.Location = append(exc.Location, l)
+		return l
+	}
+	a, b, c := fn(1, "java.lang.Throwable.<init>"), fn(2, "com.acme.Router.lookup"), fn(3, "com.acme.Server.handle")
+	exc.Sample = []*profile.Sample{{Value: []int64{90}, Location: []*profile.Location{a, b, c}, Label: map[string][]string{"class": {"com.acme.NotFound"}}}}
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: clean, evidence.Exceptions: exc})
+	ev.JVM = summary(1_000_000, 0.5)
+	ev.JVM.ThrowEvents = 90
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	if !strings.Contains(f.Summary, "mostly com.acme.NotFound (in com.acme.Router.lookup)") || f.Locations[0].Function != "com.acme.Router.lookup" {
+		t.Errorf("summary %q locations %+v", f.Summary, f.Locations)
+	}
+}

@@ -1,0 +1,43 @@
+package jvm002
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+func stack(v int64, funcs ...string) testprof.Stack { return testprof.Stack{Value: v, Funcs: funcs} }
+
+func run(cpu *profile.Profile) rules.Result {
+	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+}
+
+func TestFiresOnAntPathMatcherPerRequest(t *testing.T) {
+	res := run(testprof.Build(
+		stack(300, "org.springframework.util.AntPathMatcher.tokenizePath", "org.springframework.util.AntPathMatcher.doMatch",
+			"org.springframework.util.AntPathMatcher.match", "com.acme.api.Router.route", "com.acme.api.Server.handle"),
+		stack(700, "com.acme.api.Server.render", "com.acme.api.Server.handle"),
+	))
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Impact < 0.2 || !strings.Contains(f.Summary, "mostly AntPathMatcher (called from com.acme.api.Router.route)") {
+		t.Errorf("impact %.2f summary %q", f.Impact, f.Summary)
+	}
+}
+
+func TestSilentWithRouteTable(t *testing.T) {
+	res := run(testprof.Build(
+		stack(30, "java.util.HashMap.get", "com.acme.api.Router.route", "com.acme.api.Server.handle"),
+		stack(970, "com.acme.api.Server.render", "com.acme.api.Server.handle"),
+	))
+	if len(res.Findings) != 0 {
+		t.Fatalf("reported %+v", res.Findings[0])
+	}
+}

@@ -1,0 +1,202 @@
+// Package lib008 detects log formatting and writing dominating CPU
+// (finding class logging-cost).
+package lib008
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
+)
+
+// Rule is LIB008.
+var Rule = &rules.Rule{
+	ID:    "LIB008",
+	Class: "logging-cost",
+	Doc: rules.Doc{
+		Title: "Logging takes a large share of CPU",
+		Text: `Every log record is formatted (often through fmt or reflection), copied,
+and written, usually with one system call per line under a mutex. Logging
+inside a request's hot path multiplies that by the request rate, and
+printf-style or loosely typed loggers allocate for every argument.`,
+		Evidence: `CPU share of samples with a logger frame on the stack: the standard log
+package, log/slog (Logger.log, the Text/JSON handlers, handleState), logrus
+(Entry.log/write, TextFormatter/JSONFormatter.Format), zap and zapcore
+(SugaredLogger, ioCore.Write, the JSON and console encoders), zerolog, and klog,
+glog, go-kit log and hclog, also when vendored. Formatting through fmt and
+write system calls under the logger are reported separately; the application
+code calling the logger is named, looking through wrapper packages (named log,
+logger, logging, logutil and the like). On the JVM: log4j 2 and 1.x, logback
+and SLF4J, java.util.logging. Reports from 5% of CPU.`,
+		Fix: `Lower the level on hot paths (and check it before building costly
+arguments), sample repetitive records, prefer typed structured fields over
+printf-style calls (zap.Logger over SugaredLogger, slog.LogAttrs, zerolog),
+and move hot paths off logrus. Buffer output only if losing the last records
+on a crash is acceptable.`,
+		Before: `sugar.Infof("bid %s for %s at %.4f", bid.ID, bid.Campaign, bid.Price) // every request`,
+		After: `if ce := logger.Check(zap.DebugLevel, "bid"); ce != nil {
+    ce.Write(zap.String("id", bid.ID), zap.Float64("price", bid.Price))
+}`,
+		Caveats: caveat,
+		Since:   "0.1",
+		Refs: []string{
+			"https://pkg.go.dev/log/slog#hdr-Performance_considerations",
+			"https://pkg.go.dev/go.uber.org/zap#hdr-Choosing_a_Logger",
+		},
+	},
+	Needs: []rules.Input{rules.CPU},
+	Check: check,
+}
+
+const caveat = "Logs are often the only record of what happened: lower levels and sampling on the hot path, keep errors and audit records whole."
+
+// logger is one logging library.
+type logger struct {
+	name   string
+	frames evidence.Matcher
+	fix    string
+}
+
+var loggers = []logger{
+	{"log", evidence.FuncPrefix("log."),
+		"The standard log package has no levels and writes each line with a system call under a mutex: guard hot-path calls behind a flag, or move to log/slog with a level set per environment."},
+	{"log/slog", evidence.FuncPrefix("log/slog."),
+		"Raise the handler's level on hot paths (slog.HandlerOptions{Level: lvl} with a *slog.LevelVar set to Warn in production), log with LogAttrs and typed attributes (slog.Int, slog.String) rather than key-value ...any, and check Logger.Enabled before building costly attributes."},
+	{"logrus", evidence.FuncPrefix("github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus."),
+		"logrus formats through fmt and reflection, copies and sorts fields and locks per entry: raise the level (logger.SetLevel(logrus.WarnLevel)), guard hot-path calls with logger.IsLevelEnabled, or move hot paths to zap, zerolog or log/slog."},
+	{"zap", evidence.FuncPrefix("go.uber.org/zap"),
+		"Use the zap.Logger with typed fields (zap.String, zap.Int) on hot paths instead of the SugaredLogger's Infof/Infow, enable sampling (the production config's Sampling, or zapcore.NewSamplerWithOptions), raise the level, and consider zapcore.BufferedWriteSyncer for output."},
+	{"zerolog", evidence.FuncPrefix("github.com/rs/zerolog"),
+		"zerolog is already allocation-free, so the cost is the volume: raise the level (zerolog.SetGlobalLevel), sample hot paths (logger.Sample(&zerolog.BasicSampler{N: 100})), and drop fields nobody reads."},
+	{"klog/glog/go-kit/hclog", evidence.FuncPrefix("k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog."),
+		"Raise the verbosity threshold or level on hot paths (klog.V(n) guards, hclog's SetLevel), sample repetitive records, or move hot paths to a structured zero-allocation logger (zap, zerolog, log/slog with LogAttrs)."},
+	{"log4j", evidence.FuncPrefix("org.apache.logging.log4j.", "org.apache.log4j."),
+		"Raise the level on hot paths, log with parameterised messages (log.debug(\"id {}\", id), never string concatenation) or lambdas so disabled records build nothing, use async loggers (AsyncLoggerContextSelector with the LMAX disruptor) and avoid location information (%L, %M, %C, includeLocation) in patterns: each record then walks the stack. log4j 1.x is end-of-life: move to log4j 2 or logback."},
+	{"logback/SLF4J", evidence.FuncPrefix("ch.qos.logback.", "org.slf4j."),
+		"Raise the level on hot paths, log with {} placeholders (never string concatenation) and guard costly arguments with isDebugEnabled(), wrap appenders in an AsyncAppender, and drop caller data (%L, %M, %C, %F, includeCallerData) from patterns: each record then walks the stack."},
+	{"java.util.logging", evidence.FuncPrefix("java.util.logging."),
+		"Raise the level on hot paths (check isLoggable first), use Supplier<String> messages so disabled records build nothing, or move the hot path to SLF4J with logback or log4j 2 and an asynchronous appender."},
+}
+
+// Frames is every logger's family.
+var Frames = func() evidence.Matcher {
+	ms := make([]evidence.Matcher, len(loggers))
+	for i, l := range loggers {
+		ms[i] = l.frames
+	}
+	return evidence.Any(ms...)
+}()
+
+var (
+	fmtFrames = evidence.FuncPrefix("fmt.")
+	sugared   = evidence.FuncPrefix("go.uber.org/zap.(*SugaredLogger).")
+)
+
+const (
+	minShare = 0.05
+	// recoverable: records dropped below the level or by sampling cost
+	// almost nothing; typed loggers format in a fraction of the time.
+	recoverable = 0.7
+)
+
+func check(pass *rules.Pass) error {
+	if !pass.EnoughCPU() {
+		return nil
+	}
+	cpu := pass.Evidence.CPUStacks()
+	in := cpu.Has(Frames)
+	// A level check is what the fix adds, not logging cost: time inside a
+	// logger's Enabled is left out.
+	checking := cpu.Has(func(fn string) bool {
+		return Frames(fn) && (strings.Contains(fn, ".Enabled") || strings.Contains(fn, ".enabled"))
+	})
+	share := cpu.ShareWhere(func(s evidence.Sample) bool { return in(s) && !checking(s) })
+	if share < minShare {
+		return nil
+	}
+	under := func(m evidence.Matcher) float64 {
+		has := cpu.Has(m)
+		return cpu.ShareWhere(func(s evidence.Sample) bool { return in(s) && has(s) })
+	}
+	writeShare, fmtShare := under(families.WriteSyscall), under(fmtFrames)
+
+	top, topShare := -1, 0.0
+	var parts []rules.Fact
+	for i, l := range loggers {
+		s := cpu.Share(l.frames)
+		if s > 0 {
+			parts = append(parts, rules.Share(l.name+" share of CPU", s))
+		}
+		if s > topShare {
+			top, topShare = i, s
+		}
+	}
+	lg := loggers[top]
+
+	// Name the code that logs, looking through logging wrapper packages.
+	app := func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) }
+	direct := cpu.CallerOf(Frames, app)
+	through := cpu.CallerOf(Frames, func(fn string) bool { return app(fn) && !wrapper(fn) })
+	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
+		if !in(s) {
+			return nil
+		}
+		if f := through(s); f != nil {
+			return f
+		}
+		return direct(s)
+	})
+
+	impact := share * recoverable
+	f := rules.Finding{
+		Severity:    rules.SeverityFor(impact),
+		Impact:      impact,
+		Resource:    "cpu",
+		ImpactBasis: "share of CPU under loggers; records dropped by level or sampling cost almost nothing and typed loggers format in a fraction of the time, so about 70% of it",
+		Summary:     fmt.Sprintf("Logging uses %s of CPU (%s)", rules.Percent(share), lg.name),
+		Evidence: append([]rules.Fact{
+			rules.Share("logging share of CPU", share),
+			rules.Share("fmt formatting under the logger", fmtShare),
+			rules.Share("write system calls under the logger", writeShare),
+		}, parts...),
+		Fix:       lg.fix,
+		Caveats:   []string{caveat},
+		Locations: rules.Locations(sites, "code logging"),
+		Frames:    cpu.Matched(Frames, 12),
+	}
+	if lg.name == "zap" {
+		if s := cpu.Share(sugared); s > 0 {
+			f.Evidence = append(f.Evidence, rules.Share("zap SugaredLogger share of CPU", s))
+			if s >= topShare/2 {
+				f.Summary += ", mostly the SugaredLogger"
+				f.Example = pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After
+			}
+		}
+	}
+	if writeShare >= share/3 {
+		f.Fix += " Writes take " + rules.Percent(writeShare) + " of CPU: one system call per record; fewer records is the main cure, a buffered writer another."
+	}
+	if len(sites) > 0 {
+		f.Summary += ", from " + rules.ShortFunc(sites[0].Func)
+	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return in(s) && !checking(s) }}
+	pass.Report(f)
+	return nil
+}
+
+// wrapper reports whether a function belongs to a logging wrapper package
+// (".../log", ".../logging", ".../logger", ".../logutil"...): the call site
+// is above it.
+func wrapper(fn string) bool {
+	path := evidence.PackagePath(fn)
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		path = path[i+1:]
+	}
+	switch strings.ToLower(path) {
+	case "log", "logs", "logger", "loggers", "logging", "logutil", "logutils", "logx", "xlog", "applog", "zlog":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,149 @@
+package lib008
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+var sum [32]byte
+
+// handleBid does a little work and logs every request at Info.
+func handleBid(log *slog.Logger) func() {
+	buf := make([]byte, 128)
+	return func() {
+		sum = sha256.Sum256(buf)
+		buf[0] = sum[0]
+		log.Info("bid", "id", "b-1234", "campaign", "spring-sale", "price", 0.0425, "user", 42)
+	}
+}
+
+func run(cpu *profile.Profile) rules.Result {
+	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+}
+
+func TestFiresOnSlogPerRequest(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	res := run(testprof.CPU(t, 2*time.Second, 1, handleBid(log)))
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a logging-cost finding, got %d (%v)", len(res.Findings), res.NotChecked)
+	}
+	f := res.Findings[0]
+	if f.Impact < 0.2 || !strings.Contains(f.Summary, "log/slog") || !strings.Contains(f.Summary, "handleBid") {
+		t.Errorf("impact %.2f summary %q", f.Impact, f.Summary)
+	}
+	if !strings.Contains(f.Fix, "LevelVar") || len(f.Locations) == 0 || !strings.Contains(f.Locations[0].Function, "handleBid") {
+		t.Errorf("fix %q locations %+v", f.Fix, f.Locations)
+	}
+}
+
+func TestSilentWhenTheLevelDropsTheRecords(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if !log.Enabled(context.Background(), slog.LevelWarn) || log.Enabled(context.Background(), slog.LevelInfo) {
+		t.Fatal("level not applied")
+	}
+	if res := run(testprof.CPU(t, 2*time.Second, 1, handleBid(log))); len(res.Findings) != 0 {
+		t.Fatalf("disabled level reported: %+v", res.Findings[0])
+	}
+}
+
+func stack(v int64, funcs ...string) testprof.Stack { return testprof.Stack{Value: v, Funcs: funcs} }
+
+// Symbol names as in github.com/sirupsen/logrus v1.9 (entry.go,
+// text_formatter.go), go.uber.org/zap v1.27 (sugar.go, logger.go,
+// zapcore/core.go, zapcore/json_encoder.go), github.com/rs/zerolog v1.3x (event.go).
+const (
+	lr = "github.com/sirupsen/logrus."
+	zp = "go.uber.org/zap."
+	zc = "go.uber.org/zap/zapcore."
+)
+
+func TestLogrusThroughAWrapperPackage(t *testing.T) {
+	cpu := testprof.Build(
+		stack(120, "sort.Strings", lr+"(*TextFormatter).Format", lr+"(*Entry).write", lr+"(*Entry).log", lr+"(*Entry).Log", lr+"(*Entry).Logf", lr+"(*Entry).Infof",
+			"github.com/acme/adx/internal/logging.Infof", "github.com/acme/adx/bidder.(*Bidder).Bid", "main.handle"),
+		stack(80, "fmt.(*pp).doPrintf", "fmt.Sprintf", lr+"(*Entry).Logf", lr+"(*Entry).Infof",
+			"github.com/acme/adx/internal/logging.Infof", "github.com/acme/adx/bidder.(*Bidder).Bid", "main.handle"),
+		stack(60, "syscall.write", "internal/poll.(*FD).Write", "os.(*File).Write", lr+"(*Entry).write", lr+"(*Entry).log", lr+"(*Entry).Log", lr+"(*Entry).Logf", lr+"(*Entry).Infof",
+			"github.com/acme/adx/internal/logging.Infof", "github.com/acme/adx/bidder.(*Bidder).Bid", "main.handle"),
+		stack(740, "main.handle"),
+	)
+	res := run(cpu)
+	if len(res.Findings) != 1 {
+		t.Fatalf("logrus not reported: %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Severity != rules.Medium || !strings.Contains(f.Fix, "SetLevel(logrus.WarnLevel)") {
+		t.Errorf("severity %s fix %q", f.Severity, f.Fix)
+	}
+	if f.Locations[0].Function != "github.com/acme/adx/bidder.(*Bidder).Bid" {
+		t.Errorf("call site %+v, want the code above the logging wrapper", f.Locations[0])
+	}
+}
+
+func TestZapSugaredLoggerAdvice(t *testing.T) {
+	cpu := testprof.Build(
+		stack(100, "fmt.(*pp).doPrintf", "fmt.Sprintf", zp+"getMessage", zp+"(*SugaredLogger).log", zp+"(*SugaredLogger).Infof", "main.(*api).serve"),
+		stack(60, zc+"(*jsonEncoder).EncodeEntry", zc+"(*ioCore).Write", zc+"(*CheckedEntry).Write", zp+"(*SugaredLogger).log", zp+"(*SugaredLogger).Infof", "main.(*api).serve"),
+		stack(840, "main.(*api).serve"),
+	)
+	res := run(cpu)
+	if len(res.Findings) != 1 {
+		t.Fatalf("zap sugar not reported: %+v", res)
+	}
+	f := res.Findings[0]
+	if !strings.Contains(f.Summary, "SugaredLogger") || !strings.Contains(f.Fix, "typed fields") || f.Example == "" {
+		t.Errorf("summary %q fix %q example %q", f.Summary, f.Fix, f.Example)
+	}
+}
+
+func TestSilentOnCheapLoggingAndDisabledLevels(t *testing.T) {
+	cpu := testprof.Build(
+		// zerolog at 3%.
+		stack(30, "github.com/rs/zerolog.(*Event).msg", "github.com/rs/zerolog.(*Event).Msg", "main.handle"),
+		// zap with Debug disabled: only the level check.
+		stack(10, zp+"(*Logger).check", zp+"(*Logger).Debug", "main.handle"),
+		stack(960, "main.handle"),
+	)
+	if res := run(cpu); len(res.Findings) != 0 {
+		t.Fatalf("cheap logging reported: %+v", res.Findings[0])
+	}
+}
+
+func TestStdlibLogWritesAreCounted(t *testing.T) {
+	cpu := testprof.Build(
+		stack(60, "syscall.write", "internal/poll.(*FD).Write", "os.(*File).Write", "log.(*Logger).output", "log.Printf", "main.handle"),
+		stack(20, "log.formatHeader", "log.(*Logger).output", "log.Printf", "main.handle"),
+		stack(920, "main.handle"),
+	)
+	f := run(cpu).Findings
+	if len(f) != 1 || !strings.Contains(f[0].Fix, "one system call per record") {
+		t.Fatalf("log.Printf writes: %+v", f)
+	}
+}
+
+func TestWrapperNames(t *testing.T) {
+	for fn, want := range map[string]bool{
+		"github.com/acme/adx/internal/logging.Infof": true,
+		"github.com/acme/x/log.Debugf":               true,
+		"github.com/acme/x/logger.New":               true,
+		"github.com/acme/catalog.(*Store).Get":       false,
+		"github.com/acme/login.Handle":               false,
+		"main.logf":                                  false,
+		"github.com/acme/casebook/d3logging.handle":  false,
+	} {
+		if wrapper(fn) != want {
+			t.Errorf("wrapper(%q) = %v", fn, !want)
+		}
+	}
+}

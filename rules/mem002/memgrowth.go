@@ -1,0 +1,474 @@
+// Package mem002 ranks the code whose in-use heap grew over the window,
+// as `go tool pprof -base heap-start heap` does, and tells a leak from a
+// backlog (finding class memory-growth).
+package mem002
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// Rule is MEM002.
+var Rule = &rules.Rule{
+	ID:    "MEM002",
+	Class: "memory-growth",
+	Doc: rules.Doc{
+		Title: "The in-use heap grew over the window",
+		Text: `A heap that is larger at the end of a window than at its start is either
+retaining what it should let go (a leak: a map or cache never trimmed, a
+slice that only appends, goroutines that never exit) or holding a backlog of
+work that arrives faster than it is served and drains when the load falls (a
+throughput limit). The two look alike in one heap profile and need opposite
+fixes, so the rule ranks the growing sites as pprof -base does and then asks
+whether the growth tracks the goroutine count (in-flight work) or not.`,
+		Evidence: `The heap profiles at the start and end of the window (and every snapshot
+between them, with collect --heap-every): inuse_space and inuse_objects per
+allocation site (the first application frame, else the first frame outside
+the runtime), end minus start, largest growth first. Growth must be at least
+4 MiB and 10% of the starting heap. Goroutine counts at both ends come from
+runtime/metrics (the agent), else the execution trace's first and last
+goroutine counts, scaled to the window (flatness is judged on the counts as
+observed, unscaled). Allocations made by the profiler itself (net/http/pprof,
+runtime/pprof, runtime/trace: a trace in flight) are left out, and so are
+sites whose growth is within what they allocate in one GC cycle (the window's
+allocations, end allocs minus start heap, over the cycles in the window): a
+heap profile counts what was allocated during its GC's mark as in use, so a
+fast-allocating request path can look grown at one snapshot. Verdicts:
+backlog when the series peaked and fell back, or when goroutines grew with the heap; leak when the
+heap grew in every snapshot or while the goroutine count stayed flat;
+otherwise undetermined. Leak: high from 50% growth and 16 MiB, medium from
+25%, else low; undetermined at most medium; backlog low.`,
+		Fix: `A leak: bound what the growing site keeps (evict by age or size, delete map
+entries when their request or session ends, cap caches) and verify with a
+second pair of heap snapshots that the site stops growing. A backlog: it is a
+throughput limit, not a leak; bound the queue (a semaphore or a buffered
+channel, reject or shed when full) and add capacity where the work waits.`,
+		Before: `seen[req.ID] = req          // a global map, never deleted from`,
+		After:  `cache.Add(req.ID, req)      // an LRU capped at 10k entries, or delete on completion`,
+		Caveats: `In-use figures are as of the last GC. A window that starts cold (caches
+warming, pools filling) grows without a leak: collect after warm-up. Two
+snapshots under steady load cannot always tell a leak from a slow backlog;
+take a series (collect --heap-every 10s) or a second collection after the load
+stops.`,
+		Since: "0.1",
+		Refs: []string{
+			"https://pkg.go.dev/net/http/pprof",
+			"https://go.dev/doc/diagnostics#profiling",
+		},
+	},
+	Needs: []rules.Input{rules.Heap},
+	Uses:  []rules.Input{rules.Goroutine, rules.Metrics, rules.Trace},
+	Check: check,
+}
+
+const (
+	minGrowth       = 4 << 20
+	minRelGrowth    = 0.10
+	mediumRelGrowth = 0.25
+	highRelGrowth   = 0.50
+	highGrowth      = 16 << 20
+	maxSites        = 5
+	// Goroutines "track" the heap when they grew by at least minGoroutineRise
+	// and 50%; they are "flat" within 10% (and at least 20 goroutines).
+	minGoroutineRise = 100
+)
+
+// Verdict is what the growth looks like.
+type Verdict string
+
+const (
+	Leak         Verdict = "leak"
+	Backlog      Verdict = "backlog"
+	Undetermined Verdict = "undetermined"
+)
+
+// Growth is one allocation site's growth between two heap profiles.
+type Growth struct {
+	evidence.Frame
+	Space, Objects int64 // end minus start
+	EndSpace       int64
+}
+
+type acc struct {
+	frame          evidence.Frame
+	space, objects int64
+}
+
+type siteKey struct {
+	fn   string
+	line int64
+}
+
+// isObserver reports whether fn is the profiler's own code: an execution
+// trace or profile being written while the heap is sampled (collect runs its
+// trace across the end-of-window heap profile). Its buffers are the
+// observation, not the service's growth.
+func isObserver(fn string) bool {
+	return strings.HasPrefix(fn, "net/http/pprof.") || strings.HasPrefix(fn, "runtime/pprof.") ||
+		strings.HasPrefix(fn, "runtime/trace.")
+}
+
+// sites aggregates a heap profile's inuse_space and inuse_objects per site,
+// leaving out the profiler's own allocations (isObserver).
+func sites(p *profile.Profile) (map[siteKey]*acc, int64) {
+	return sitesOf(p, "inuse_space", "inuse_objects")
+}
+
+// sitesOf aggregates a bytes and an objects sample type per site.
+func sitesOf(p *profile.Profile, spaceType, objectsType string) (map[siteKey]*acc, int64) {
+	out := map[siteKey]*acc{}
+	var total int64
+	for _, typ := range []string{spaceType, objectsType} {
+		st := evidence.NewStacks(p, typ)
+		if st == nil {
+			continue
+		}
+		app := st.First(rules.IsApplication)
+		any := st.First(func(fn string) bool { return !evidence.IsRuntime(fn) })
+		observer := st.First(isObserver)
+		for _, sm := range st.Samples {
+			if observer(sm) != nil {
+				continue
+			}
+			f := app(sm)
+			if f == nil {
+				f = any(sm)
+			}
+			if f == nil {
+				f = &evidence.Frame{Func: "(runtime)"}
+			}
+			k := siteKey{f.Func, f.Line}
+			a := out[k]
+			if a == nil {
+				a = &acc{frame: *f}
+				out[k] = a
+			}
+			if typ == spaceType {
+				a.space += sm.Value
+				total += sm.Value
+			} else {
+				a.objects += sm.Value
+			}
+		}
+	}
+	return out, total
+}
+
+// Diff ranks the sites whose in-use bytes grew from base to p, largest
+// growth first, with the total in-use bytes of both.
+func Diff(base, p *profile.Profile) (growth []Growth, baseTotal, endTotal int64) {
+	a, baseTotal := sites(base)
+	b, endTotal := sites(p)
+	for k, e := range b {
+		g := Growth{Frame: e.frame, Space: e.space, Objects: e.objects, EndSpace: e.space}
+		if s := a[k]; s != nil {
+			g.Space -= s.space
+			g.Objects -= s.objects
+		}
+		if g.Space > 0 {
+			growth = append(growth, g)
+		}
+	}
+	sort.Slice(growth, func(i, j int) bool {
+		if growth[i].Space != growth[j].Space {
+			return growth[i].Space > growth[j].Space
+		}
+		return growth[i].Func < growth[j].Func
+	})
+	return growth, baseTotal, endTotal
+}
+
+// withoutInFlight drops the sites whose growth is within what they allocate
+// in one GC cycle, and returns the bytes dropped. A heap profile counts as
+// in use everything allocated while its GC was marking, so a site that
+// allocates fast (per-request buffers at 20 cycles/s) can show more in use
+// at one snapshot than the other without retaining anything; a leak keeps
+// what it allocates cycle after cycle, so its growth over a window of
+// several cycles exceeds one cycle's allocation. It needs the window's
+// allocations and at least two cycles in the window.
+func withoutInFlight(ev *evidence.Evidence, growth []Growth) ([]Growth, int64) {
+	allocs, inWindow := ev.WindowAllocs()
+	gc, haveGC := ev.GC()
+	if !inWindow || !haveGC || gc.Cycles < 2 {
+		return growth, 0
+	}
+	allocated, _ := sitesOf(allocs, "alloc_space", "alloc_objects")
+	kept := growth[:0:0]
+	var dropped int64
+	for _, g := range growth {
+		if a := allocated[siteKey{g.Func, g.Line}]; a != nil && g.Space <= a.space/int64(gc.Cycles) {
+			dropped += g.Space
+			continue
+		}
+		kept = append(kept, g)
+	}
+	return kept, dropped
+}
+
+// inuse is a heap profile's total in-use bytes, without the profiler's own.
+func inuse(p *profile.Profile) int64 {
+	_, total := sites(p)
+	return total
+}
+
+// goroutines are the counts at both ends of the window, where known, and
+// the change actually observed (rawStart to rawEnd) over the span the counts
+// cover, before any scaling to the window.
+type goroutines struct {
+	start, end       float64
+	rawStart, rawEnd float64
+	source           string
+}
+
+func goroutineCounts(ev *evidence.Evidence, window time.Duration) (goroutines, bool) {
+	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricGoroutines) && rw.GoroutinesStart > 0 {
+		return goroutines{rw.GoroutinesStart, rw.GoroutinesEnd, rw.GoroutinesStart, rw.GoroutinesEnd, "runtime/metrics at both ends"}, true
+	}
+	if s, err := ev.Trace(); err == nil && s != nil && s.Window > 0 && s.Goroutines.AtStart > 0 {
+		g := s.Goroutines
+		start, end := float64(g.AtStart), float64(g.AtEnd)
+		rawStart := start
+		// the trace covers the end of the window: scale its change to the window
+		if window > s.Window {
+			start = max(0, end-(end-start)*window.Seconds()/s.Window.Seconds())
+		}
+		return goroutines{start, end, rawStart, end, fmt.Sprintf("execution trace (%s), scaled to the window", s.Window.Round(time.Millisecond))}, true
+	}
+	return goroutines{}, false
+}
+
+// tracks: the goroutines grew with the heap (in-flight work piling up).
+func (g goroutines) tracks() bool {
+	return g.end-g.start >= minGoroutineRise && g.end >= 1.5*g.start
+}
+
+// flat: no trend in the goroutine count. It is judged on the change actually
+// observed, not the one scaled to the window: the counts are instants, and
+// scaling a short trace's jitter of short-lived goroutines (an HTTP server
+// starts tens of thousands a second) would turn noise into a trend.
+func (g goroutines) flat() bool {
+	return !g.tracks() && math.Abs(g.rawEnd-g.rawStart) <= max(20, 0.1*g.rawStart)
+}
+
+func check(pass *rules.Pass) error {
+	ev := pass.Evidence
+	series := ev.Heaps()
+	if len(series) < 2 {
+		pass.Skip("needs heap profiles at the start and end of the window (perfdoctor collect takes both; or two /debug/pprof/heap snapshots)")
+		return nil
+	}
+	first, last := series[0], series[len(series)-1]
+	growth, base, end := Diff(first, last)
+	growth, inFlight := withoutInFlight(ev, growth)
+	total := end - base - inFlight
+	if total < minGrowth || base <= 0 || float64(total) < minRelGrowth*float64(base) {
+		return nil
+	}
+	rel := float64(total) / float64(base)
+	window := time.Duration(last.TimeNanos - first.TimeNanos)
+	if window <= 0 {
+		window = ev.Window()
+	}
+
+	var verdict = Undetermined
+	var why []string
+	facts := []rules.Fact{
+		rules.Bytes("in-use heap at start", uint64(base)),
+		rules.Bytes("in-use heap at end", uint64(end)),
+		rules.Bytes("growth", uint64(total)),
+		rules.Share("growth relative to the starting heap", rel),
+	}
+	if window > 0 {
+		facts = append(facts, rate(rules.Bytes("growth rate", uint64(float64(total)/window.Seconds()))),
+			rules.Count("window between the snapshots", math.Round(window.Seconds()*10)/10, "s"))
+	}
+	var objs int64
+	for _, g := range growth {
+		objs += max(g.Objects, 0)
+	}
+	facts = append(facts, rules.Count("objects added at the growing sites", float64(objs), ""))
+
+	// The series' shape, when there are snapshots between start and end.
+	steady, drained := false, false
+	if len(series) >= 3 {
+		totals := make([]int64, len(series))
+		peak := int64(0)
+		for i, p := range series {
+			totals[i] = inuse(p)
+			peak = max(peak, totals[i])
+		}
+		slack := int64(0.02 * float64(totals[0]))
+		steady = true
+		for i := 1; i < len(totals); i++ {
+			if totals[i] < totals[i-1]-slack {
+				steady = false
+			}
+		}
+		drained = peak > totals[0] && float64(peak-totals[len(totals)-1]) >= 0.25*float64(peak-totals[0])
+		parts := make([]string, len(totals))
+		for i, t := range totals {
+			parts[i] = rules.HumanBytes(uint64(t))
+		}
+		facts = append(facts, rules.Text("in-use heap over the series", strings.Join(parts, " → ")))
+		switch {
+		case drained:
+			why = append(why, fmt.Sprintf("the heap peaked at %s and fell back to %s by the end: it drains", rules.HumanBytes(uint64(peak)), rules.HumanBytes(uint64(totals[len(totals)-1]))))
+		case steady:
+			why = append(why, fmt.Sprintf("the heap grew in every one of %d snapshots", len(series)))
+		}
+	}
+
+	g, haveG := goroutineCounts(ev, window)
+	tracks, flat := false, false
+	if haveG {
+		facts = append(facts,
+			rules.Count("goroutines at start", math.Round(g.start), ""),
+			rules.Count("goroutines at end", math.Round(g.end), ""),
+			rules.Text("goroutine counts from", g.source))
+		rise := g.end - g.start
+		tracks, flat = g.tracks(), g.flat()
+		switch {
+		case tracks:
+			per := float64(total) / rise
+			facts = append(facts, rules.Bytes("heap growth per added goroutine", uint64(per)))
+			why = append(why, fmt.Sprintf("goroutines grew with the heap, from %.0f to %.0f (%s of growth each): work is piling up in flight", g.start, g.end, rules.HumanBytes(uint64(per))))
+		case flat:
+			why = append(why, fmt.Sprintf("the goroutine count stayed flat (%.0f → %.0f) while the heap grew: the memory is retained, not in flight", g.rawStart, g.rawEnd))
+		}
+	} else if gp := ev.Profile(evidence.Goroutine); gp != nil {
+		if st := evidence.NewStacks(gp, ""); st != nil {
+			facts = append(facts, rules.Count("goroutines at end (no count at start)", float64(st.Total), ""))
+		}
+	}
+
+	switch {
+	case drained || tracks:
+		verdict = Backlog
+	case steady || flat:
+		verdict = Leak
+	}
+	facts = append(facts, rules.Text("verdict", string(verdict)))
+
+	sev := rules.Low
+	switch {
+	case verdict == Backlog:
+	case rel >= highRelGrowth && total >= highGrowth:
+		sev = rules.High
+	case rel >= mediumRelGrowth:
+		sev = rules.Medium
+	}
+	if verdict == Undetermined {
+		sev = min(sev, rules.Medium)
+	}
+	// A heap profile is as of the last completed GC. When that GC came well
+	// before the window opened and few cycles ran inside it (GOGC=off, a
+	// memory limit, a quiet service), the start profile predates the window,
+	// possibly start-up itself, and so may the growth.
+	var stale string
+	if gc, ok := ev.GC(); ok && gc.Cycles < 2 {
+		start := ev.MetricsStart
+		age := start.Time.Sub(time.Unix(0, int64(start.LastGC)))
+		if start.LastGC == 0 || age > staleProfileAge {
+			sev = min(sev, rules.Medium)
+			stale = fmt.Sprintf("The start heap profile is as of a GC %s before the window and only %d cycle(s) ran in it: part of the growth may predate the window. Collect longer, or compare two collections.", age.Round(time.Second), gc.Cycles)
+		}
+	}
+
+	top := growth[:min(maxSites, len(growth))]
+	f := rules.Finding{
+		Caveats:     nonEmpty(stale),
+		Severity:    sev,
+		Impact:      float64(total) / float64(end),
+		Resource:    "memory",
+		ImpactBasis: "share of the end-of-window in-use heap that was added during the window (inuse_space, end minus start)",
+		Evidence:    facts,
+	}
+	for _, s := range top {
+		f.Locations = append(f.Locations, rules.Location{Function: s.Func, File: s.File, Line: s.Line,
+			Share: float64(s.Space) / float64(total), Role: "growing allocation site (share of the growth)"})
+		f.Frames = append(f.Frames, s.Func)
+	}
+	site := "(no site)"
+	if len(top) > 0 {
+		site = siteName(top[0])
+		f.Evidence = append(f.Evidence,
+			rules.Bytes("growth at the top site", uint64(top[0].Space)),
+			rules.Count("objects added at the top site", float64(top[0].Objects), ""))
+	}
+	span := ""
+	if window > 0 {
+		span = fmt.Sprintf(" in %s", roundWindow(window))
+	}
+	switch verdict {
+	case Leak:
+		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s and looks like a leak; most growth at %s",
+			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+		f.Fix = fmt.Sprintf("Bound what %s keeps: evict by age or size, delete entries when their request or session ends, or cap the cache. Why a leak: %s. Verify with two new heap snapshots: the site must stop growing.",
+			site, strings.Join(why, "; "))
+		f.Example = "if len(cache) > maxEntries { evictOldest(cache) } // or an LRU with a fixed capacity"
+	case Backlog:
+		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s with a backlog of work, not a leak; most growth at %s",
+			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+		f.Fix = fmt.Sprintf("This is a throughput limit: %s. Bound the backlog (a semaphore or buffered channel; reject or shed when full) so memory cannot follow the load, and add capacity where the work waits (see the latency and CPU findings).",
+			strings.Join(why, "; "))
+		f.Example = "sem := make(chan struct{}, maxInFlight) // acquire per job; 503 when full"
+	default:
+		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s; most growth at %s; one window cannot tell a leak from a backlog",
+			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+		f.Fix = fmt.Sprintf("Find out whether %s's growth drains: take a heap series (perfdoctor collect --heap-every 10s) or collect again after the load stops. If it keeps growing, bound what it keeps (a leak); if it drains, bound the queue and add capacity (a backlog).", site)
+		f.Caveats = append(f.Caveats, "One window cannot tell a leak from a backlog here: no heap series and no goroutine counts at both ends (runtime/metrics from the agent, or an execution trace).")
+	}
+	if len(series) == 2 {
+		f.Caveats = append(f.Caveats, "Two heap snapshots only: the growth's shape is unknown (collect --heap-every takes a series).")
+	}
+	if g.source != "" && strings.HasPrefix(g.source, "execution trace") {
+		f.Caveats = append(f.Caveats, "Goroutine counts come from the execution trace at the end of the window, scaled to the whole window.")
+	}
+	f.Caveats = append(f.Caveats, "In-use figures are as of the last GC; a window that starts cold (caches warming, pools filling) grows without a leak.")
+	pass.Report(f)
+	return nil
+}
+
+func siteName(g Growth) string {
+	s := rules.ShortFunc(g.Func)
+	if g.File != "" {
+		file := g.File
+		if i := strings.LastIndexByte(file, '/'); i >= 0 {
+			file = file[i+1:]
+		}
+		s += fmt.Sprintf(" (%s:%d)", file, g.Line)
+	}
+	return s
+}
+
+func rate(f rules.Fact) rules.Fact {
+	f.Value += "/s"
+	f.Unit += "/s"
+	return f
+}
+
+func roundWindow(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(10 * time.Millisecond)
+}
+
+// staleProfileAge is how long before the window the start profile's GC may
+// be and still speak for the window's start.
+const staleProfileAge = time.Second
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}

@@ -1,0 +1,108 @@
+package net001
+
+import (
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// sink is a UDP server on loopback that drops what it receives.
+func sink(t *testing.T) *net.UDPAddr {
+	t.Helper()
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := pc.ReadFromUDP(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return pc.LocalAddr().(*net.UDPAddr)
+}
+
+var payload = []byte("report: 42 impressions")
+
+func dialPerPacket(dst *net.UDPAddr) func() {
+	return func() {
+		c, err := net.DialUDP("udp", nil, dst)
+		if err != nil {
+			return
+		}
+		c.Write(payload)
+		c.Close()
+	}
+}
+
+func pooled(dst *net.UDPAddr) func() {
+	pool := sync.Pool{New: func() any {
+		c, _ := net.DialUDP("udp", nil, dst)
+		return c
+	}}
+	return func() {
+		c := pool.Get().(*net.UDPConn)
+		if c == nil {
+			return
+		}
+		c.Write(payload)
+		pool.Put(c)
+	}
+}
+
+func run(cpu *profile.Profile) rules.Result {
+	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+}
+
+func TestFiresOnDialPerPacket(t *testing.T) {
+	res := run(testprof.CPU(t, 2*time.Second, 2, dialPerPacket(sink(t))))
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a connection-churn finding, got %d (%v)", len(res.Findings), res.NotChecked)
+	}
+	f := res.Findings[0]
+	if f.Impact < 0.2 || !strings.HasPrefix(f.Summary, "UDP") {
+		t.Errorf("impact %.2f summary %q: want UDP churn >= 20%%", f.Impact, f.Summary)
+	}
+	if len(f.Locations) == 0 || !strings.Contains(f.Locations[0].Function, "dialPerPacket") {
+		t.Errorf("locations %+v do not name the dialling code", f.Locations)
+	}
+}
+
+func TestSilentWhenSocketsAreReused(t *testing.T) {
+	res := run(testprof.CPU(t, 2*time.Second, 2, pooled(sink(t))))
+	if len(res.Findings) != 0 {
+		t.Fatalf("pooled sockets reported: %+v", res.Findings[0])
+	}
+}
+
+func TestHTTPClientChurnGetsHTTPAdvice(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 300, Funcs: []string{"net.(*netFD).connect", "net.(*sysDialer).dialSingle", "net.(*Dialer).DialContext", "net/http.(*Transport).dial", "net/http.(*Transport).dialConn", "main.callBackend"}},
+		testprof.Stack{Value: 700, Funcs: []string{"main.work"}},
+	)
+	res := run(cpu)
+	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Fix, "MaxIdleConnsPerHost") {
+		t.Fatalf("want HTTP reuse advice, got %+v", res.Findings)
+	}
+}
+
+func TestServerClosingInboundConnectionsIsNotChurn(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 300, Funcs: []string{"net.(*netFD).Close", "net.(*conn).Close", "net/http.(*conn).close", "net/http.(*conn).serve"}},
+		testprof.Stack{Value: 700, Funcs: []string{"main.work"}},
+	)
+	if res := run(cpu); len(res.Findings) != 0 {
+		t.Fatalf("server-side close reported as churn: %+v", res.Findings[0])
+	}
+}

@@ -1,0 +1,158 @@
+// Package net003 detects CPU going to the kernel's system and soft
+// interrupt work rather than to user code, and network soft interrupts
+// piled onto one CPU (finding class kernel-network-overhead).
+package net003
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
+)
+
+// Rule is NET003.
+var Rule = &rules.Rule{
+	ID:    "NET003",
+	Class: "kernel-network-overhead",
+	Doc: rules.Doc{
+		Title: "CPU goes to kernel and soft interrupt work, not to the service",
+		Text: `When system (sy) and soft interrupt (si) time outweigh user time, the
+machine is busy moving packets and managing connections: short connections,
+small writes, a NAT or bridge network (conntrack, veth pairs), or network
+interrupts all handled by one CPU. Code changes help little until that CPU is
+moved back to user space: first move CPU from si/sy to us (architecture,
+configuration), then make us efficient (code).`,
+		Evidence: `Per-CPU times from /proc/stat and NET_RX/NET_TX softirq counts from
+/proc/softirqs, as differences between the start and end of the window, only
+when the CPUs were at least 30% busy. Kernel share = (system + irq + softirq)
+/ busy time: medium from 60%, high from 75%. Skew: one CPU handling at least
+twice the NET_RX softirqs of the others on average while at least 25% of its
+time goes to soft interrupts (medium; high from 50%). With a perf profile the
+busiest kernel functions are named.`,
+		Fix: `Find where the kernel time goes (perf top, or perfdoctor collect --perf):
+connection setup and teardown (reuse connections), many small writes (buffer
+and batch), conntrack and bridge/NAT networking (host networking for hot
+paths), or one CPU taking all network interrupts (enable RPS/RFS, spread IRQ
+affinity, a multi-queue NIC).`,
+		Before: `docker run -p 8080:8080 svc   # bridge + NAT, conntrack on every packet`,
+		After:  `docker run --network host svc  # or keep-alive to cut connection setup`,
+		Caveats: `A service that is all network I/O (a proxy) has a high kernel share by
+nature; compare with its throughput before acting. Host-wide: other processes
+count too.`,
+		Since: "0.1",
+		Refs:  []string{"https://www.kernel.org/doc/html/latest/networking/scaling.html"},
+	},
+	Needs: []rules.Input{rules.Host},
+	Uses:  []rules.Input{rules.Perf},
+	Check: check,
+}
+
+const (
+	minBusy                  = 0.30
+	kernelMedium, kernelHigh = 0.60, 0.75
+	skewRatio                = 2.0
+	skewMedium, skewHigh     = 0.25, 0.50
+	// normalKernel is the kernel share a busy network service has anyway;
+	// only the excess is counted as recoverable.
+	normalKernel = 0.30
+)
+
+// softirqFrames are the kernel's network soft interrupt handling.
+var softirqFrames = evidence.FuncPrefix("net_rx_action", "__do_softirq", "handle_softirqs", "do_softirq", "__napi_poll", "process_backlog", "__netif_receive_skb", "net_tx_action")
+
+func check(pass *rules.Pass) error {
+	d, _ := pass.Evidence.SystemDelta()
+	if len(d.CPUs) == 0 {
+		pass.Skip("the system snapshots have no per-CPU times")
+		return nil
+	}
+	t := d.CPUTotal()
+	total := t.Total()
+	busy := t.User + t.System + t.IRQ + t.SoftIRQ + t.Steal
+	if total <= 0 || busy/total < minBusy {
+		return nil
+	}
+	kernel := (t.System + t.IRQ + t.SoftIRQ) / busy
+	skewCPU, skew, siOfCPU := hottestNetRx(d)
+
+	sev := rules.Grade(kernel, kernelMedium, kernelHigh)
+	skewSev := rules.Info
+	if skew >= skewRatio {
+		skewSev = rules.Grade(siOfCPU, skewMedium, skewHigh)
+	}
+	if sev < rules.Medium && skewSev < rules.Medium {
+		return nil
+	}
+	f := rules.Finding{
+		Severity:    max(sev, skewSev),
+		Impact:      math.Max(kernel-normalKernel, 0),
+		Resource:    "cpu",
+		ImpactBasis: fmt.Sprintf("kernel share of busy CPU above the %.0f%% a busy network service spends anyway", normalKernel*100),
+		Summary: fmt.Sprintf("%s of busy CPU is kernel work (sy %s, si %s, us %s)", rules.Percent(kernel),
+			rules.Percent(t.System/busy), rules.Percent(t.SoftIRQ/busy), rules.Percent(t.User/busy)),
+		Evidence: []rules.Fact{
+			rules.Share("kernel share of busy CPU (sy+irq+si)", kernel),
+			rules.Share("system (sy)", t.System/busy),
+			rules.Share("soft interrupts (si)", t.SoftIRQ/busy),
+			rules.Share("hard interrupts", t.IRQ/busy),
+			rules.Share("user (us)", t.User/busy),
+			rules.Share("CPUs busy", busy/total),
+			rules.Share("steal", t.Steal/total),
+		},
+		Fix: pass.Rule.Doc.Fix,
+	}
+	if skewSev >= rules.Medium {
+		f.Summary += fmt.Sprintf("; CPU %d takes %.1fx the NET_RX softirqs of the others and spends %s of its time in them",
+			skewCPU, skew, rules.Percent(siOfCPU))
+		f.Evidence = append(f.Evidence,
+			rules.Count("NET_RX softirqs on the busiest CPU vs the others", skew, "x"),
+			rules.Share("soft interrupt share of that CPU", siOfCPU))
+		f.Impact = math.Max(f.Impact, siOfCPU/float64(len(d.CPUs)))
+		f.Fix = "Spread network soft interrupts: enable RPS/RFS (/sys/class/net/*/queues/rx-*/rps_cpus), set IRQ affinity across CPUs, or use a multi-queue NIC. " + f.Fix
+	}
+	if st := pass.Evidence.PerfStacks(); st != nil {
+		top := st.TopSites(6, st.First(pass.Evidence.KernelFrames()))
+		if len(top) > 0 {
+			f.Evidence = append(f.Evidence, rules.Text("kernel functions in perf", rules.SiteList(top, 6)),
+				rules.Share("perf samples in network soft interrupts", st.Share(softirqFrames)))
+			f.Frames = st.Matched(softirqFrames, 8)
+		}
+	}
+	// The kernel time a CPU profile sees is the samples inside system
+	// calls (and the kernel frames of perf stacks); connection setup or
+	// unbuffered writes that make those calls own them when they fire.
+	cpu := pass.Evidence.CPUStacks()
+	f.Claim = &rules.Claim{Level: rules.LevelKernel, CPU: cpu.Has(evidence.Any(goruntime.SyscallFrames, pass.Evidence.KernelFrames()))}
+	pass.Report(f)
+	return nil
+}
+
+// hottestNetRx finds the CPU with the most NET_RX softirqs, how many times
+// the mean of the other CPUs it took, and the share of its time in softirqs.
+func hottestNetRx(d *evidence.SystemDelta) (cpu int, ratio, siShare float64) {
+	if len(d.NetRx) < 2 || len(d.NetRx) != len(d.CPUs) {
+		return 0, 0, 0
+	}
+	var sum uint64
+	for i, v := range d.NetRx {
+		sum += v
+		if v > d.NetRx[cpu] {
+			cpu = i
+		}
+	}
+	others := float64(sum-d.NetRx[cpu]) / float64(len(d.NetRx)-1)
+	if d.NetRx[cpu] == 0 {
+		return cpu, 0, 0
+	}
+	ratio = math.Inf(1)
+	if others > 0 {
+		ratio = float64(d.NetRx[cpu]) / others
+	}
+	c := d.CPUs[cpu]
+	if tot := c.Total(); tot > 0 {
+		siShare = c.SoftIRQ / tot
+	}
+	return d.CPUs[cpu].CPU, ratio, siShare
+}

@@ -1,0 +1,91 @@
+package net003
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/testsys"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+func run(t *testing.T, edit func(start, end *bundle.SystemSnapshot)) rules.Result {
+	t.Helper()
+	return rules.Run(testsys.Evidence(t, "e2-fixed", edit), []*rules.Rule{Rule})
+}
+
+// shares rewrites the end snapshot so that each CPU spent the window (its
+// recorded length) in the given shares of user, system and softirq time,
+// the rest idle.
+func shares(us, sy, si func(cpu int) float64) func(start, end *bundle.SystemSnapshot) {
+	return func(start, end *bundle.SystemSnapshot) {
+		for i := range end.CPUs {
+			s, e := start.CPUs[i], &end.CPUs[i]
+			total := e.Sub(s).Total()
+			*e = s
+			e.User += us(i) * total
+			e.System += sy(i) * total
+			e.SoftIRQ += si(i) * total
+			e.Idle += (1 - us(i) - sy(i) - si(i)) * total
+		}
+	}
+}
+
+func all(v float64) func(int) float64 { return func(int) float64 { return v } }
+
+func TestSilentOnRecordedLoopbackService(t *testing.T) {
+	// Recorded: us 73%, sy 21%, si 5% under E2's fixed variant.
+	if res := run(t, nil); len(res.Findings) != 0 {
+		t.Fatalf("a normal loopback service reported: %+v", res.Findings[0])
+	}
+}
+
+func TestFiresWhenKernelTimeDominates(t *testing.T) {
+	res := run(t, shares(all(0.15), all(0.45), all(0.30)))
+	if len(res.Findings) != 1 {
+		t.Fatalf("sy 45%% + si 30%% of a busy machine: %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Severity != rules.High || !strings.HasPrefix(f.Summary, "83% of busy CPU is kernel work (sy 50%, si 33%, us 17%)") {
+		t.Errorf("finding %s %q", f.Severity, f.Summary)
+	}
+	if f.Impact < 0.5 || f.Impact > 0.55 {
+		t.Errorf("impact %.2f, want the kernel share above 30%%", f.Impact)
+	}
+	// The recorded perf profile names kernel functions.
+	found := false
+	for _, e := range f.Evidence {
+		found = found || e.Name == "kernel functions in perf" && e.Value != ""
+	}
+	if !found {
+		t.Errorf("no kernel functions from perf in %+v", f.Evidence)
+	}
+}
+
+func TestSilentWhenIdle(t *testing.T) {
+	// The same proportions on a machine 80% idle are not a bottleneck.
+	if res := run(t, shares(all(0.03), all(0.09), all(0.06))); len(res.Findings) != 0 {
+		t.Fatalf("idle machine reported: %+v", res.Findings[0])
+	}
+}
+
+func TestFiresOnSoftirqSkew(t *testing.T) {
+	skew := func(start, end *bundle.SystemSnapshot) {
+		shares(all(0.5), all(0.2), func(cpu int) float64 { return []float64{0.3, 0.02}[cpu] })(start, end)
+		end.NetRxSoftirqs[0] = start.NetRxSoftirqs[0] + 900000
+		end.NetRxSoftirqs[1] = start.NetRxSoftirqs[1] + 30000
+	}
+	res := run(t, skew)
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Medium || !strings.Contains(res.Findings[0].Summary, "CPU 0 takes 30.0x the NET_RX softirqs") ||
+		!strings.Contains(res.Findings[0].Fix, "RPS/RFS") {
+		t.Fatalf("one CPU with 30x the NET_RX and 30%% softirq: %+v", res.Findings)
+	}
+	// The same counts spread evenly: no skew.
+	even := func(start, end *bundle.SystemSnapshot) {
+		skew(start, end)
+		end.NetRxSoftirqs[1] = start.NetRxSoftirqs[1] + 900000
+	}
+	if res := run(t, even); len(res.Findings) != 0 {
+		t.Fatalf("even softirqs reported: %+v", res.Findings[0])
+	}
+}

@@ -1,0 +1,120 @@
+// Package sched001 detects CPU burnt by the Go scheduler looking for work,
+// often because GOMAXPROCS exceeds the CPU the container may use (finding
+// class scheduler-overhead).
+package sched001
+
+import (
+	"fmt"
+
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
+)
+
+// Rule is SCHED001.
+var Rule = &rules.Rule{
+	ID:    "SCHED001",
+	Class: "scheduler-overhead",
+	Doc: rules.Doc{
+		Title: "The Go scheduler burns CPU looking for work",
+		Text: `Idle Ps spin in findRunnable, steal work from each other and sleep and wake
+threads through futex calls. A little is normal; a lot means many short-lived
+goroutines handing work back and forth, or more Ps (GOMAXPROCS) than the CPU
+the container is allowed, so threads are throttled mid-spin.`,
+		Evidence: `CPU share of samples in runtime.schedule, findRunnable (findrunnable before
+Go 1.21), stealWork, runqgrab, wakep, startm and stopm; GOMAXPROCS (from the
+environment, or inferred from the Go version: since 1.25 the runtime follows
+the cgroup limit) against the cgroup CPU quota (v1 cpu.cfs_quota_us, v2
+cpu.max) and the CPUs the process may use. Reports from 5% scheduler share
+(medium from 20%, high from 30%: healthy services saturated by their load on
+two cores, GOMAXPROCS = CPUs, measured up to 13%), or GOMAXPROCS above the
+quota (at least medium, high from 10%). Scheduler time under goroutine churn
+belongs to that finding; under an oversubscribed GOMAXPROCS, to this one.`,
+		Fix: `Make GOMAXPROCS match the CPU quota: Go 1.25 and later do it by themselves
+(unless GOMAXPROCS is set in the environment); on older Go set GOMAXPROCS or
+import go.uber.org/automaxprocs. Then prefer fewer, longer-lived goroutines on
+the hot path over handing each small piece of work to a new one.`,
+		Before: `GOMAXPROCS unset, Go 1.22, 7-CPU quota on a 64-core host: 64 Ps`,
+		After:  `GOMAXPROCS=7 (or Go >= 1.25, or automaxprocs)`,
+		Caveats: `Part of the scheduler's share is the price of concurrency itself; expect
+to recover a fraction, not all of it.`,
+		Since: "0.1",
+		Refs:  []string{"https://go.dev/doc/go1.25#container-aware-gomaxprocs"},
+	},
+	Needs: []rules.Input{rules.CPU},
+	Uses:  []rules.Input{rules.System},
+	Check: check,
+}
+
+// Scheduler shares when GOMAXPROCS fits the CPUs. Healthy net/http
+// services under load on two cores measured 1-6% (casebook control and most
+// fixed variants), 9% (A3 fixed, a goroutine per connection plus handoffs)
+// and 12-13% (E2 fixed, and services saturated by a load generator on the
+// same cores): that much is the price of concurrency, so medium starts
+// well above it.
+const (
+	minShare    = 0.05
+	mediumShare = 0.20
+	highShare   = 0.30
+	// overHighShare grades an oversubscribed GOMAXPROCS: its scheduler time
+	// is recovered by a setting, not by code.
+	overHighShare = 0.10
+)
+
+func check(pass *rules.Pass) error {
+	if !pass.EnoughCPU() {
+		return nil
+	}
+	cpu := pass.Evidence.CPUStacks()
+	share := cpu.Share(goruntime.SchedulerFrames)
+	s := pass.Evidence.Settings()
+	// The CPU the Ps compete for: the cgroup quota, or without one the CPUs
+	// the process may run on (a GOMAXPROCS forced above them oversubscribes
+	// just the same).
+	limit, limitName := s.CPUQuota, fmt.Sprintf("%.3g-core CPU quota", s.CPUQuota)
+	if limit == 0 && s.NumCPU > 0 {
+		limit, limitName = float64(s.NumCPU), fmt.Sprintf("%d CPUs the process may use", s.NumCPU)
+	}
+	over := limit > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > limit*1.25
+	if share < minShare && !over {
+		return nil
+	}
+	f := rules.Finding{
+		Severity:    rules.Grade(share, mediumShare, highShare),
+		Resource:    "cpu",
+		Impact:      share / 2,
+		ImpactBasis: "half of the scheduler's share of CPU: matching GOMAXPROCS to the quota and cutting goroutine handoffs removes the spinning, not the scheduling itself",
+		Evidence:    []rules.Fact{rules.Share("scheduler share of CPU", share)},
+		Frames:      cpu.Matched(goruntime.SchedulerFrames, 10),
+		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", rules.Percent(share)),
+		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
+	}
+	if s.GOMAXPROCS > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("GOMAXPROCS", float64(s.GOMAXPROCS), ""), rules.Text("GOMAXPROCS source", s.GOMAXPROCSSrc))
+	}
+	if s.NumCPU > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("CPUs the process may use", float64(s.NumCPU), ""))
+	}
+	if s.CPUQuota > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("cgroup CPU quota", s.CPUQuota, "cores"))
+	} else if !pass.Has(rules.System) {
+		f.Caveats = append(f.Caveats, "No /proc snapshot of the target: GOMAXPROCS against the CPU quota not checked (collect on the target's host).")
+	}
+	if over {
+		want := int(limit + 0.999)
+		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", s.GOMAXPROCS, limitName, rules.Percent(share))
+		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
+		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
+		// A setting fixes it without code: from 10% of CPU that is high.
+		f.Severity = max(rules.Grade(share, 0, overHighShare), rules.Medium)
+		f.Impact = max(f.Impact, share*(1-limit/float64(s.GOMAXPROCS)))
+	}
+	// Oversubscription is a setting the user can change, so it owns the
+	// scheduler's time over the goroutine churn that also shows in it.
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.SchedulerFrames),
+		Grade: func(impact float64) rules.Severity { return rules.Grade(2*impact, mediumShare, highShare) }}
+	if over {
+		f.Claim.Level, f.Claim.Grade = rules.LevelConfig, nil
+	}
+	pass.Report(f)
+	return nil
+}

@@ -1,0 +1,95 @@
+package sched001
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+func cpu(schedPct int64) *profile.Profile {
+	return testprof.Build(
+		testprof.Stack{Value: schedPct * 10, Funcs: []string{"runtime.stealWork", "runtime.findRunnable", "runtime.schedule", "runtime.park_m"}},
+		testprof.Stack{Value: (100 - schedPct) * 10, Funcs: []string{"main.work"}},
+	)
+}
+
+func withQuota(ev *evidence.Evidence, quota float64, env map[string]string) *evidence.Evidence {
+	ev.SystemEnd = &bundle.SystemSnapshot{
+		Machine: bundle.MachineInfo{NumCPU: 64},
+		Process: &bundle.ProcessInfo{PID: 1, GoVersion: "go1.22.3", GoEnv: env},
+		Cgroup:  &bundle.CgroupInfo{Version: 2, CPUQuotaCores: quota},
+	}
+	return ev
+}
+
+func TestFiresOnSchedulerShare(t *testing.T) {
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(22)}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Medium {
+		t.Fatalf("22%% scheduler share: %+v", res.Findings)
+	}
+}
+
+func TestSilentOnNormalScheduling(t *testing.T) {
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(3)}), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 {
+		t.Fatalf("3%% scheduler share reported: %+v", res.Findings[0])
+	}
+}
+
+func TestGOMAXPROCSAboveQuota(t *testing.T) {
+	// Case A3: Go before 1.25 saw the host's 64 cores in a 7-core pod.
+	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 7, nil)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatal("no finding")
+	}
+	f := res.Findings[0]
+	if f.Severity != rules.High || !strings.Contains(f.Fix, "GOMAXPROCS=7") || !strings.Contains(f.Summary, "GOMAXPROCS=64") {
+		t.Errorf("got %s: %q / %q", f.Severity, f.Summary, f.Fix)
+	}
+}
+
+func TestModernGoFollowsQuota(t *testing.T) {
+	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(3)}), 7, nil)
+	ev.SystemEnd.Process.GoVersion = "go1.26.8"
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Fatalf("Go 1.26 follows the quota by itself, yet: %+v", res.Findings[0])
+	}
+	// ...unless GOMAXPROCS is forced in the environment.
+	ev = withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(3)}), 7, map[string]string{"GOMAXPROCS": "32"})
+	ev.SystemEnd.Process.GoVersion = "go1.26.8"
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 1 {
+		t.Fatal("GOMAXPROCS=32 over a 7-core quota not reported")
+	}
+}
+
+func TestGOMAXPROCSAboveTheCPUsWithoutQuota(t *testing.T) {
+	// Case A3 on a machine without a quota: GOMAXPROCS=256 forced on 2 CPUs.
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(25)})
+	ev.SystemEnd = &bundle.SystemSnapshot{
+		Machine: bundle.MachineInfo{NumCPU: 2},
+		Process: &bundle.ProcessInfo{PID: 1, GoVersion: "go1.26.8", CPUsAllowed: 2, GoEnv: map[string]string{"GOMAXPROCS": "256"}},
+	}
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.High || !strings.Contains(res.Findings[0].Summary, "2 CPUs") {
+		t.Fatalf("got %+v", res.Findings)
+	}
+}
+
+func TestHealthyConcurrencyBandIsLow(t *testing.T) {
+	// Healthy services under load with GOMAXPROCS matching their CPUs
+	// measured up to 9% in the scheduler (casebook A3 fixed) and 12-13%
+	// when saturated by a load generator on the same two cores (E2 fixed).
+	for pct, want := range map[int64]rules.Severity{9: rules.Low, 13: rules.Low, 20: rules.Medium, 30: rules.High} {
+		res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(pct)}), []*rules.Rule{Rule})
+		if len(res.Findings) != 1 || res.Findings[0].Severity != want {
+			t.Errorf("%d%% scheduler share: want one %s finding, got %+v", pct, want, res.Findings)
+		}
+	}
+}
