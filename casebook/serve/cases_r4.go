@@ -1,0 +1,26 @@
+package serve
+
+import (
+	"net/http"
+
+	"github.com/perfdoctor/perfdoctor/casebook/r4fanout"
+)
+
+func init() {
+	Register(Case{Name: "r4", Class: "scheduler-overhead", Below: map[string]string{"goroutine-churn": "scheduler-overhead"},
+		Title: "R4: a per-request fan-out of 3 goroutines under GOMAXPROCS=64 on 2 CPUs",
+		Build: func(variant string, opts Options) (http.Handler, func() error, error) {
+			// Setup may re-execute the process with GOMAXPROCS in its
+			// environment: it runs before any listener is opened.
+			restore, err := r4fanout.Setup(variant, opts.Reexec())
+			if err != nil {
+				return nil, nil, err
+			}
+			h, err := r4fanout.NewHandler(variant)
+			if err != nil {
+				restore()
+				return nil, nil, err
+			}
+			return h, func() error { restore(); return nil }, nil
+		}})
+}
