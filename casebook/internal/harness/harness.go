@@ -140,6 +140,7 @@ type Location struct {
 type Finding struct {
 	Rule, Class, Severity, Summary string
 	Impact                         float64
+	Resource                       string // what Impact is a fraction of
 	Evidence                       []Fact
 	Locations                      []Location
 }
@@ -160,7 +161,9 @@ func (f Finding) Fact(t testing.TB, name string) float64 {
 type Report struct {
 	Findings []Finding
 	Inputs   struct {
-		System, Metrics, Partial bool
+		System, Metrics, Partial, Trace bool
+		Profiles                        []string
+		Skipped                         []struct{ Path, Reason string }
 	}
 }
 
@@ -177,7 +180,7 @@ func Diagnose(t testing.TB, perfdoctor, dir string) Report {
 		t.Fatalf("diagnose JSON: %v\n%s", err, stdout)
 	}
 	for i, f := range r.Findings {
-		t.Logf("%d. %s %s %s impact %.2f: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Summary)
+		t.Logf("%d. %s %s %s impact %.2f of %s: %s", i+1, f.Severity, f.Class, f.Rule, f.Impact, f.Resource, f.Summary)
 	}
 	return r
 }
