@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func loadConfig(c serve.Case, s *service) load.Config {
 }
 
 // underLoad runs the case's load on s in the background from now on; the
-// returned function stops it and reports its error.
+// returned function stops it and reports its error (it may be called again).
 func underLoad(c serve.Case, s *service) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	loaded := make(chan error, 1)
@@ -85,7 +86,7 @@ func underLoad(c serve.Case, s *service) (stop func() error) {
 		_, err := load.Run(ctx, loadConfig(c, s))
 		loaded <- err
 	}()
-	return func() error { cancel(); return <-loaded }
+	return sync.OnceValue(func() error { cancel(); return <-loaded })
 }
 
 // keptDir is where the test keeps what it collected for case-variant test
