@@ -1,7 +1,9 @@
 // Package e2e runs perfdoctor end to end against the casebook services, as
 // a user would: the service is a separate process that only imports
 // net/http/pprof, load comes from outside it, and perfdoctor's own binary
-// collects and diagnoses. These are the project's acceptance tests.
+// collects and diagnoses (TestCasebook), or diagnoses a plain folder of
+// profiles saved from the pprof endpoint as with curl (TestCasebookPlain).
+// These are the project's acceptance tests.
 package e2e
 
 import (
