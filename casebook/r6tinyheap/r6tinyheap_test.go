@@ -16,8 +16,11 @@ func TestHandler(t *testing.T) {
 	if lines := strings.Count(rec.Body.String(), "\n"); rec.Code != 200 || lines != Rows+1 {
 		t.Errorf("%d, %d lines, want %d", rec.Code, lines, Rows+1)
 	}
-	if n := rec.Body.Len(); n < 20<<10 || n > 64<<10 {
-		t.Errorf("export of %d bytes, want 20-64 KB", n)
+	if n := rec.Body.Len(); n < 16<<10 || n > header+Rows*rowBytes {
+		t.Errorf("export of %d bytes, want 16 KB up to the %d bytes sized for", n, header+Rows*rowBytes)
+	}
+	if allocs := testing.AllocsPerRun(50, func() { h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) }); allocs > 30 {
+		t.Errorf("%.0f allocations per request, want one buffer and the recorder's few", allocs)
 	}
 	if _, err := NewHandler("worse"); err == nil {
 		t.Error("unknown variant accepted")
