@@ -130,10 +130,21 @@ func diagnoseUnderLoad(t *testing.T, c serve.Case, s *service) []harness.Finding
 // diagnosed (see expect for what each must show). PERFDOCTOR_CASEBOOK_PENDING=1
 // runs the pending cases too.
 func TestCasebook(t *testing.T) {
+	runCases(t, "scorecard", serve.Cases(), diagnoseUnderLoad)
+}
+
+// runCases runs both variants of each named case, each as its own process
+// diagnosed by diagnose, checks them with expect and logs the scorecard
+// under title. Pending cases are skipped, visibly, unless
+// PERFDOCTOR_CASEBOOK_PENDING is set.
+func runCases(t *testing.T, title string, names []string, diagnose func(*testing.T, serve.Case, *service) []harness.Finding) {
 	var card scorecard
-	defer func() { t.Log("scorecard:\n" + card.String()) }()
-	for _, name := range serve.Cases() {
-		c, _ := serve.Lookup(name)
+	defer func() { t.Log(title + ":\n" + card.String()) }()
+	for _, name := range names {
+		c, ok := serve.Lookup(name)
+		if !ok {
+			t.Fatalf("case %s is not registered", name)
+		}
 		if c.Pending != "" && os.Getenv("PERFDOCTOR_CASEBOOK_PENDING") == "" {
 			card.pending(name, c.Class, c.Pending)
 			t.Run(name, func(t *testing.T) { t.Skip("known gap: " + c.Pending) })
@@ -141,7 +152,7 @@ func TestCasebook(t *testing.T) {
 		}
 		for _, variant := range serve.Variants {
 			t.Run(name+"/"+variant, func(t *testing.T) {
-				findings := diagnoseUnderLoad(t, c, start(t, name, variant))
+				findings := diagnose(t, c, start(t, name, variant))
 				defer func() { card.add(name, variant, c.Class, findings, !t.Failed()) }()
 				expect(t, c, variant, findings)
 			})

@@ -50,26 +50,7 @@ func TestCasebookPlain(t *testing.T) {
 	if os.Getenv("PERFDOCTOR_CASEBOOK_PLAIN") == "all" {
 		names = serve.Cases()
 	}
-	var card scorecard
-	defer func() { t.Log("scorecard (plain folders):\n" + card.String()) }()
-	for _, name := range names {
-		c, ok := serve.Lookup(name)
-		if !ok {
-			t.Fatalf("plain-folder case %s is not registered", name)
-		}
-		if c.Pending != "" && os.Getenv("PERFDOCTOR_CASEBOOK_PENDING") == "" {
-			card.pending(name, c.Class, c.Pending)
-			t.Run(name, func(t *testing.T) { t.Skip("known gap: " + c.Pending) })
-			continue
-		}
-		for _, variant := range serve.Variants {
-			t.Run(name+"/"+variant, func(t *testing.T) {
-				findings := diagnosePlain(t, c, start(t, name, variant))
-				defer func() { card.add(name, variant, c.Class, findings, !t.Failed()) }()
-				expect(t, c, variant, findings)
-			})
-		}
-	}
+	runCases(t, "scorecard (plain folders)", names, diagnosePlain)
 }
 
 // diagnosePlain loads the service, saves its profiles into a plain folder

@@ -15,6 +15,12 @@
 //   - Fixed: GOMAXPROCS unset, so Go >= 1.25 uses the CPUs the process may
 //     use (the cgroup quota when there is one).
 //
+// Both variants run with GOGC=GOGC, as A3 does: with 64 Ps every GC cycle
+// starts a mark worker on each idle P, and with the default GOGC the GC
+// took 29-51% of the bad variant's CPU (7.6% of the fixed variant's) and
+// outranked everything else. That cost is caused by the oversubscription
+// too, but this case is about who owns the scheduler's time.
+//
 // This is "any Go service": it imports nothing from perfdoctor.
 package r4fanout
 
@@ -44,6 +50,8 @@ const (
 	shardSize = 1 << 14
 	// probes is how many entries a shard goroutine looks at (a few µs).
 	probes = 160
+	// GOGC is both variants' GC setting.
+	GOGC = 2000
 )
 
 // Env returns the variant's Go runtime environment ("" means unset).
@@ -51,7 +59,7 @@ func Env(variant string) (map[string]string, error) {
 	if err := check(variant); err != nil {
 		return nil, err
 	}
-	env := map[string]string{"GOMAXPROCS": ""}
+	env := map[string]string{"GOMAXPROCS": "", "GOGC": strconv.Itoa(GOGC)}
 	if variant == Bad {
 		env["GOMAXPROCS"] = strconv.Itoa(BadProcs)
 	}

@@ -27,8 +27,10 @@ func TestHandler(t *testing.T) {
 		}
 		restore()
 	}
-	if env, _ := Env(Fixed); env["GOMAXPROCS"] != "" {
-		t.Errorf("fixed environment %v sets GOMAXPROCS", env)
+	bad, _ := Env(Bad)
+	fixed, _ := Env(Fixed)
+	if fixed["GOMAXPROCS"] != "" || bad["GOMAXPROCS"] != "64" || bad["GOGC"] != fixed["GOGC"] {
+		t.Errorf("bad %v, fixed %v", bad, fixed)
 	}
 	if _, err := Setup("worse", false); err == nil {
 		t.Error("unknown variant accepted")

@@ -8,9 +8,8 @@ import (
 
 func init() {
 	// The oversubscription is the cause of the scheduler time the fan-out
-	// shows, and of most of the GC cost: every cycle starts mark workers
-	// on the idle Ps, 62 of 64 here (GC measured 29% of CPU at 22 cycles/s
-	// with 64 Ps, 7.6% at 51 cycles/s with 2).
+	// shows, and of what GC cost remains at GOGC=2000: every cycle starts
+	// mark workers on the idle Ps, 62 of 64 here.
 	Register(Case{Name: "r4", Class: "scheduler-overhead",
 		Below: map[string]string{"goroutine-churn": "scheduler-overhead", "gc-pressure": "scheduler-overhead"},
 		Title: "R4: a per-request fan-out of 3 goroutines under GOMAXPROCS=64 on 2 CPUs",
