@@ -160,7 +160,8 @@ func runCases(t *testing.T, title string, names []string, diagnose func(*testing
 	}
 }
 
-// expect checks a variant's findings against its case. On the bad variant
+// expect checks a variant's findings against its case. On every variant
+// the CPU impacts sum to at most 1. On the bad variant
 // the top finding must be the case's class at high severity, each of
 // AlsoTop3 must be among the first three, and each symptom of Below that is
 // reported must rank below its cause. The fixed variant must not show the
@@ -168,6 +169,17 @@ func runCases(t *testing.T, title string, names []string, diagnose func(*testing
 // healthy control: nothing above low on either variant.
 func expect(t *testing.T, c serve.Case, variant string, findings []harness.Finding) {
 	t.Helper()
+	// One cost has one owner: the CPU the findings say a fix gives back
+	// cannot add up to more than all of it.
+	cpu := 0.0
+	for _, f := range findings {
+		if f.Resource == "cpu" {
+			cpu += f.Impact
+		}
+	}
+	if cpu > 1+1e-9 {
+		t.Errorf("CPU impacts sum to %.2f, above 1: a cost is counted more than once", cpu)
+	}
 	if c.Class == "" || variant != "bad" {
 		quiet(t, findings, c.Class)
 		return
