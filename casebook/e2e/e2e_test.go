@@ -9,9 +9,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,15 +162,23 @@ func runCases(t *testing.T, title string, names []string, diagnose func(*testing
 	}
 }
 
-// expect checks a variant's findings against its case. On every variant
-// the CPU impacts sum to at most 1. On the bad variant
-// the top finding must be the case's class at high severity, each of
-// AlsoTop3 must be among the first three, and each symptom of Below that is
-// reported must rank below its cause. The fixed variant must not show the
-// class above low, nor anything at high. A case without a class is a
-// healthy control: nothing above low on either variant.
+// expect fails t with each of the variant's violations of its case.
 func expect(t *testing.T, c serve.Case, variant string, findings []harness.Finding) {
 	t.Helper()
+	for _, v := range violations(c, variant, findings) {
+		t.Error(v)
+	}
+}
+
+// violations checks a variant's findings against its case. On every
+// variant the CPU impacts sum to at most 1. On the bad variant the top
+// finding must be the case's class at high severity, each of AlsoTop3 must
+// be among the first three, and each symptom of Below that is reported must
+// rank below its cause. The fixed variant must not show the class above
+// low, nor anything at high. A case without a class is a healthy control:
+// nothing above low on either variant.
+func violations(c serve.Case, variant string, findings []harness.Finding) []string {
+	var out []string
 	// One cost has one owner: the CPU the findings say a fix gives back
 	// cannot add up to more than all of it.
 	cpu := 0.0
@@ -178,11 +188,10 @@ func expect(t *testing.T, c serve.Case, variant string, findings []harness.Findi
 		}
 	}
 	if cpu > 1+1e-9 {
-		t.Errorf("CPU impacts sum to %.2f, above 1: a cost is counted more than once", cpu)
+		out = append(out, fmt.Sprintf("CPU impacts sum to %.2f, above 1: a cost is counted more than once", cpu))
 	}
 	if c.Class == "" || variant != "bad" {
-		quiet(t, findings, c.Class)
-		return
+		return append(out, quiet(findings, c.Class)...)
 	}
 	rank := func(class string) int {
 		for i, f := range findings {
@@ -194,20 +203,22 @@ func expect(t *testing.T, c serve.Case, variant string, findings []harness.Findi
 	}
 	switch {
 	case len(findings) == 0 || findings[0].Class != c.Class:
-		t.Errorf("top finding is not %s: %+v", c.Class, findings)
+		out = append(out, fmt.Sprintf("top finding is not %s: %+v", c.Class, findings))
 	case findings[0].Severity != "high":
-		t.Errorf("top finding severity %s, want high", findings[0].Severity)
+		out = append(out, fmt.Sprintf("top finding severity %s, want high", findings[0].Severity))
 	}
 	for _, class := range c.AlsoTop3 {
 		if r := rank(class); r < 0 || r > 2 {
-			t.Errorf("%s is not among the first three findings (rank %s)", class, rankName(r))
+			out = append(out, fmt.Sprintf("%s is not among the first three findings (rank %s)", class, rankName(r)))
 		}
 	}
-	for symptom, cause := range c.Below {
+	for _, symptom := range slices.Sorted(maps.Keys(c.Below)) {
+		cause := c.Below[symptom]
 		if rs, rc := rank(symptom), rank(cause); rs >= 0 && (rc < 0 || rs < rc) {
-			t.Errorf("symptom %s ranks %s, above its cause %s (rank %s)", symptom, rankName(rs), cause, rankName(rc))
+			out = append(out, fmt.Sprintf("symptom %s ranks %s, above its cause %s (rank %s)", symptom, rankName(rs), cause, rankName(rc)))
 		}
 	}
+	return out
 }
 
 // rankName is a 0-based rank as people count it, or "absent".
@@ -218,17 +229,19 @@ func rankName(r int) string {
 	return fmt.Sprint(r + 1)
 }
 
-// quiet checks that nothing is high, and that class (if any) is at most low.
-func quiet(t *testing.T, findings []harness.Finding, class string) {
-	t.Helper()
+// quiet lists the findings at high, and class (if any) above low; with no
+// class, anything above low.
+func quiet(findings []harness.Finding, class string) []string {
+	var out []string
 	for _, f := range findings {
 		if f.Class == class && (f.Severity == "high" || f.Severity == "medium") {
-			t.Errorf("%s still reported at %s: %s", f.Class, f.Severity, f.Summary)
+			out = append(out, fmt.Sprintf("%s still reported at %s: %s", f.Class, f.Severity, f.Summary))
 		}
 		if f.Severity == "high" || (class == "" && f.Severity == "medium") {
-			t.Errorf("unexpected %s finding: %+v", f.Severity, f)
+			out = append(out, fmt.Sprintf("unexpected %s finding: %+v", f.Severity, f))
 		}
 	}
+	return out
 }
 
 // scorecard is one line per case and variant: what was expected, what came
