@@ -19,7 +19,7 @@ func init() {
 			return h, nil, nil
 		}})
 	Register(Case{Name: "r6", Class: "",
-		Title: "R6: control: a tiny heap collected hundreds of times a second, cheaply",
+		Title: "R6: control: a tiny heap collected 100-200 times a second, cheaply",
 		Build: func(variant string, _ Options) (http.Handler, func() error, error) {
 			h, err := r6tinyheap.NewHandler(variant)
 			if err != nil {
