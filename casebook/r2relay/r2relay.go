@@ -61,7 +61,7 @@ type Relay struct {
 	up      *net.UDPConn
 	mu      sync.Mutex
 	nextID  uint16
-	pending [1 << 16]waiting
+	pending map[uint16]waiting // by relay-chosen ID
 
 	relayed, failed atomic.Int64
 	wg              sync.WaitGroup
@@ -80,7 +80,7 @@ func New(variant, upstream string) (*Relay, error) {
 	if variant != Bad && variant != Fixed {
 		return nil, fmt.Errorf("r2relay: unknown variant %q (want %q or %q)", variant, Bad, Fixed)
 	}
-	r := &Relay{variant: variant}
+	r := &Relay{variant: variant, pending: make(map[uint16]waiting)}
 	if upstream == "" {
 		res, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		if err != nil {
@@ -197,7 +197,7 @@ func (r *Relay) forward(query []byte, client netip.AddrPort) error {
 	now := time.Now()
 	r.mu.Lock()
 	id := r.nextID
-	if w := &r.pending[id]; w.client.IsValid() && now.Sub(w.sent) < upstreamTimeout {
+	if w, busy := r.pending[id]; busy && now.Sub(w.sent) < upstreamTimeout {
 		r.mu.Unlock()
 		return errors.New("r2relay: 65536 queries in flight")
 	}
@@ -227,10 +227,10 @@ func (r *Relay) answers() {
 		}
 		id := binary.BigEndian.Uint16(buf)
 		r.mu.Lock()
-		w := r.pending[id]
-		r.pending[id] = waiting{}
+		w, ok := r.pending[id]
+		delete(r.pending, id)
 		r.mu.Unlock()
-		if !w.client.IsValid() {
+		if !ok {
 			continue // late or unknown answer
 		}
 		binary.BigEndian.PutUint16(buf, w.id)
