@@ -35,13 +35,11 @@ package a3sched
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
+
+	"github.com/perfdoctor/perfdoctor/casebook/internal/procenv"
 )
 
 // Variants.
@@ -88,57 +86,17 @@ func Env(variant string) (map[string]string, error) {
 	return env, nil
 }
 
-// Setup gives the process the variant's runtime environment (see Env). With
-// reexec, when the environment differs, it replaces the process image with
-// the same executable, arguments and the corrected environment
-// (syscall.Exec: the PID, open stdout/stderr and parent stay the same) and
-// so does not return on success; call it first thing, before any listener
-// is opened. Without reexec (tests, benchmarks, a process that does more)
-// it applies the settings with runtime.GOMAXPROCS and debug.SetGCPercent
-// and returns a function that restores the previous values.
+// Setup gives the process the variant's runtime environment (see Env and
+// procenv.Setup): with reexec it re-executes the process when the
+// environment differs, so call it before any listener is opened; without,
+// it applies the settings in-process and returns a function that restores
+// them.
 func Setup(variant string, reexec bool) (restore func(), err error) {
 	want, err := Env(variant)
 	if err != nil {
 		return nil, err
 	}
-	if !reexec {
-		procs := runtime.NumCPU()
-		if n, err := strconv.Atoi(want["GOMAXPROCS"]); err == nil {
-			procs = n
-		}
-		oldProcs, oldGC := runtime.GOMAXPROCS(procs), debug.SetGCPercent(GOGC)
-		return func() { runtime.GOMAXPROCS(oldProcs); debug.SetGCPercent(oldGC) }, nil
-	}
-	environ := os.Environ()
-	same := true
-	for k, v := range want {
-		if have, set := os.LookupEnv(k); have != v || set != (v != "") {
-			same = false
-			environ = withEnv(environ, k, v)
-		}
-	}
-	if same {
-		return func() {}, nil
-	}
-	// /proc/self/exe names this very executable even if its file was
-	// replaced or removed (go run).
-	err = syscall.Exec("/proc/self/exe", os.Args, environ)
-	return nil, fmt.Errorf("a3sched: re-exec with %v: %w", want, err)
-}
-
-// withEnv returns environ with key set to value, or removed when value is "".
-func withEnv(environ []string, key, value string) []string {
-	out := make([]string, 0, len(environ)+1)
-	for _, kv := range environ {
-		if len(kv) > len(key) && kv[:len(key)+1] == key+"=" {
-			continue
-		}
-		out = append(out, kv)
-	}
-	if value != "" {
-		out = append(out, key+"="+value)
-	}
-	return out
+	return procenv.Setup(want, reexec)
 }
 
 func check(variant string) error {

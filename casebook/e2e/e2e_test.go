@@ -1,16 +1,21 @@
 // Package e2e runs perfdoctor end to end against the casebook services, as
 // a user would: the service is a separate process that only imports
 // net/http/pprof, load comes from outside it, and perfdoctor's own binary
-// collects and diagnoses. These are the project's acceptance tests.
+// collects and diagnoses (TestCasebook), or diagnoses a plain folder of
+// profiles saved from the pprof endpoint as with curl (TestCasebookPlain).
+// These are the project's acceptance tests.
 package e2e
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +37,7 @@ func TestMain(m *testing.M) {
 type service struct {
 	cmd           *exec.Cmd
 	app, pprofURL string
+	udp           string // host:port of a UDP ingress (R2), else ""
 }
 
 func start(t *testing.T, caseName, variant string) *service {
@@ -45,6 +51,9 @@ func start(t *testing.T, caseName, variant string) *service {
 		if v, ok := strings.CutPrefix(f, "pprof="); ok {
 			s.pprofURL = v
 		}
+		if v, ok := strings.CutPrefix(f, "udp="); ok {
+			s.udp = v
+		}
 	}
 	if s.app == "" || s.pprofURL == "" {
 		t.Fatalf("casebook %s/%s did not report its addresses", caseName, variant)
@@ -52,33 +61,65 @@ func start(t *testing.T, caseName, variant string) *service {
 	return s
 }
 
-// diagnoseUnderLoad loads the service, collects a bundle with the
-// perfdoctor binary while the load runs, and returns the JSON findings.
-//
-// PERFDOCTOR_CASEBOOK_BUNDLES=DIR keeps each bundle as DIR/<case>-<variant>,
-// to rerun diagnose on it while working on a rule.
-func diagnoseUnderLoad(t *testing.T, s *service) []harness.Finding {
-	t.Helper()
-	const warmup, window = time.Second, 5 * time.Second
+// The load of every case: warmup before the window, window of collection,
+// and the load runs on for 3 s after it, so that the end of the window is
+// still under load.
+const warmup, window = time.Second, 5 * time.Second
+
+// loadConfig is the case's load on s: closed-loop HTTP GETs with 8 workers
+// unless the case asks for more, or a DNS-style query per datagram to a UDP
+// ingress.
+func loadConfig(c serve.Case, s *service) load.Config {
+	cfg := load.Config{URL: s.app, Concurrency: 8, Duration: warmup + window + 3*time.Second}
+	if c.Concurrency > 0 {
+		cfg.Concurrency = c.Concurrency
+	}
+	if s.udp != "" {
+		// A query ID, then a question: what the relay forwards.
+		cfg.URL, cfg.Body = "udp://"+s.udp, []byte("\x4a\x21 IN A api.payments.internal.example")
+	}
+	return cfg
+}
+
+// underLoad runs the case's load on s in the background from now on; the
+// returned function stops it and reports its error (it may be called again).
+func underLoad(c serve.Case, s *service) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	loaded := make(chan error, 1)
 	go func() {
-		_, err := load.Run(ctx, load.Config{URL: s.app, Concurrency: 8, Duration: warmup + window + 3*time.Second})
+		_, err := load.Run(ctx, loadConfig(c, s))
 		loaded <- err
 	}()
-	time.Sleep(warmup)
-	bundleDir := filepath.Join(t.TempDir(), "bundle")
-	if keep := os.Getenv("PERFDOCTOR_CASEBOOK_BUNDLES"); keep != "" {
-		bundleDir = filepath.Join(keep, strings.ReplaceAll(strings.TrimPrefix(t.Name(), "TestCasebook/"), "/", "-"))
-		os.RemoveAll(bundleDir)
+	return sync.OnceValue(func() error { cancel(); return <-loaded })
+}
+
+// keptDir is where the test keeps what it collected for case-variant test
+// t: DIR/<case>-<variant>[suffix] under PERFDOCTOR_CASEBOOK_BUNDLES=DIR, to
+// rerun diagnose on it while working on a rule; else a temporary directory.
+func keptDir(t *testing.T, suffix string) string {
+	keep := os.Getenv("PERFDOCTOR_CASEBOOK_BUNDLES")
+	if keep == "" {
+		return filepath.Join(t.TempDir(), "bundle")
 	}
+	_, name, _ := strings.Cut(t.Name(), "/")
+	dir := filepath.Join(keep, strings.ReplaceAll(name, "/", "-")+suffix)
+	os.RemoveAll(dir)
+	return dir
+}
+
+// diagnoseUnderLoad loads the service, collects a bundle with the
+// perfdoctor binary while the load runs, and returns the JSON findings.
+func diagnoseUnderLoad(t *testing.T, c serve.Case, s *service) []harness.Finding {
+	t.Helper()
+	stop := underLoad(c, s)
+	defer stop()
+	time.Sleep(warmup)
+	bundleDir := keptDir(t, "")
 	out, err := exec.Command(bin.perfdoctor, "collect", s.pprofURL, "-d", window.String(), "-o", bundleDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("perfdoctor collect: %v\n%s", err, out)
 	}
-	cancel()
-	<-loaded
+	stop()
 	doc := harness.Diagnose(t, bin.perfdoctor, bundleDir)
 	if !doc.Inputs.System || !doc.Inputs.Metrics || doc.Inputs.Partial {
 		t.Errorf("bundle incomplete: %+v", doc.Inputs)
@@ -86,54 +127,111 @@ func diagnoseUnderLoad(t *testing.T, s *service) []harness.Finding {
 	return doc.Findings
 }
 
-// TestCasebook runs every registered case: the bad variant's top finding
-// must be the case's class (at high severity), and the fixed variant must not
-// show that class above low, nor anything at high. A case without a class is
-// a healthy control: nothing above low on either variant.
-// PERFDOCTOR_CASEBOOK_PENDING=1 runs the pending cases too.
+// TestCasebook runs every registered case live: each variant is a
+// separate process under load, collected by `perfdoctor collect` and
+// diagnosed (see expect for what each must show). PERFDOCTOR_CASEBOOK_PENDING=1
+// runs the pending cases too.
 func TestCasebook(t *testing.T) {
+	runCases(t, "scorecard", serve.Cases(), diagnoseUnderLoad)
+}
+
+// runCases runs both variants of each named case, each as its own process
+// diagnosed by diagnose, checks them with expect and logs the scorecard
+// under title. Pending cases are skipped, visibly, unless
+// PERFDOCTOR_CASEBOOK_PENDING is set.
+func runCases(t *testing.T, title string, names []string, diagnose func(*testing.T, serve.Case, *service) []harness.Finding) {
 	var card scorecard
-	defer func() { t.Log("scorecard:\n" + card.String()) }()
-	for _, name := range serve.Cases() {
-		c, _ := serve.Lookup(name)
+	defer func() { t.Log(title + ":\n" + card.String()) }()
+	for _, name := range names {
+		c, ok := serve.Lookup(name)
+		if !ok {
+			t.Fatalf("case %s is not registered", name)
+		}
 		if c.Pending != "" && os.Getenv("PERFDOCTOR_CASEBOOK_PENDING") == "" {
 			card.pending(name, c.Class, c.Pending)
 			t.Run(name, func(t *testing.T) { t.Skip("known gap: " + c.Pending) })
 			continue
 		}
-		t.Run(name+"/bad", func(t *testing.T) {
-			findings := diagnoseUnderLoad(t, start(t, name, "bad"))
-			defer func() { card.add(name, "bad", c.Class, findings, !t.Failed()) }()
-			if c.Class == "" {
-				quiet(t, findings, "")
-				return
-			}
-			if len(findings) == 0 || findings[0].Class != c.Class {
-				t.Fatalf("top finding is not %s: %+v", c.Class, findings)
-			}
-			if findings[0].Severity != "high" {
-				t.Errorf("top finding severity %s, want high", findings[0].Severity)
-			}
-		})
-		t.Run(name+"/fixed", func(t *testing.T) {
-			findings := diagnoseUnderLoad(t, start(t, name, "fixed"))
-			defer func() { card.add(name, "fixed", c.Class, findings, !t.Failed()) }()
-			quiet(t, findings, c.Class)
-		})
+		for _, variant := range serve.Variants {
+			t.Run(name+"/"+variant, func(t *testing.T) {
+				findings := diagnose(t, c, start(t, name, variant))
+				defer func() { card.add(name, variant, c.Class, findings, !t.Failed()) }()
+				expect(t, c, variant, findings)
+			})
+		}
 	}
 }
 
-// quiet checks that nothing is high, and that class (if any) is at most low.
-func quiet(t *testing.T, findings []harness.Finding, class string) {
+// expect fails t with each of the variant's violations of its case.
+func expect(t *testing.T, c serve.Case, variant string, findings []harness.Finding) {
 	t.Helper()
-	for _, f := range findings {
-		if f.Class == class && (f.Severity == "high" || f.Severity == "medium") {
-			t.Errorf("%s still reported at %s: %s", f.Class, f.Severity, f.Summary)
+	for _, v := range violations(c, variant, findings) {
+		t.Error(v)
+	}
+}
+
+// violations checks a variant's findings against its case (harness.Whole,
+// which Diagnose applies to every diagnosis, checks the CPU sum and the
+// links). On the bad variant the top
+// finding must be the case's class at high severity, each of AlsoTop3 must
+// be among the first three, and each symptom of Below that is reported must
+// rank below its cause. The fixed variant must not show the class above
+// low, nor anything at high. A case without a class is a healthy control:
+// nothing above low on either variant.
+func violations(c serve.Case, variant string, findings []harness.Finding) []string {
+	var out []string
+	if c.Class == "" || variant != "bad" {
+		return append(out, quiet(findings, c.Class)...)
+	}
+	rank := func(class string) int {
+		for i, f := range findings {
+			if f.Class == class {
+				return i
+			}
 		}
-		if f.Severity == "high" || (class == "" && f.Severity == "medium") {
-			t.Errorf("unexpected %s finding: %+v", f.Severity, f)
+		return -1
+	}
+	switch {
+	case len(findings) == 0 || findings[0].Class != c.Class:
+		out = append(out, fmt.Sprintf("top finding is not %s: %+v", c.Class, findings))
+	case findings[0].Severity != "high":
+		out = append(out, fmt.Sprintf("top finding severity %s, want high", findings[0].Severity))
+	}
+	for _, class := range c.AlsoTop3 {
+		if r := rank(class); r < 0 || r > 2 {
+			out = append(out, fmt.Sprintf("%s is not among the first three findings (rank %s)", class, rankName(r)))
 		}
 	}
+	for _, symptom := range slices.Sorted(maps.Keys(c.Below)) {
+		cause := c.Below[symptom]
+		if rs, rc := rank(symptom), rank(cause); rs >= 0 && (rc < 0 || rs < rc) {
+			out = append(out, fmt.Sprintf("symptom %s ranks %s, above its cause %s (rank %s)", symptom, rankName(rs), cause, rankName(rc)))
+		}
+	}
+	return out
+}
+
+// rankName is a 0-based rank as people count it, or "absent".
+func rankName(r int) string {
+	if r < 0 {
+		return "absent"
+	}
+	return fmt.Sprint(r + 1)
+}
+
+// quiet lists the findings at high, and class (if any) above low; with no
+// class, anything above low.
+func quiet(findings []harness.Finding, class string) []string {
+	var out []string
+	for _, f := range findings {
+		if f.Class == class && (f.Severity == "high" || f.Severity == "medium") {
+			out = append(out, fmt.Sprintf("%s still reported at %s: %s", f.Class, f.Severity, f.Summary))
+		}
+		if f.Severity == "high" || (class == "" && f.Severity == "medium") {
+			out = append(out, fmt.Sprintf("unexpected %s finding: %+v", f.Severity, f))
+		}
+	}
+	return out
 }
 
 // scorecard is one line per case and variant: what was expected, what came

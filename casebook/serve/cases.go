@@ -15,6 +15,16 @@ type Case struct {
 	// end. The e2e test skips it with this reason and the scorecard lists it
 	// as a known gap, so it stays visible until a rule change clears it.
 	Pending string
+	// AlsoTop3 lists classes the bad variant must also show among its first
+	// three findings: a second, smaller problem in the same service.
+	AlsoTop3 []string
+	// Below maps a symptom class to the class of its cause: when the bad
+	// variant reports the symptom at all, it must rank below the cause.
+	Below map[string]string
+	// Concurrency is the number of closed-loop load workers the end-to-end
+	// tests use (0: their default). A control saturated by many connections
+	// sets it.
+	Concurrency int
 	// Build returns the variant's handler and an optional cleanup. It may
 	// change process-wide settings (GC, GOMAXPROCS): one service per process.
 	Build func(variant string, o Options) (http.Handler, func() error, error)

@@ -49,11 +49,21 @@ func WithReexec() Option { return func(o *Options) { o.reexec = true } }
 // one (D2's UDP, C3's TCP) instead of their built-in sink. Others ignore it.
 func WithDownstream(addr string) Option { return func(o *Options) { o.downstream = addr } }
 
+// UDPIngress is implemented by a case handler that also serves datagrams
+// (a UDP forwarder): its HTTP side is then only a status page, and the load
+// goes to UDPAddr.
+type UDPIngress interface {
+	UDPAddr() string
+}
+
 // Service is a running casebook variant.
 type Service struct {
 	Case, Variant string
 	AppURL        string // http://host:port of the case handler
 	PprofURL      string // http://host:port serving /debug/pprof/
+	// UDPAddr is host:port of the case's UDP ingress, for a case whose
+	// handler also serves UDP (it implements UDPIngress); "" otherwise.
+	UDPAddr string
 
 	app, prof *http.Server
 	closer    func() error // case cleanup (D2 sink and sockets)
@@ -107,6 +117,9 @@ func Start(ctx context.Context, caseName, variant, appAddr, pprofAddr string, op
 		closer: closer,
 		done:   make(chan struct{}),
 	}
+	if u, ok := h.(UDPIngress); ok {
+		s.UDPAddr = u.UDPAddr()
+	}
 	go s.serve(s.app, appLn)
 	go s.serve(s.prof, profLn)
 	go func() {
@@ -150,9 +163,14 @@ func (s *Service) serve(srv *http.Server, ln net.Listener) {
 }
 
 // ReadyLine is the line cmd/casebook prints once serving:
-// "ready app=http://127.0.0.1:PORT pprof=http://127.0.0.1:PORT".
+// "ready app=http://127.0.0.1:PORT pprof=http://127.0.0.1:PORT", followed
+// by " udp=127.0.0.1:PORT" for a case with a UDP ingress.
 func (s *Service) ReadyLine() string {
-	return "ready app=" + s.AppURL + " pprof=" + s.PprofURL
+	line := "ready app=" + s.AppURL + " pprof=" + s.PprofURL
+	if s.UDPAddr != "" {
+		line += " udp=" + s.UDPAddr
+	}
+	return line
 }
 
 // Close stops both servers (waiting up to 2 s for in-flight requests) and

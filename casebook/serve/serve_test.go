@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -78,5 +79,35 @@ func TestStartErrors(t *testing.T) {
 			svc.Close()
 			t.Errorf("Start%q succeeded", tc)
 		}
+	}
+}
+
+// A case whose handler serves UDP (R2) names its ingress on the ready line,
+// and answers datagrams there.
+func TestStartUDPIngress(t *testing.T) {
+	svc, err := Start(context.Background(), "r2", "fixed", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if !regexp.MustCompile(`^ready app=http://127\.0\.0\.1:\d+ pprof=http://127\.0\.0\.1:\d+ udp=127\.0\.0\.1:\d+$`).MatchString(svc.ReadyLine()) {
+		t.Errorf("ready line %q", svc.ReadyLine())
+	}
+	c, err := net.Dial("udp", svc.UDPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("\x00\x07 IN A example")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil || !strings.HasPrefix(string(buf[:n]), "\x00\x07 IN A example") {
+		t.Fatalf("answer %q, %v", buf[:n], err)
+	}
+	if status := get(t, svc.AppURL+"/"); !strings.Contains(status, "relayed=1") {
+		t.Errorf("status page %q", status)
 	}
 }

@@ -27,7 +27,7 @@ func main() {
 	variant := flag.String("variant", "bad", "variant: bad or fixed")
 	listen := flag.String("listen", serve.DefaultAddr, "app listen address")
 	pprofAddr := flag.String("pprof", serve.DefaultAddr, "pprof listen address (keep it on loopback)")
-	downstream := flag.String("downstream", "", "d2, c3: the downstream host:port (default: a built-in sink)")
+	downstream := flag.String("downstream", "", "d2, c3, r2: the downstream (r2: upstream resolver) host:port (default: a built-in one)")
 	flag.Parse()
 	if *caseName == "" || flag.NArg() > 0 {
 		flag.Usage()

@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
+	"github.com/perfdoctor/perfdoctor/casebook/serve"
+)
+
+// TestViolations checks the expectations themselves, on made-up findings:
+// each must fail where its case is not met and stay silent where it is.
+func TestViolations(t *testing.T) {
+	f := func(class, sev string, impact float64, res string) harness.Finding {
+		return harness.Finding{Class: class, Severity: sev, Impact: impact, Resource: res}
+	}
+	two := serve.Case{Class: "regexp-compile-hot", AlsoTop3: []string{"string-formatting"},
+		Below: map[string]string{"gc-pressure": "regexp-compile-hot"}}
+	churn := serve.Case{Class: "connection-churn", Below: map[string]string{"kernel-network-overhead": "connection-churn"}}
+	control := serve.Case{}
+	for _, tc := range []struct {
+		name     string
+		c        serve.Case
+		variant  string
+		findings []harness.Finding
+		want     []string // a substring of each violation, in order
+	}{
+		{"both problems, symptom under its cause", two, "bad", []harness.Finding{
+			f("regexp-compile-hot", "high", .3, "cpu"), f("gc-pressure", "medium", .2, "cpu"), f("string-formatting", "medium", .1, "cpu")}, nil},
+		{"second problem fourth", two, "bad", []harness.Finding{
+			f("regexp-compile-hot", "high", .3, "cpu"), f("gc-pressure", "medium", .2, "cpu"), f("scheduling-latency", "medium", .9, "latency"), f("string-formatting", "low", .05, "cpu")},
+			[]string{"string-formatting is not among the first three findings (rank 4)"}},
+		{"second problem absent", two, "bad", []harness.Finding{f("regexp-compile-hot", "high", .3, "cpu")},
+			[]string{"string-formatting is not among the first three findings (rank absent)"}},
+		{"symptom first", two, "bad", []harness.Finding{
+			f("gc-pressure", "high", .3, "cpu"), f("regexp-compile-hot", "high", .3, "cpu"), f("string-formatting", "low", .05, "cpu")},
+			[]string{"top finding is not regexp-compile-hot", "symptom gc-pressure ranks 1, above its cause regexp-compile-hot (rank 2)"}},
+		{"cause at medium", churn, "bad", []harness.Finding{f("connection-churn", "medium", .2, "cpu")},
+			[]string{"top finding severity medium, want high"}},
+		{"symptom without its cause", churn, "bad", []harness.Finding{f("kernel-network-overhead", "high", .5, "cpu")},
+			[]string{"top finding is not connection-churn", "symptom kernel-network-overhead ranks 1, above its cause connection-churn (rank absent)"}},
+		{"no findings", churn, "bad", nil, []string{"top finding is not connection-churn"}},
+		{"fixed: class at low, other medium", churn, "fixed", []harness.Finding{
+			f("scheduler-overhead", "medium", .1, "cpu"), f("connection-churn", "low", .02, "cpu")}, nil},
+		{"fixed: class at medium", churn, "fixed", []harness.Finding{f("connection-churn", "medium", .1, "cpu")},
+			[]string{"connection-churn still reported at medium"}},
+		{"fixed: anything high", churn, "fixed", []harness.Finding{f("gc-pressure", "high", .3, "cpu")},
+			[]string{"unexpected high finding"}},
+		{"control quiet", control, "bad", []harness.Finding{f("hot-function", "low", .3, "cpu")}, nil},
+		{"control medium", control, "fixed", []harness.Finding{f("scheduling-latency", "medium", .97, "latency")},
+			[]string{"unexpected medium finding"}},
+	} {
+		got := violations(tc.c, tc.variant, tc.findings)
+		ok := len(got) == len(tc.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], tc.want[i])
+		}
+		if !ok {
+			t.Errorf("%s: violations\n  %q\nwant\n  %q", tc.name, got, tc.want)
+		}
+	}
+}
