@@ -5,7 +5,9 @@ package sched001
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
@@ -27,7 +29,10 @@ the cgroup limit) against the cgroup CPU quota (v1 cpu.cfs_quota_us, v2
 cpu.max) and the CPUs the process may use. Reports from 5% scheduler share
 (medium from 20%, high from 30%: healthy services saturated by their load on
 two cores, GOMAXPROCS = CPUs, measured up to 13%), or GOMAXPROCS above the
-quota (at least medium, high from 10%). Scheduler time under goroutine churn
+quota (at least medium, high from 10%). Without a /proc snapshot (profiles
+saved by hand) the CPUs are unknown: GOMAXPROCS from the execution trace at
+8 or more Ps per core of CPU the profile shows in use counts as
+oversubscribed (healthy services here run at most 4). Scheduler time under goroutine churn
 belongs to that finding; under an oversubscribed GOMAXPROCS, to this one.`,
 		Fix: `Make GOMAXPROCS match the CPU quota: Go 1.25 and later do it by themselves
 (unless GOMAXPROCS is set in the environment); on older Go set GOMAXPROCS or
@@ -58,7 +63,25 @@ const (
 	// overHighShare grades an oversubscribed GOMAXPROCS: its scheduler time
 	// is recovered by a setting, not by code.
 	overHighShare = 0.10
+	// idlePsPerCore is how many Ps per core of work make GOMAXPROCS
+	// oversubscribed when the CPU count is unknown: healthy services here
+	// run 2 Ps for 0.5-1.8 cores of work (at most 4 per core); casebook A3
+	// and R4 run 64-256 Ps for under 2.
+	idlePsPerCore = 8
 )
+
+// coresUsed is the CPU the process used over the CPU profile, in cores.
+func coresUsed(ev *evidence.Evidence) float64 {
+	p := ev.Profile(evidence.CPU)
+	if p == nil || p.DurationNanos <= 0 {
+		return 0
+	}
+	st := evidence.NewStacks(p, "cpu")
+	if st == nil || st.Unit != "nanoseconds" {
+		return 0
+	}
+	return float64(st.Total) / float64(p.DurationNanos)
+}
 
 func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
@@ -75,6 +98,21 @@ func check(pass *rules.Pass) error {
 		limit, limitName = float64(s.NumCPU), fmt.Sprintf("%d CPUs the process may use", s.NumCPU)
 	}
 	over := limit > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > limit*1.25
+	// Without /proc (profiles saved by hand) the CPUs are unknown, but the
+	// Ps are in the trace and the CPU the process used is in the profile:
+	// Ps that outnumber the cores of work many times over spin looking
+	// for it, whatever the machine has, and fewer Ps is the fix.
+	procs, procsSrc := s.GOMAXPROCS, s.GOMAXPROCSSrc
+	used := coresUsed(pass.Evidence)
+	if limit == 0 {
+		if ts, err := pass.Evidence.Trace(); err == nil && ts.GOMAXPROCS > 0 {
+			procs, procsSrc = ts.GOMAXPROCS, "execution trace"
+		}
+		if procs > 0 && used > 0 && float64(procs) >= idlePsPerCore*used && share >= minShare {
+			over, limit = true, math.Max(math.Ceil(used), 1)
+			limitName = fmt.Sprintf("%.2g cores the process used (the CPU count is unknown without a /proc snapshot)", used)
+		}
+	}
 	if share < minShare && !over {
 		return nil
 	}
@@ -88,8 +126,11 @@ func check(pass *rules.Pass) error {
 		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", rules.Percent(share)),
 		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
 	}
-	if s.GOMAXPROCS > 0 {
-		f.Evidence = append(f.Evidence, rules.Count("GOMAXPROCS", float64(s.GOMAXPROCS), ""), rules.Text("GOMAXPROCS source", s.GOMAXPROCSSrc))
+	if procs > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("GOMAXPROCS", float64(procs), ""), rules.Text("GOMAXPROCS source", procsSrc))
+	}
+	if used > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("cores used (CPU profile)", math.Round(used*100)/100, "cores"))
 	}
 	if s.NumCPU > 0 {
 		f.Evidence = append(f.Evidence, rules.Count("CPUs the process may use", float64(s.NumCPU), ""))
@@ -101,12 +142,12 @@ func check(pass *rules.Pass) error {
 	}
 	if over {
 		want := int(limit + 0.999)
-		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", s.GOMAXPROCS, limitName, rules.Percent(share))
+		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", procs, limitName, rules.Percent(share))
 		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
 		// A setting fixes it without code: from 10% of CPU that is high.
 		f.Severity = max(rules.Grade(share, 0, overHighShare), rules.Medium)
-		f.Impact = max(f.Impact, share*(1-limit/float64(s.GOMAXPROCS)))
+		f.Impact = max(f.Impact, share*(1-limit/float64(procs)))
 	}
 	// Oversubscription is a setting the user can change, so it owns the
 	// scheduler's time over the goroutine churn that also shows in it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -91,5 +92,26 @@ func TestHealthyConcurrencyBandIsLow(t *testing.T) {
 		if len(res.Findings) != 1 || res.Findings[0].Severity != want {
 			t.Errorf("%d%% scheduler share: want one %s finding, got %+v", pct, want, res.Findings)
 		}
+	}
+}
+
+// Profiles saved by hand have no /proc snapshot, so the CPU count is
+// unknown; the trace still says how many Ps there are and the CPU profile
+// how much CPU they had work for (casebook R4 as a plain folder: 64 Ps for
+// 0.7 cores).
+func TestPsFarAboveTheWorkWithoutProc(t *testing.T) {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(30)}) // 1 core of work
+	ev.TraceSummary = &trace.Summary{GOMAXPROCS: 64}
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.High ||
+		!strings.Contains(res.Findings[0].Summary, "GOMAXPROCS=64 exceeds the 1 cores the process used") ||
+		res.Findings[0].Cost == nil || res.Findings[0].Cost.Level != rules.LevelConfig {
+		t.Fatalf("got %+v", res.Findings)
+	}
+	// 4 Ps for a core of work is a healthy service between bursts.
+	ev = testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(13)})
+	ev.TraceSummary = &trace.Summary{GOMAXPROCS: 4}
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "exceeds") {
+		t.Fatalf("4 Ps for one core: %+v", res.Findings)
 	}
 }
