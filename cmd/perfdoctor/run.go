@@ -69,6 +69,10 @@ reports (report.txt, report.json, report.html) are written to --output.`,
 	return cmd
 }
 
+// endSnapshotsMax bounds how long the load runs past the window while the
+// end-of-window snapshots are taken.
+const endSnapshotsMax = time.Minute
+
 // profileUnderLoad warms the target up with cfg's load, then collects a
 // bundle into dir/bundle while the same load runs for cfg.Duration, saves
 // the load results into the bundle, diagnoses it and writes the reports.
@@ -94,6 +98,9 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 		}
 	}
 
+	// The load runs past the window until the collection has taken its
+	// end-of-window snapshots (goroutines, heap, metrics), so they show the
+	// service under load, then stops.
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	type outcome struct {
@@ -102,7 +109,14 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 	}
 	loadDone := make(chan outcome, 1)
 	go func() {
-		res, err := load.Run(loadCtx, cfg)
+		c := cfg
+		if c.Duration > 0 {
+			c.Duration = min(c.Duration+endSnapshotsMax, load.MaxDuration)
+		}
+		res, err := load.Run(loadCtx, c)
+		if res != nil {
+			res.Interrupted = ctx.Err() != nil // stopped by us, not by the user
+		}
 		loadDone <- outcome{res, err}
 	}()
 	fmt.Fprintf(a.stderr, "perfdoctor: collecting %s from %s under load\n", cfg.Duration, pprofURL)
@@ -114,9 +128,7 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 		Logger:   a.log,
 	})
 	line.Clear()
-	if cerr != nil {
-		stopLoad()
-	}
+	stopLoad()
 	lo := <-loadDone
 	if m != nil {
 		printCollected(a, bundleDir, m)
