@@ -28,8 +28,9 @@ func (a *app) runCommand() *cobra.Command {
 		Use:   "run --target PPROF_URL --load URL",
 		Short: "Load a service, collect a bundle during steady load, and diagnose it",
 		Long: `Run drives load at --load (the same options as perfdoctor load), waits out the
-warm-up, then collects a bundle from --target's /debug/pprof while the load
-continues for --duration, and diagnoses it. The load results go into the
+warm-up, then collects a bundle from --target's /debug/pprof over --duration
+while the load continues (until the end-of-window snapshots are taken, so
+they show the service under load), and diagnoses it. The load results go into the
 bundle as load.json and into the report next to the findings. The bundle and
 reports (report.txt, report.json, report.html) are written to --output.`,
 		Example: `  perfdoctor run --target http://127.0.0.1:6060 --load http://127.0.0.1:8080/api -c 16 -d 30s
