@@ -197,7 +197,7 @@ func (o *CodeOwners) Advise(f evidence.Frame, codeFix, configFix string) (string
 	case w.Owner == OwnerDependency:
 		return fmt.Sprintf("The cost is in %s, a dependency (%s): its code is not yours to edit. %s", w.Module, w.Why, configFix),
 			Text("whose code", fmt.Sprintf("%s: dependency %s (%s)", site, w.Module, w.Why))
-	case o.Program != "" && w.Owner == OwnerMain:
+	case o.Program != "" && w.Owner != OwnerStdlib:
 		return fmt.Sprintf("The cost is in the program's own code, but %s: its code is not yours to edit. %s", o.Program, configFix),
 			Text("whose code", fmt.Sprintf("%s: a third-party program (%s)", site, o.Program))
 	case w.Owner == OwnerMain:

@@ -88,6 +88,11 @@ func TestOwnersFromBuildInfo(t *testing.T) {
 	if fix, _ := packaged.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "/usr/bin/caddy") {
 		t.Errorf("packaged program: %q", fix)
 	}
+	// Without build info, a packaged program's code is still not the user's.
+	noInfo := rules.Owners(withProc(&bundle.ProcessInfo{Executable: "/usr/bin/caddy"}))
+	if fix, _ := noInfo.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+		t.Errorf("packaged program without build info: %q", fix)
+	}
 	released := rules.Owners(withProc(&bundle.ProcessInfo{MainModule: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.2", Executable: "/opt/caddy"}))
 	if fix, _ := released.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("released build: %q", fix)
