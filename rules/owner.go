@@ -67,11 +67,16 @@ func Owners(ev *evidence.Evidence) *CodeOwners {
 			continue
 		}
 		p := snap.Process
-		if o.Main == "" && p.MainModule != "" {
+		switch {
+		case o.Main != "":
+		case p.MainModule != "":
 			o.Main, o.Source = p.MainModule, "the executable's build info"
 			if v := p.MainVersion; v != "" && v != "(devel)" {
 				o.Program = fmt.Sprintf("%s %s is a released build", p.MainModule, v)
 			}
+		case p.MainPackage != "":
+			// A GOPATH-mode build records the main package only.
+			o.Main, o.Source = moduleRoot(p.MainPackage), "the executable's main package, read up to its repository"
 		}
 		for _, pre := range systemPrefixes {
 			if o.Program == "" && strings.HasPrefix(p.Executable, pre) {
@@ -198,7 +203,7 @@ func (o *CodeOwners) Advise(f evidence.Frame, codeFix, configFix string) (string
 		return fmt.Sprintf("The cost is in %s, a dependency (%s): its code is not yours to edit. %s", w.Module, w.Why, configFix),
 			Text("whose code", fmt.Sprintf("%s: dependency %s (%s)", site, w.Module, w.Why))
 	case o.Program != "" && w.Owner != OwnerStdlib:
-		return fmt.Sprintf("The cost is in the program's own code, but %s: its code is not yours to edit. %s", o.Program, configFix),
+		return fmt.Sprintf("The cost is in code shipped with the program, and %s: its code is not yours to edit. %s", o.Program, configFix),
 			Text("whose code", fmt.Sprintf("%s: a third-party program (%s)", site, o.Program))
 	case w.Owner == OwnerMain:
 		return codeFix, Text("whose code", fmt.Sprintf("%s: the main module (%s)", site, w.Why))

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,53 @@ func TestOwnersWithoutBuildInfo(t *testing.T) {
 	}
 	if fix, _ := rules.Owners(build(nil)).Advise(frame("github.com/acme/svc/api.Handle", ""), "edit", "configure"); fix != "edit" {
 		t.Errorf("unknown ownership must keep the code fix: %q", fix)
+	}
+}
+
+// A CPU profile of Debian's prometheus (go1.19, -trimpath, GOPATH mode: no
+// module in the build info, no @version in file paths), recorded on
+// loopback while it served range queries.
+func TestOwnersOfADistributionBuild(t *testing.T) {
+	f, err := os.Open("testdata/prometheus-debian-cpu.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cpu, err := profile.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+	// As collect/system reads /usr/bin/prometheus's build info.
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{
+		MainPackage: "github.com/prometheus/prometheus/cmd/prometheus", Executable: "/usr/bin/prometheus"}}
+	o := rules.Owners(ev)
+	if o.Main != "github.com/prometheus/prometheus" || !strings.Contains(o.Program, "/usr/bin/prometheus") {
+		t.Fatalf("main %q program %q", o.Main, o.Program)
+	}
+	want := map[string]rules.Ownership{
+		"github.com/prometheus/client_golang/prometheus/promhttp.HandlerForTransactional.func1": {Owner: rules.OwnerDependency, Module: "github.com/prometheus/client_golang"},
+		"github.com/julienschmidt/httprouter.(*Router).ServeHTTP":                               {Owner: rules.OwnerDependency, Module: "github.com/julienschmidt/httprouter"},
+		"github.com/prometheus/prometheus/web.setPathWithPrefix.func1.1":                        {Owner: rules.OwnerMain},
+		"compress/flate.(*compressor).deflate":                                                  {Owner: rules.OwnerStdlib},
+	}
+	seen := map[string]bool{}
+	for _, fr := range evidence.NewStacks(cpu, "").Frames {
+		w, ok := want[fr.Func]
+		if !ok {
+			continue
+		}
+		seen[fr.Func] = true
+		if got := o.Of(fr); got.Owner != w.Owner || got.Module != w.Module {
+			t.Errorf("%s (%s): %+v, want %+v", fr.Func, fr.File, got, w)
+		}
+	}
+	if len(seen) < len(want) {
+		t.Fatalf("the fixture holds %d of the %d frames checked", len(seen), len(want))
+	}
+	// Its own web handler is code shipped with a packaged program: configuration, not an edit.
+	web := evidence.Frame{Func: "github.com/prometheus/prometheus/web.setPathWithPrefix.func1.1"}
+	if fix, _ := o.Advise(web, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+		t.Errorf("packaged prometheus: %q", fix)
 	}
 }
