@@ -218,9 +218,7 @@ func check(pass *rules.Pass) error {
 	if settings.CPUQuota == 0 && !pass.Has(rules.System) {
 		f.Caveats = append(f.Caveats, "No /proc snapshot of the target: GOMAXPROCS against the CPU quota not checked.")
 	}
-	if !contended {
-		deferToCause(&f, pass.Earlier)
-	}
+	deferToCause(&f, pass.Earlier, contended)
 	if !haveHost {
 		f.Caveats = append(f.Caveats, "No /proc snapshots of the host at both ends of the window: host contention (other processes, steal) not told apart from the service's own saturation.")
 	}
@@ -281,7 +279,10 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 // another rule explains a medium or worse share of CPU, fixing that frees
 // the CPU the goroutines wait for, so the wait's own estimate is capped at
 // half of the cause's and the finding says where the cause is.
-func deferToCause(f *rules.Finding, earlier []rules.Finding) {
+//
+// Under host contention the CPU finding is not the cause, but the wait
+// still ranks behind what the service itself can change.
+func deferToCause(f *rules.Finding, earlier []rules.Finding, hostContention bool) {
 	var cause *rules.Finding
 	for i, e := range earlier {
 		if e.Resource == "cpu" && e.Severity >= rules.Medium && (cause == nil || e.Impact > cause.Impact) {
@@ -292,6 +293,10 @@ func deferToCause(f *rules.Finding, earlier []rules.Finding) {
 		return
 	}
 	f.Impact = min(f.Impact, cause.Impact/2)
+	if hostContention {
+		f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, so the service's own costs rank first", cause.Rule)
+		return
+	}
 	f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, the CPU cost that makes goroutines wait", cause.Rule)
 	f.Caveats = append(f.Caveats, fmt.Sprintf("Likely a symptom: %s (%s) takes %s of CPU; fix it first and trace again.", cause.Rule, cause.Class, rules.Percent(cause.Impact)))
 }

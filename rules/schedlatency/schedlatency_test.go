@@ -308,3 +308,20 @@ func TestServiceOwnSaturationIsNotHostContention(t *testing.T) {
 		t.Errorf("quiet host: fix %q", f.Fix)
 	}
 }
+
+func TestHostContentionStillRanksBehindTheServiceOwnCost(t *testing.T) {
+	cost := &rules.Rule{ID: "LIB003", Class: "reflection-serialization", Needs: []rules.Input{rules.Trace}, Check: func(p *rules.Pass) error {
+		p.Report(rules.Finding{Severity: rules.High, Impact: 0.54, Resource: "cpu"})
+		return nil
+	}}
+	ev := bare()
+	ev.TraceSummary = summary(40*time.Millisecond, 0, 1000, 2, 850*time.Millisecond, 2800*time.Millisecond)
+	ev.SystemStart, ev.SystemEnd = hostSnapshots(0.44, 2, 0)
+	res := rules.Run(ev, []*rules.Rule{Rule, cost})
+	if len(res.Findings) != 2 || res.Findings[0].Rule != "LIB003" || !strings.Contains(res.Findings[1].Fix, "Host contention") {
+		t.Fatalf("%+v", res.Findings)
+	}
+	if c := strings.Join(res.Findings[1].Caveats, " "); strings.Contains(c, "Likely a symptom") {
+		t.Errorf("host contention called a symptom of the service's CPU cost: %s", c)
+	}
+}
