@@ -73,7 +73,8 @@ func diagnoseUnderLoad(t *testing.T, s *service) []harness.Finding {
 		bundleDir = filepath.Join(keep, strings.ReplaceAll(strings.TrimPrefix(t.Name(), "TestCasebook/"), "/", "-"))
 		os.RemoveAll(bundleDir)
 	}
-	out, err := exec.Command(bin.perfdoctor, "collect", s.pprofURL, "-d", window.String(), "-o", bundleDir).CombinedOutput()
+	// A heap series: two snapshots cannot tell a leak from work in flight.
+	out, err := exec.Command(bin.perfdoctor, "collect", s.pprofURL, "-d", window.String(), "--heap-every", "1s", "-o", bundleDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("perfdoctor collect: %v\n%s", err, out)
 	}

@@ -36,8 +36,9 @@ the window, the service's CPU (its /proc times, else the CPU profile's
 samples) is compared with the host's (/proc/stat: busy and steal): when the
 service used under 75% of the CPU it may use (GOMAXPROCS, quota, CPUs) while
 the host was at least 85% busy with other processes (half a core or a quarter
-of the CPUs) or lost 10% to steal, the wait is host contention, graded at most
-medium, and the prescription is about the host, not the service.`,
+of the CPUs) or lost 10% to steal, the wait is host contention, graded low (it
+is the host's problem, not the service's: a healthy service on a busy shared
+host must not get more), and the prescription is about the host.`,
 		Fix: `If the Ps are busy, the service is saturated: add CPU (cores or replicas) or
 shed load (a concurrency limit, admission control, shorter queues), and cut the
 CPU each request costs (the CPU findings name where). If GOMAXPROCS exceeds
@@ -183,9 +184,9 @@ func check(pass *rules.Pass) error {
 	switch {
 	case contended:
 		// The service waits for CPUs the host gave to others: nothing in
-		// its code or its fan-out is the cause.
-		sev = min(sev, rules.Medium)
-		f.Severity = sev
+		// its code or its fan-out is the cause, and a healthy service on a
+		// busy host must not be graded as a problem of its own.
+		f.Severity = rules.Low
 		f.Summary += fmt.Sprintf("; the host is busy with other work (%.2g of %d cores busy, %.2g of them other processes, %.2g steal) while the service used only %.2g of its %.2g", host.busy, host.cpus, host.others, host.steal, host.proc, host.share)
 		f.ImpactBasis += "; the CPU goes to other processes on the host, so the latency comes back when they move, not from a change to the service"
 		fmt.Fprintf(&fix, "Host contention, not the service's own saturation: the service used %.2g of the %.2g cores it may use while other processes took %.2g cores", host.proc, host.share, host.others)

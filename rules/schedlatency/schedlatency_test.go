@@ -276,7 +276,7 @@ func TestHostContentionIsToldApart(t *testing.T) {
 		t.Fatalf("no finding: %+v", res.NotChecked)
 	}
 	f := res.Findings[0]
-	if !strings.Contains(f.Fix, "Host contention") || strings.Contains(f.Fix, "add CPU") || strings.Contains(f.Fix, "fan-out") || f.Severity != rules.Medium {
+	if !strings.Contains(f.Fix, "Host contention") || strings.Contains(f.Fix, "add CPU") || strings.Contains(f.Fix, "fan-out") || f.Severity != rules.Low {
 		t.Errorf("severity %s fix %q", f.Severity, f.Fix)
 	}
 	if !strings.Contains(f.Summary, "other processes") {
