@@ -64,9 +64,10 @@ they are mostly idle goroutines waiting for work.`,
 			"https://go.dev/doc/diagnostics#profiling",
 		},
 	},
-	// Any of the mutex profile, the execution trace and the goroutine
-	// profile shows lock waits; the rule reads whichever is there.
-	Uses:  []rules.Input{rules.Mutex, rules.Block, rules.Trace, rules.Goroutine, rules.CPU, rules.System},
+	Needs: []rules.Input{rules.Mutex},
+	// Without a window for the mutex profile, the trace and the goroutine
+	// profile measure the waits.
+	Uses:  []rules.Input{rules.Block, rules.Trace, rules.Goroutine, rules.CPU, rules.System},
 	Check: check,
 }
 
@@ -142,10 +143,8 @@ func check(pass *rules.Pass) error {
 		switch {
 		case c != nil && c.delay > 0:
 			pass.Skip("the lock profiles are cumulative and the process start time is unknown, so contention cannot be turned into a rate, and there is no execution trace or goroutine profile to measure it instead: collect /debug/pprof/mutex?seconds=N, or run perfdoctor collect on the target's host")
-		case pass.Has(rules.Mutex) && empty(ev.Profile(evidence.Mutex)) && empty(ev.Profile(evidence.Block)):
+		case empty(ev.Profile(evidence.Mutex)) && empty(ev.Profile(evidence.Block)):
 			pass.Skip("the mutex profile is empty: there was no contention, or the target never enabled it (runtime.SetMutexProfileFraction)")
-		case !pass.Has(rules.Mutex) && ev.JVM == nil && !pass.Has(rules.Perf):
-			pass.Skip("needs a mutex profile (runtime.SetMutexProfileFraction > 0, /debug/pprof/mutex), an execution trace or a goroutine profile")
 		}
 		return nil
 	}

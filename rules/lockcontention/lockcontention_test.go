@@ -268,7 +268,7 @@ func TestEmptyProfilesAreNotChecked(t *testing.T) {
 		t.Fatalf("findings %v, not checked %v", res.Findings, res.NotChecked)
 	}
 	res = rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{}), []*rules.Rule{Rule})
-	if len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "needs a mutex profile") {
+	if len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.Mutex {
 		t.Fatalf("without a mutex profile: %+v", res.NotChecked)
 	}
 }
@@ -373,14 +373,15 @@ func TestGoroutineProfileAloneIsOneInstant(t *testing.T) {
 		}
 		return p
 	}
-	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Goroutine: gp(6)}, 2), []*rules.Rule{Rule})
+	// The target never enabled the mutex profile: it is there but empty.
+	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(6)}, 2), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("6 goroutines parked on one lock with 2 Ps: no finding (not checked %v)", res.NotChecked)
 	}
 	if f := res.Findings[0]; f.Severity != rules.Medium || !strings.Contains(f.Summary, "main.(*Cache).Get") || !strings.Contains(strings.Join(f.Caveats, " "), "one instant") {
 		t.Errorf("severity %s summary %q caveats %q", f.Severity, f.Summary, f.Caveats)
 	}
-	if res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Goroutine: gp(0)}, 2), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(0)}, 2), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("no waiters reported: %+v", res.Findings[0])
 	}
 }
