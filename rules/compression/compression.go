@@ -267,8 +267,12 @@ func check(pass *rules.Pass) error {
 			config: "Set a lower compression level in its configuration (caddy: encode { gzip 1 }; most servers and proxies have a level setting), or prefer a faster encoding the clients accept (zstd)." + measure,
 			rate:   rate, basis: basis})
 	default:
+		faster := "lower the level further if the ratio allows, use zstd or s2 where both ends are yours"
+		if strings.HasPrefix(best.level, "compress/flate") {
+			faster = "switch to " + kpDropIn + ", or zstd/s2 where both ends are yours"
+		}
 		rx = append(rx, remedy{
-			code:   best.level + " is already a fast setting: switch to " + kpDropIn + ", or zstd/s2 where both ends are yours, and skip payloads that are small or already compressed (images, archives)." + measure,
+			code:   best.level + " is already a fast setting: " + faster + ", and skip payloads that are small or already compressed (images, archives)." + measure,
 			config: "It already runs a fast setting: turn compression off for small or already-compressed content types, or choose an encoding the clients accept that costs less.",
 			rate:   recoverOther, basis: "share of CPU in compressors' write paths; a faster implementation typically saves about 30% of it"})
 	}

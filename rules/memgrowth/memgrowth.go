@@ -38,9 +38,10 @@ runtime's minimum heap goal (16 MiB at GOGC=100) must grow by at least that
 much, and is graded at most low unless a series grows at every snapshot:
 measured (TestTinyHeapHighGCRateIsAtMostLow), a healthy service with a 2-4 MiB
 live heap at 70-165 GC cycles/s showed in-use heaps from 1.8 MiB to over
-300 MiB across snapshots 50 ms apart on a busy 2-core machine. Goroutine counts at both ends come from
-runtime/metrics (the agent); an execution trace covers only the window's last
-second, so its counts are shown as such and do not judge the window. Allocations made by the profiler itself (net/http/pprof,
+300 MiB across snapshots 50 ms apart on a busy 2-core machine. Goroutine
+counts at both ends come from runtime/metrics (the agent); an execution trace
+covers only the window's last second, so its counts are shown as such and do
+not judge the window. Allocations made by the profiler itself (net/http/pprof,
 runtime/pprof, runtime/trace: a trace in flight) are left out, and so are
 sites whose growth is within what they allocate in one GC cycle (the window's
 allocations, end allocs minus start heap, over the cycles in the window): a
