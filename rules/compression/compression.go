@@ -50,8 +50,7 @@ CPU per request (3.5 ms -> 0.08 ms).
 A writer created per call: keep writers in a sync.Pool and Reset them
 (BenchmarkWriterPerCall: 814 KB and 17 allocations per call become none,
 and 31% less CPU on a 64 KB response). A
-level above BestSpeed: lower it, by this table of compress/flate here
-(BenchmarkLevels, MB/s and ratio): ` + levelTableText + `
+level above BestSpeed: lower it, by this table measured here: ` + levelTableText + `
 Or use github.com/klauspost/compress's drop-in packages, zstd or s2 where
 both ends are yours, and skip payloads too small or already compressed. When
 the compressing code is a dependency's or a packaged program's, the
