@@ -128,12 +128,20 @@ type Conntrack struct {
 
 // ProcessInfo describes the target process.
 type ProcessInfo struct {
-	PID              int     `json:"pid"`
-	Comm             string  `json:"comm"`
-	Cmdline          string  `json:"cmdline"` // credentials redacted
-	Executable       string  `json:"executable,omitempty"`
-	GoVersion        string  `json:"go_version,omitempty"` // from the binary's build info
-	StartTime        float64 `json:"start_time"`           // seconds since the Unix epoch
+	PID        int    `json:"pid"`
+	Comm       string `json:"comm"`
+	Cmdline    string `json:"cmdline"` // credentials redacted
+	Executable string `json:"executable,omitempty"`
+	GoVersion  string `json:"go_version,omitempty"` // from the binary's build info
+	// MainModule and MainVersion are the build info's main module path and
+	// version ("(devel)" for a build from a checkout), MainPackage its main
+	// package's path (the only one a GOPATH-mode build, such as Debian's,
+	// records): rules tell the program's own code from its dependencies'
+	// with them.
+	MainModule       string  `json:"main_module,omitempty"`
+	MainVersion      string  `json:"main_version,omitempty"`
+	MainPackage      string  `json:"main_package,omitempty"`
+	StartTime        float64 `json:"start_time"` // seconds since the Unix epoch
 	UserCPUSeconds   float64 `json:"user_cpu_seconds"`
 	SystemCPUSeconds float64 `json:"system_cpu_seconds"`
 	RSSBytes         uint64  `json:"rss_bytes"`

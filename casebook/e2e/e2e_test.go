@@ -115,7 +115,8 @@ func diagnoseUnderLoad(t *testing.T, c serve.Case, s *service) []harness.Finding
 	defer stop()
 	time.Sleep(warmup)
 	bundleDir := keptDir(t, "")
-	out, err := exec.Command(bin.perfdoctor, "collect", s.pprofURL, "-d", window.String(), "-o", bundleDir).CombinedOutput()
+	// A heap series: two snapshots cannot tell a leak from work in flight.
+	out, err := exec.Command(bin.perfdoctor, "collect", s.pprofURL, "-d", window.String(), "--heap-every", "1s", "-o", bundleDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("perfdoctor collect: %v\n%s", err, out)
 	}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/load"
 )
@@ -172,6 +174,13 @@ func TestLoadFindMax(t *testing.T) {
 	}
 }
 
+// appUnderLoad is the loaded endpoint: each request stays in flight for a
+// while, so a goroutine profile under load shows it.
+func appUnderLoad(w http.ResponseWriter, r *http.Request) {
+	time.Sleep(20 * time.Millisecond)
+	w.Write(bytes.Repeat([]byte("x"), 100))
+}
+
 // TestRunCommand: load the test's own server, collect its pprof, diagnose;
 // load.json goes into the bundle and the report.
 func TestRunCommand(t *testing.T) {
@@ -179,11 +188,11 @@ func TestRunCommand(t *testing.T) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/app", func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("x"), 100)) })
+	mux.HandleFunc("/app", appUnderLoad)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	dir := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := perfdoctor(t, "run", "--target", srv.URL, "--load", srv.URL+"/app", "-d", "1s", "--warmup", "300ms", "-c", "2", "-o", dir, "--format", "json")
+	code, stdout, stderr := perfdoctor(t, "run", "--target", srv.URL, "--load", srv.URL+"/app", "-d", "1s", "--warmup", "300ms", "-c", "4", "-o", dir, "--format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -204,6 +213,29 @@ func TestRunCommand(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
+	}
+	// The end-of-window goroutine profile was taken while the load ran:
+	// requests are in flight in it, not an idle server.
+	gp, err := os.Open(filepath.Join(dir, "bundle", bundle.GoroutineFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gp.Close()
+	p, err := profile.Parse(gp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inFlight int64
+	for _, s := range p.Sample {
+		for _, loc := range s.Location {
+			if len(loc.Line) > 0 && strings.HasSuffix(loc.Line[0].Function.Name, ".appUnderLoad") {
+				inFlight += s.Value[0]
+				break
+			}
+		}
+	}
+	if inFlight == 0 {
+		t.Errorf("no request in flight in the end-of-window goroutine profile: the load had stopped")
 	}
 	code, _, stderr = perfdoctor(t, "run", "--target", srv.URL)
 	wantOneLineError(t, code, stderr, "--load")

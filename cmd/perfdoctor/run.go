@@ -28,8 +28,9 @@ func (a *app) runCommand() *cobra.Command {
 		Use:   "run --target PPROF_URL --load URL",
 		Short: "Load a service, collect a bundle during steady load, and diagnose it",
 		Long: `Run drives load at --load (the same options as perfdoctor load), waits out the
-warm-up, then collects a bundle from --target's /debug/pprof while the load
-continues for --duration, and diagnoses it. The load results go into the
+warm-up, then collects a bundle from --target's /debug/pprof over --duration
+while the load continues (until the end-of-window snapshots are taken, so
+they show the service under load), and diagnoses it. The load results go into the
 bundle as load.json and into the report next to the findings. The bundle and
 reports (report.txt, report.json, report.html) are written to --output.`,
 		Example: `  perfdoctor run --target http://127.0.0.1:6060 --load http://127.0.0.1:8080/api -c 16 -d 30s
@@ -69,6 +70,10 @@ reports (report.txt, report.json, report.html) are written to --output.`,
 	return cmd
 }
 
+// endSnapshotsMax bounds how long the load runs past the window while the
+// end-of-window snapshots are taken.
+const endSnapshotsMax = time.Minute
+
 // profileUnderLoad warms the target up with cfg's load, then collects a
 // bundle into dir/bundle while the same load runs for cfg.Duration, saves
 // the load results into the bundle, diagnoses it and writes the reports.
@@ -94,6 +99,9 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 		}
 	}
 
+	// The load runs past the window until the collection has taken its
+	// end-of-window snapshots (goroutines, heap, metrics), so they show the
+	// service under load, then stops.
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
 	type outcome struct {
@@ -102,7 +110,14 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 	}
 	loadDone := make(chan outcome, 1)
 	go func() {
-		res, err := load.Run(loadCtx, cfg)
+		c := cfg
+		if c.Duration > 0 {
+			c.Duration = min(c.Duration+endSnapshotsMax, load.MaxDuration)
+		}
+		res, err := load.Run(loadCtx, c)
+		if res != nil {
+			res.Interrupted = ctx.Err() != nil // stopped by us, not by the user
+		}
 		loadDone <- outcome{res, err}
 	}()
 	fmt.Fprintf(a.stderr, "perfdoctor: collecting %s from %s under load\n", cfg.Duration, pprofURL)
@@ -114,9 +129,7 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 		Logger:   a.log,
 	})
 	line.Clear()
-	if cerr != nil {
-		stopLoad()
-	}
+	stopLoad()
 	lo := <-loadDone
 	if m != nil {
 		printCollected(a, bundleDir, m)

@@ -6,11 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 )
+
+// testBuildInfo is this test binary's build info.
+func testBuildInfo(t *testing.T) *debug.BuildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Path == "" || bi.Path == "" {
+		t.Fatal("the test binary has no build info")
+	}
+	return bi
+}
 
 // fixtureRoots copies testdata/proc to a temporary directory and adds the
 // symlinks a real /proc has (fd entries, exe), which are kept out of
@@ -115,6 +125,8 @@ func TestSnapshotFixtureV2(t *testing.T) {
 		{"invol ctxt", p.NonvoluntaryCtxt, uint64(7)},
 		{"cpus allowed", p.CPUsAllowed, 2},
 		{"go version", p.GoVersion, runtime.Version()},
+		{"main module", p.MainModule, testBuildInfo(t).Main.Path},
+		{"main package", p.MainPackage, testBuildInfo(t).Path},
 		{"cmdline", p.Cmdline, "/usr/bin/myservice --listen=:6060 --db-password=REDACTED --token REDACTED --dsn=postgres://app:REDACTED@db:5432/x"},
 		{"env", len(p.GoEnv), 3},
 		{"GOGC", p.GoEnv["GOGC"], "50"},

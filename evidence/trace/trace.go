@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,11 @@ type Summary struct {
 	// BlockedByReason is Blocked by the runtime's own reason strings
 	// ("chan receive", "sync", "network", "syscall", ...).
 	BlockedByReason map[string]time.Duration
+	// LockWait is the part of the sync blocking spent acquiring a
+	// sync.Mutex or RWMutex (the blocking stack holds its Lock or RLock),
+	// not WaitGroup or Cond waits; LockSites are where, most wait first.
+	LockWait  time.Duration
+	LockSites []LockSite
 
 	Goroutines Goroutines
 	GC         GC
@@ -100,6 +106,17 @@ func (s Site) MeanLifetime() time.Duration {
 	}
 	return s.Life / time.Duration(s.Ended)
 }
+
+// LockSite is where goroutines blocked acquiring a lock: the first frame
+// outside sync and the runtime.
+type LockSite struct {
+	Frame
+	Wait   time.Duration
+	Blocks int // times a goroutine blocked here
+}
+
+// lockFrames are the acquisitions that block on a sync lock.
+var lockFrames = []string{"sync.(*Mutex).Lock", "sync.(*RWMutex).Lock", "sync.(*RWMutex).RLock", "internal/sync.(*Mutex).Lock"}
 
 // Frame is one function activation in a trace stack.
 type Frame struct {
@@ -245,6 +262,7 @@ type goroutine struct {
 	censored bool        // since is the trace's start, not a real transition
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
+	lock     int32       // while blocked on a lock: index into analyzer.locks + 1; else 0
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -272,6 +290,9 @@ type analyzer struct {
 	sites       []Site
 	siteIndex   map[string]int32
 	stackCache  map[siteKey]int32 // per generation: stacks are tables of one generation
+	locks       []LockSite
+	lockIndex   map[Frame]int32
+	lockCache   map[xtrace.Stack]int32 // blocking stack -> lock index + 1, 0 if not a lock
 }
 
 func newAnalyzer() *analyzer {
@@ -290,6 +311,8 @@ func newAnalyzer() *analyzer {
 		assists:    map[xtrace.GoID]xtrace.Time{},
 		siteIndex:  map[string]int32{},
 		stackCache: map[siteKey]int32{},
+		lockIndex:  map[Frame]int32{},
+		lockCache:  map[xtrace.Stack]int32{},
 	}
 }
 
@@ -308,6 +331,7 @@ func (a *analyzer) event(ev xtrace.Event) {
 	case xtrace.EventSync:
 		a.syncTime = t
 		clear(a.stackCache)
+		clear(a.lockCache)
 	case xtrace.EventMetric:
 		m := ev.Metric()
 		if m.Value.Kind() != xtrace.ValueUint64 {
@@ -426,9 +450,13 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 	}
 
 	g.state, g.since, g.censored = to, t, false
+	g.lock = 0
 	switch to {
 	case xtrace.GoWaiting:
 		g.reason = st.Reason
+		if Category(st.Reason) == ReasonSync {
+			g.lock = a.lockSite(ev.Stack())
+		}
 		if st.Reason == "forever" {
 			a.exit(id, g, t, false)
 		}
@@ -469,6 +497,10 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		c := Category(g.reason)
 		a.sum.Blocked[c] += d
 		a.sum.BlockedByReason[g.reason] += d
+		if g.lock > 0 {
+			a.sum.LockWait += d
+			a.locks[g.lock-1].Wait += d
+		}
 		if site != nil && c != ReasonRuntime {
 			site.Blocked += d
 		}
@@ -540,6 +572,41 @@ func (a *analyzer) site(ev xtrace.Event, st xtrace.StateTransition) int32 {
 	return i
 }
 
+// lockSite finds or adds the lock acquisition a goroutine blocked at, and
+// counts the block: 1 + its index, or 0 when the stack is not a lock's.
+func (a *analyzer) lockSite(stk xtrace.Stack) int32 {
+	i, ok := a.lockCache[stk]
+	if !ok {
+		locking := false
+		for f := range stk.Frames() {
+			if !locking {
+				locking = slices.Contains(lockFrames, f.Func)
+				continue
+			}
+			if strings.HasPrefix(f.Func, "sync.") || strings.HasPrefix(f.Func, "internal/sync.") || strings.HasPrefix(f.Func, "runtime.") {
+				continue
+			}
+			fr := Frame{Func: f.Func, File: f.File, Line: int64(f.Line)}
+			j, ok := a.lockIndex[fr]
+			if !ok && len(a.locks) < MaxSites {
+				j = int32(len(a.locks))
+				a.locks = append(a.locks, LockSite{Frame: fr})
+				a.lockIndex[fr] = j
+				ok = true
+			}
+			if ok {
+				i = j + 1
+			}
+			break
+		}
+		a.lockCache[stk] = i
+	}
+	if i > 0 {
+		a.locks[i-1].Blocks++
+	}
+	return i
+}
+
 func (a *analyzer) finish() *Summary {
 	s := &a.sum
 	end := a.last
@@ -565,6 +632,9 @@ func (a *analyzer) finish() *Summary {
 	sites := a.sites
 	sort.SliceStable(sites, func(i, j int) bool { return sites[i].Created > sites[j].Created })
 	s.Goroutines.Sites = sites
+	locks := a.locks
+	sort.SliceStable(locks, func(i, j int) bool { return locks[i].Wait > locks[j].Wait })
+	s.LockSites = locks
 	return s
 }
 

@@ -312,3 +312,47 @@ func TestCategory(t *testing.T) {
 		}
 	}
 }
+
+var sharedMu sync.Mutex
+
+// holdShared takes one global lock per "request" and holds it across work,
+// so the other workers queue on it.
+func holdShared(n int) {
+	for range n {
+		sharedMu.Lock()
+		spin(200 * time.Microsecond)
+		sharedMu.Unlock()
+	}
+}
+
+func TestLockWaitIsTheMutexPartOfSyncBlocking(t *testing.T) {
+	locked := summarize(t, record(t, func() {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { holdShared(50) })
+		}
+		wg.Wait()
+	}))
+	if locked.LockWait <= 0 || len(locked.LockSites) == 0 {
+		t.Fatalf("no lock wait in a trace of 8 goroutines sharing one mutex: %v, sync %v", locked.LockWait, locked.Blocked[ReasonSync])
+	}
+	if top := locked.LockSites[0]; !strings.HasSuffix(top.Func, "trace.holdShared") || top.Blocks == 0 || top.Wait <= 0 || top.Line == 0 {
+		t.Errorf("top lock site %+v, want trace.holdShared", top)
+	}
+	// 8 goroutines and 2 Ps: most of the workers' time is queueing.
+	if locked.LockWait < locked.Running {
+		t.Errorf("lock wait %v below running %v", locked.LockWait, locked.Running)
+	}
+
+	// Waiting for a WaitGroup is sync blocking, not a lock.
+	waited := summarize(t, record(t, func() {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() { spin(20 * time.Millisecond) })
+		}
+		wg.Wait()
+	}))
+	if waited.Blocked[ReasonSync] <= 0 || waited.LockWait != 0 || len(waited.LockSites) != 0 {
+		t.Errorf("WaitGroup waits (sync %v) counted as lock waits: %v %+v", waited.Blocked[ReasonSync], waited.LockWait, waited.LockSites)
+	}
+}

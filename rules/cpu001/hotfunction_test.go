@@ -1,6 +1,8 @@
 package cpu001
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,43 @@ func TestNativeSystemCallsChargedToTheCaller(t *testing.T) {
 	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p}), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !strings.HasPrefix(res.Findings[0].Summary, "serve uses 70%") {
 		t.Fatalf("want serve charged with its system calls, got %+v", res.Findings)
+	}
+}
+
+// encoded is a CPU profile to decode: parsing it runs in a dependency,
+// github.com/google/pprof, whose files are in the module cache.
+var encoded = func() []byte {
+	var stacks []testprof.Stack
+	for i := range 300 {
+		stacks = append(stacks, testprof.Stack{Value: int64(i + 1), Funcs: []string{fmt.Sprintf("main.f%d", i), "main.main"}})
+	}
+	var b bytes.Buffer
+	testprof.Build(stacks...).Write(&b)
+	return b.Bytes()
+}()
+
+func decodeProfiles() {
+	if _, err := profile.ParseData(encoded); err != nil {
+		panic(err)
+	}
+}
+
+func TestDependencyHotFunctionGetsNoCodeEdit(t *testing.T) {
+	cpu := testprof.CPU(t, 2*time.Second, 1, decodeProfiles)
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a hot-function finding, got %d", len(res.Findings))
+	}
+	f := res.Findings[0]
+	if !strings.HasPrefix(f.Frames[0], "github.com/google/pprof/") {
+		t.Fatalf("hottest function %s, want one in github.com/google/pprof", f.Frames[0])
+	}
+	if !strings.Contains(f.Fix, "github.com/google/pprof, a dependency") || !strings.Contains(f.Fix, "Call it less") || strings.Contains(f.Fix, Rule.Doc.Fix) {
+		t.Errorf("fix %q", f.Fix)
+	}
+	// The service's own hot function keeps the code advice.
+	own := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, time.Second, 1, matchSlow)}), []*rules.Rule{Rule})
+	if len(own.Findings) == 1 && own.Findings[0].Fix != Rule.Doc.Fix {
+		t.Errorf("own code: fix %q", own.Findings[0].Fix)
 	}
 }

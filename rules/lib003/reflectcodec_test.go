@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -169,5 +170,34 @@ func TestSilentWhenTheEncoderBelongsToALogger(t *testing.T) {
 	)
 	if res := run(cpu); len(res.Findings) != 0 {
 		t.Fatalf("logrus JSONFormatter reported as serialization: %+v", res.Findings[0])
+	}
+}
+
+// etcd's own protobuf encoding: "use vtprotobuf" is a change to etcd, so a
+// user running the distribution's etcd gets what they can change instead.
+func TestPackagedProgramGetsNoCodeEdit(t *testing.T) {
+	pb := "google.golang.org/protobuf/"
+	cpu := testprof.Build(
+		stack(300, pb+"internal/impl.(*MessageInfo).marshal", pb+"proto.MarshalOptions.marshal", pb+"proto.Marshal",
+			"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc.(*watchServer).sendLoop", "go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc.(*serverWatchStream).run"),
+		stack(700, "go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer).run"),
+	)
+	for _, tc := range []struct {
+		exe  string
+		edit bool
+	}{{"/usr/bin/etcd", false}, {"/src/etcd/bin/etcd", true}} {
+		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{MainModule: "go.etcd.io/etcd/server/v3", MainVersion: "(devel)", Executable: tc.exe}}
+		res := rules.Run(ev, []*rules.Rule{Rule})
+		if len(res.Findings) != 1 {
+			t.Fatalf("%s: %+v", tc.exe, res)
+		}
+		f := res.Findings[0]
+		if got := strings.Contains(f.Fix, "vtprotobuf"); got != tc.edit {
+			t.Errorf("%s: vtprotobuf advised %v, want %v: %q", tc.exe, got, tc.edit, f.Fix)
+		}
+		if !tc.edit && !strings.Contains(f.Fix, "Reduce what goes through it") {
+			t.Errorf("%s: fix %q", tc.exe, f.Fix)
+		}
 	}
 }

@@ -67,7 +67,7 @@ var loggers = []logger{
 	{"logrus", evidence.FuncPrefix("github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus."),
 		"logrus formats through fmt and reflection, copies and sorts fields and locks per entry: raise the level (logger.SetLevel(logrus.WarnLevel)), guard hot-path calls with logger.IsLevelEnabled, or move hot paths to zap, zerolog or log/slog."},
 	{"zap", evidence.FuncPrefix("go.uber.org/zap"),
-		"Use the zap.Logger with typed fields (zap.String, zap.Int) on hot paths instead of the SugaredLogger's Infof/Infow, enable sampling (the production config's Sampling, or zapcore.NewSamplerWithOptions), raise the level, and consider zapcore.BufferedWriteSyncer for output."},
+		"zap with typed fields is already among the fastest loggers, so the cost is the volume: enable sampling (the production config's Sampling, or zapcore.NewSamplerWithOptions), raise the level on hot paths, and consider zapcore.BufferedWriteSyncer for output."},
 	{"zerolog", evidence.FuncPrefix("github.com/rs/zerolog"),
 		"zerolog is already allocation-free, so the cost is the volume: raise the level (zerolog.SetGlobalLevel), sample hot paths (logger.Sample(&zerolog.BasicSampler{N: 100})), and drop fields nobody reads."},
 	{"klog/glog/go-kit/hclog", evidence.FuncPrefix("k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog."),
@@ -167,10 +167,13 @@ func check(pass *rules.Pass) error {
 		Frames:    cpu.Matched(Frames, 12),
 	}
 	if lg.name == "zap" {
+		// The typed Logger is advised only where the SugaredLogger is what
+		// runs: a service already on typed fields has nothing to gain there.
 		if s := cpu.Share(sugared); s > 0 {
 			f.Evidence = append(f.Evidence, rules.Share("zap SugaredLogger share of CPU", s))
 			if s >= topShare/2 {
 				f.Summary += ", mostly the SugaredLogger"
+				f.Fix = "Use the zap.Logger with typed fields (zap.String, zap.Int) on hot paths instead of the SugaredLogger's Infof/Infow. " + f.Fix
 				f.Example = pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After
 			}
 		}
@@ -180,6 +183,16 @@ func check(pass *rules.Pass) error {
 	}
 	if len(sites) > 0 {
 		f.Summary += ", from " + rules.ShortFunc(sites[0].Func)
+		// Logging from a dependency or a packaged program is configured,
+		// not rewritten.
+		code := f.Fix
+		var whose rules.Fact
+		f.Fix, whose = rules.Owners(pass.Evidence).Advise(sites[0].Frame, code,
+			"Configure its logging: raise its log level, turn off or sample the records on this path (access logs for hot routes, debug logs), or send them to a cheaper output. ("+lg.name+" is the logger it uses.)")
+		f.Evidence = append(f.Evidence, whose)
+		if f.Fix != code {
+			f.Example = "" // a code change the user cannot make
+		}
 	}
 	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return in(s) && !checking(s) }}
 	pass.Report(f)

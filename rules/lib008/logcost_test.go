@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -144,6 +145,40 @@ func TestWrapperNames(t *testing.T) {
 	} {
 		if wrapper(fn) != want {
 			t.Errorf("wrapper(%q) = %v", fn, !want)
+		}
+	}
+}
+
+// caddy logs its access log with zap's typed Logger: the advice is its
+// configuration, never "use zap with typed fields".
+func TestThirdPartyProgramGetsConfiguration(t *testing.T) {
+	access := "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).logRequest"
+	cpu := testprof.Build(
+		stack(150, zc+"(*jsonEncoder).EncodeEntry", zc+"(*ioCore).Write", zc+"(*CheckedEntry).Write", zp+"(*Logger).Info", access, "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP"),
+		stack(850, "github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP"),
+	)
+	for _, tc := range []struct {
+		exe, version string
+		config       bool
+	}{
+		{"/usr/bin/caddy", "", true},                          // the distribution's package
+		{"/home/dev/caddy/cmd/caddy/caddy", "(devel)", false}, // a caddy developer's own build
+	} {
+		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{MainModule: "github.com/caddyserver/caddy/v2", MainVersion: tc.version, Executable: tc.exe}}
+		res := rules.Run(ev, []*rules.Rule{Rule})
+		if len(res.Findings) != 1 {
+			t.Fatalf("%s: %+v", tc.exe, res)
+		}
+		f := res.Findings[0]
+		if strings.Contains(f.Fix, "Use the zap.Logger with typed fields") {
+			t.Errorf("%s: typed fields advised to a logger already on them: %q", tc.exe, f.Fix)
+		}
+		if got := strings.Contains(f.Fix, "Configure its logging"); got != tc.config {
+			t.Errorf("%s: configuration advice %v, want %v: %q", tc.exe, got, tc.config, f.Fix)
+		}
+		if tc.config && f.Example != "" {
+			t.Errorf("%s: a code example for code the user cannot edit: %q", tc.exe, f.Example)
 		}
 	}
 }

@@ -34,7 +34,15 @@ process's uptime (the profiles are cumulative since the process started).
 GOMAXPROCS comes from the target's settings, else the cores the CPU profile
 shows busy. Reports from a wait share of 0.05 waiting goroutines per P (low),
 0.15 (medium), 0.40 (high). CPU spent in lock slow paths (spinning, futex,
-runtime.lock2) is shown alongside.`,
+runtime.lock2) is shown alongside. Without a lock profile that has a window
+(a cumulative profile saved with curl and no process start time, or none at
+all) the same wait share comes from the execution trace: goroutine time
+blocked acquiring a sync.Mutex or RWMutex (the blocking stack holds Lock or
+RLock; WaitGroup and Cond waits are not counted) over the trace's window ×
+GOMAXPROCS; without a trace, from the goroutine profile: goroutines parked in
+sync's semacquire per P at that one instant (at most medium). A cumulative
+mutex profile then still names the holders. The finding says which evidence
+it used.`,
 		Fix: `Take the lock less, for less time: shard it (N mutex+map pairs chosen by a
 hash of the key), move work out of the critical section (I/O, allocation,
 formatting, logging), make read-mostly data copy-on-write behind an
@@ -57,7 +65,9 @@ they are mostly idle goroutines waiting for work.`,
 		},
 	},
 	Needs: []rules.Input{rules.Mutex},
-	Uses:  []rules.Input{rules.Block, rules.CPU, rules.System},
+	// Without a window for the mutex profile, the trace and the goroutine
+	// profile measure the waits.
+	Uses:  []rules.Input{rules.Block, rules.Trace, rules.Goroutine, rules.CPU, rules.System},
 	Check: check,
 }
 
@@ -124,14 +134,18 @@ func check(pass *rules.Pass) error {
 			c = bl
 		}
 	}
-	if c == nil || (c.delay == 0 && c.runtime == 0) {
-		if empty(ev.Profile(evidence.Mutex)) && empty(ev.Profile(evidence.Block)) {
+	if c == nil || (c.delay == 0 && c.runtime == 0) || c.span <= 0 {
+		// No lock profile with a window: the trace and the goroutine
+		// profile still show goroutines waiting for locks.
+		if fused(pass, c) {
+			return nil
+		}
+		switch {
+		case c != nil && c.delay > 0:
+			pass.Skip("the lock profiles are cumulative and the process start time is unknown, so contention cannot be turned into a rate, and there is no execution trace or goroutine profile to measure it instead: collect /debug/pprof/mutex?seconds=N, or run perfdoctor collect on the target's host")
+		case empty(ev.Profile(evidence.Mutex)) && empty(ev.Profile(evidence.Block)):
 			pass.Skip("the mutex profile is empty: there was no contention, or the target never enabled it (runtime.SetMutexProfileFraction)")
 		}
-		return nil
-	}
-	if c.span <= 0 {
-		pass.Skip("the lock profiles are cumulative and the process start time is unknown, so contention cannot be turned into a rate: collect /debug/pprof/mutex?seconds=N, or run perfdoctor collect on the target's host")
 		return nil
 	}
 	procs, procsSrc := parallelism(ev)
@@ -197,19 +211,11 @@ func check(pass *rules.Pass) error {
 	f.Summary = fmt.Sprintf("Goroutines queue on a lock %s in %s: on average %.2g goroutines per P were waiting for it over %s",
 		verb, where, share, c.span.Round(time.Millisecond))
 
-	var fix strings.Builder
+	var holders string
 	if len(c.sites) > 0 {
-		fmt.Fprintf(&fix, "The contended lock is %s at %s. ", map[string]string{"mutex": "held (released)", "block": "taken"}[c.source], rules.SiteList(c.sites, 3))
+		holders = fmt.Sprintf("The contended lock is %s at %s. ", map[string]string{"mutex": "held (released)", "block": "taken"}[c.source], rules.SiteList(c.sites, 3))
 	}
-	if c.read >= 0.5 {
-		fix.WriteString("Most of the wait is readers queued behind writers on an RWMutex: make the data copy-on-write behind an atomic.Pointer (readers load a snapshot without locking, writers copy, modify and swap), or shard it. ")
-		f.Example = "var cfg atomic.Pointer[Config]   // readers: c := cfg.Load(); writers: n := *cfg.Load(); n.X = v; cfg.Store(&n)"
-	} else {
-		fix.WriteString("Shard the lock (N mutex+map pairs chosen by a hash of the key), shrink the critical section (no I/O, allocation, formatting or logging while holding it), use copy-on-write (atomic.Pointer) for read-mostly data, or keep per-goroutine/per-P state merged later. ")
-		f.Example = "type shard struct { mu sync.Mutex; m map[string]V }\nvar shards [64]shard   // shards[fnv32(k)%64]: lock only the key's shard"
-	}
-	fix.WriteString("Then check the wait share falls in a new profile under the same load.")
-	f.Fix = fix.String()
+	f.Fix, f.Example = prescribe(holders, c.read)
 	if c.spanSrc == spanUptime {
 		f.Caveats = append(f.Caveats, "Cumulative profile: contention is averaged over the process's uptime; a delta profile under load (?seconds=N) is sharper.")
 	}
@@ -221,6 +227,19 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
+}
+
+// prescribe is the fix for contention on the named sites, and its example;
+// read is the share of the wait on read locks.
+func prescribe(sites string, read float64) (fix, example string) {
+	if read >= 0.5 {
+		fix = "Most of the wait is readers queued behind writers on an RWMutex: make the data copy-on-write behind an atomic.Pointer (readers load a snapshot without locking, writers copy, modify and swap), or shard it. "
+		example = "var cfg atomic.Pointer[Config]   // readers: c := cfg.Load(); writers: n := *cfg.Load(); n.X = v; cfg.Store(&n)"
+	} else {
+		fix = "Shard the lock (N mutex+map pairs chosen by a hash of the key), shrink the critical section (no I/O, allocation, formatting or logging while holding it), use copy-on-write (atomic.Pointer) for read-mostly data, or keep per-goroutine/per-P state merged later. "
+		example = "type shard struct { mu sync.Mutex; m map[string]V }\nvar shards [64]shard   // shards[fnv32(k)%64]: lock only the key's shard"
+	}
+	return sites + fix + "Then check the wait share falls in a new profile under the same load.", example
 }
 
 const spanUptime = "process uptime; the profile is cumulative"
@@ -314,6 +333,134 @@ func parallelism(ev *evidence.Evidence) (float64, string) {
 		}
 	}
 	return 1, "assumed: 1 (unknown)"
+}
+
+// SemacquireFrames are a goroutine parked waiting for a sync lock, as the
+// goroutine profile shows it.
+var SemacquireFrames = evidence.FuncPrefix(
+	"sync.runtime_SemacquireMutex", "sync.runtime_SemacquireRWMutex", "internal/sync.runtime_SemacquireMutex",
+)
+
+// fused reports lock contention from the execution trace (goroutines
+// blocked acquiring a sync.Mutex or RWMutex over the trace's window) or,
+// without one, the goroutine profile (goroutines parked in Lock at one
+// instant), naming the holders from a mutex profile that has no window. It
+// returns false when neither is in the evidence.
+func fused(pass *rules.Pass, holders *contention) bool {
+	ev := pass.Evidence
+	procs, procsSrc := parallelism(ev)
+	var (
+		share     float64
+		window    string
+		facts     []rules.Fact
+		locations []rules.Location
+		used      []string
+		instant   bool
+		top       string
+	)
+	tr, err := ev.Trace()
+	if err == nil && tr != nil && tr.Window > 0 {
+		if tr.GOMAXPROCS > 0 {
+			procs, procsSrc = float64(tr.GOMAXPROCS), "execution trace"
+		}
+		share = tr.LockWait.Seconds() / (tr.Window.Seconds() * procs)
+		window = "over the " + rules.RoundDuration(tr.Window).String() + " execution trace"
+		used = append(used, "execution trace: goroutines blocked acquiring a sync.Mutex or RWMutex over its "+rules.RoundDuration(tr.Window).String())
+		facts = append(facts,
+			rules.Count("goroutines waiting for locks per P (wait share)", round(share, 3), ""),
+			rules.Count("lock wait in the trace", round(tr.LockWait.Seconds(), 3), "s"),
+			rules.Duration("trace window", tr.Window))
+		var total int
+		for _, l := range tr.LockSites {
+			total += l.Blocks
+		}
+		facts = append(facts, rules.Count("blocking lock acquisitions in the trace", float64(total), ""))
+		for _, l := range tr.LockSites[:min(5, len(tr.LockSites))] {
+			locations = append(locations, rules.Location{Function: l.Func, File: l.File, Line: l.Line,
+				Share: l.Wait.Seconds() / max(tr.LockWait.Seconds(), 1e-9), Role: "waiting for the lock here (execution trace)"})
+		}
+		if len(tr.LockSites) > 0 {
+			top = rules.SiteName(evidence.Frame{Func: tr.LockSites[0].Func, File: tr.LockSites[0].File, Line: tr.LockSites[0].Line})
+		}
+	}
+	if st := evidence.NewStacks(ev.Profile(evidence.Goroutine), ""); st != nil {
+		waiting := st.Has(SemacquireFrames)
+		var n int64
+		for _, s := range st.Samples {
+			if waiting(s) {
+				n += s.Value
+			}
+		}
+		pick := st.First(func(fn string) bool { return !isSyncOrRuntime(fn) })
+		sites := st.TopSites(5, func(s evidence.Sample) *evidence.Frame {
+			if !waiting(s) {
+				return nil
+			}
+			return pick(s)
+		})
+		used = append(used, fmt.Sprintf("goroutine profile: %d goroutines parked in sync lock acquisition at the snapshot", n))
+		facts = append(facts, rules.Count("goroutines waiting for a lock in the goroutine profile", float64(n), ""))
+		if window == "" {
+			instant = true
+			share = float64(n) / procs
+			window = "in the goroutine profile's snapshot"
+			facts = append([]rules.Fact{rules.Count("goroutines waiting for locks per P (one instant)", round(share, 3), "")}, facts...)
+		}
+		for _, s := range sites {
+			locations = append(locations, rules.Location{Function: s.Func, File: s.File, Line: s.Line,
+				Share: float64(s.Value) / float64(max(n, 1)), Role: "waiting for the lock here (goroutine profile)"})
+		}
+		if top == "" && len(sites) > 0 {
+			top = rules.SiteName(sites[0].Frame)
+		}
+	}
+	if len(used) == 0 {
+		return false
+	}
+	if share < lowShare {
+		return true
+	}
+	var holderText string
+	if holders != nil && len(holders.sites) > 0 {
+		used = append(used, holders.source+" profile: cumulative since an unknown start, so it names the holders but gives no rate")
+		for _, s := range holders.sites[:min(3, len(holders.sites))] {
+			locations = append(locations, rules.Location{Function: s.Func, File: s.File, Line: s.Line, Share: s.Flat, Role: "lock holder (cumulative " + holders.source + " profile)"})
+		}
+		holderText = "The cumulative " + holders.source + " profile names the holders: " + rules.SiteList(holders.sites, 3) + ". "
+	}
+	facts = append(facts,
+		rules.Count("GOMAXPROCS used to normalise", procs, ""),
+		rules.Text("GOMAXPROCS source", procsSrc),
+		rules.Text("evidence used", strings.Join(used, "; ")))
+	if top == "" {
+		top = "a shared lock"
+	}
+	f := rules.Finding{
+		Severity: rules.Grade(share, mediumShare, highShare),
+		Impact:   min(share, 1) / 2,
+		Resource: "latency",
+		ImpactBasis: "half the lock wait share (goroutines waiting for locks per P): " +
+			"sharding or shrinking the critical section removes most of the queueing, not the serialised work itself",
+		Summary:   fmt.Sprintf("Goroutines queue on a lock taken in %s: %.2g goroutines per P were waiting for it %s", top, share, window),
+		Evidence:  facts,
+		Locations: locations,
+	}
+	f.Fix, f.Example = prescribe(holderText, 0)
+	if instant {
+		f.Severity = min(f.Severity, rules.Medium)
+		f.Caveats = append(f.Caveats, "Measured at one instant (the goroutine profile): an execution trace or a delta mutex profile (?seconds=N) under load gives the wait over a window.")
+	} else {
+		f.Caveats = append(f.Caveats, "Measured over the execution trace's window only (the end of the collection).")
+	}
+	if pass.Has(rules.CPU) {
+		cpu := ev.CPUStacks()
+		if s := cpu.Share(LockCPUFrames); s > 0 {
+			f.Evidence = append(f.Evidence, rules.Share("CPU in lock slow paths (spinning, futex)", s))
+			f.Frames = cpu.Matched(LockCPUFrames, 8)
+		}
+	}
+	pass.Report(f)
+	return true
 }
 
 func empty(p *profile.Profile) bool { return p == nil || len(p.Sample) == 0 }

@@ -3,10 +3,14 @@ package lock001
 import (
 	"bytes"
 	"crypto/sha256"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	rtrace "runtime/trace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,5 +270,118 @@ func TestEmptyProfilesAreNotChecked(t *testing.T) {
 	res = rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{}), []*rules.Rule{Rule})
 	if len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.Mutex {
 		t.Fatalf("without a mutex profile: %+v", res.NotChecked)
+	}
+}
+
+// curlFolder runs work on `workers` goroutines in a loop and saves, as curl
+// would from /debug/pprof into a plain folder, a cumulative mutex profile
+// (no window, no process start time), a goroutine profile taken under the
+// load and a 300 ms execution trace, and loads the folder.
+func curlFolder(t *testing.T, workers int, work func(worker int)) *evidence.Evidence {
+	t.Helper()
+	oldFrac := runtime.SetMutexProfileFraction(1)
+	defer runtime.SetMutexProfileFraction(oldFrac)
+	dir := t.TempDir()
+	save := func(name string, write func(*os.File) error) {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for !stop.Load() {
+				work(w)
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	save("trace", func(f *os.File) error {
+		if err := rtrace.Start(f); err != nil {
+			return err
+		}
+		time.Sleep(150 * time.Millisecond)
+		save("goroutine", func(f *os.File) error { return pprof.Lookup("goroutine").WriteTo(f, 0) })
+		time.Sleep(150 * time.Millisecond)
+		rtrace.Stop()
+		return nil
+	})
+	stop.Store(true)
+	wg.Wait()
+	save("mutex", func(f *os.File) error { return pprof.Lookup("mutex").WriteTo(f, 0) })
+	ev, err := evidence.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := ev.Profile(evidence.Mutex); p == nil || p.DurationNanos != 0 || ev.TracePath == "" || ev.Profile(evidence.Goroutine) == nil {
+		t.Fatalf("the folder did not load as a cumulative mutex profile, a trace and a goroutine profile: %+v", ev.Sources)
+	}
+	return ev
+}
+
+func TestCurlFolderWithoutWindowUsesTraceAndGoroutines(t *testing.T) {
+	res := rules.Run(curlFolder(t, 8, contended), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("a global lock under load, saved with curl: no finding (not checked %v)", res.NotChecked)
+	}
+	f := res.Findings[0]
+	used := ""
+	for _, e := range f.Evidence {
+		if e.Name == "evidence used" {
+			used = e.Value
+		}
+	}
+	for _, want := range []string{"execution trace", "goroutine profile", "mutex profile: cumulative"} {
+		if !strings.Contains(used, want) {
+			t.Errorf("evidence used %q does not name the %s", used, want)
+		}
+	}
+	if !strings.Contains(f.Summary, "lockcontention.contended") || !strings.Contains(f.Summary, "execution trace") {
+		t.Errorf("summary %q", f.Summary)
+	}
+	roles := map[string]bool{}
+	for _, l := range f.Locations {
+		if strings.HasSuffix(l.Function, "lockcontention.contended") {
+			roles[l.Role] = true
+		}
+	}
+	if !roles["waiting for the lock here (execution trace)"] || !roles["lock holder (cumulative mutex profile)"] {
+		t.Errorf("locations %+v", f.Locations)
+	}
+}
+
+func TestCurlFolderWithShardedLocksIsSilent(t *testing.T) {
+	res := rules.Run(curlFolder(t, 2, perWorker), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 {
+		t.Fatalf("per-worker locks reported: %+v", res.Findings[0])
+	}
+}
+
+func TestGoroutineProfileAloneIsOneInstant(t *testing.T) {
+	parked := []string{"runtime.gopark", "runtime.semacquire1", "sync.runtime_SemacquireMutex", "internal/sync.(*Mutex).lockSlow", "internal/sync.(*Mutex).Lock", "sync.(*Mutex).Lock", "main.(*Cache).Get", "main.handler"}
+	gp := func(waiting int64) *profile.Profile {
+		p := testprof.Build(testprof.Stack{Value: waiting, Funcs: parked}, testprof.Stack{Value: 40, Funcs: []string{"runtime.gopark", "runtime.netpollblock", "net.(*conn).Read", "main.serve"}})
+		p.SampleType = []*profile.ValueType{{Type: "goroutine", Unit: "count"}}
+		for _, s := range p.Sample {
+			s.Value = s.Value[:1]
+		}
+		return p
+	}
+	// The target never enabled the mutex profile: it is there but empty.
+	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(6)}, 2), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("6 goroutines parked on one lock with 2 Ps: no finding (not checked %v)", res.NotChecked)
+	}
+	if f := res.Findings[0]; f.Severity != rules.Medium || !strings.Contains(f.Summary, "main.(*Cache).Get") || !strings.Contains(strings.Join(f.Caveats, " "), "one instant") {
+		t.Errorf("severity %s summary %q caveats %q", f.Severity, f.Summary, f.Caveats)
+	}
+	if res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(0)}, 2), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Errorf("no waiters reported: %+v", res.Findings[0])
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -136,11 +137,24 @@ func TestLeakInSeriesIsHigh(t *testing.T) {
 	topSite(t, f, "mem002.remember")
 }
 
+// ballast keeps the leak tests' heap above the tiny-heap floor, where two
+// snapshots are read as they are.
+var ballast [][]byte
+
+func withBallast() func() {
+	for range 24 {
+		ballast = append(ballast, make([]byte, 1<<20))
+	}
+	return func() { ballast = nil }
+}
+
 func TestLeakWithFlatGoroutinesIsHigh(t *testing.T) {
 	defer clear(leaky)
+	defer withBallast()()
 	ev := evidenceOf(heap(t), nil)
 	ev.MetricsStart = runtimeMetrics()
 	remember(8000, 4<<10)
+	time.Sleep(100 * time.Millisecond) // a window, not two forced GCs back to back
 	ev.Profiles[evidence.Heap] = heap(t)
 	ev.MetricsEnd = runtimeMetrics()
 	f := one(t, ev)
@@ -194,7 +208,7 @@ func TestBacklogTrackingGoroutinesIsLow(t *testing.T) {
 		<-queue
 	}
 	f := one(t, ev)
-	if f.Severity != rules.Low || !strings.Contains(f.Summary, "backlog") {
+	if f.Severity != rules.Low || !strings.Contains(f.Summary, "work in flight, not a leak") {
 		t.Errorf("severity %s summary %q", f.Severity, f.Summary)
 	}
 }
@@ -203,11 +217,11 @@ var backlog [][]byte
 
 func TestSeriesThatDrainsIsBacklog(t *testing.T) {
 	before := heap(t)
-	for range 4000 {
+	for range 12000 {
 		backlog = append(backlog, make([]byte, 8<<10))
 	}
 	peak := heap(t)
-	backlog = backlog[:1000:1000] // most of it served
+	backlog = backlog[:3000:3000] // most of it served
 	backlog = append([][]byte(nil), backlog...)
 	f := one(t, evidenceOf(before, peak, heap(t)))
 	backlog = nil
@@ -270,20 +284,19 @@ func TestProfilerAllocationsAreLeftOut(t *testing.T) {
 
 // A short trace's goroutine counts are instants: the jitter of short-lived
 // goroutines must not read as a trend once scaled to the window.
-func TestFlatIsJudgedUnscaled(t *testing.T) {
-	// 25 → 30 in a 1 s trace, scaled to a 5 s window: 5 → 30.
-	g := goroutines{start: 5, end: 30, rawStart: 25, rawEnd: 30}
-	if g.tracks() || !g.flat() {
-		t.Errorf("tracks %v flat %v, want flat", g.tracks(), g.flat())
+func TestTraceCountsDoNotJudgeTheWindow(t *testing.T) {
+	// 25 → 30 over a 1 s trace says nothing of the window before it.
+	g := goroutines{start: 25, end: 30, span: time.Second}
+	if g.tracks() || g.flat() {
+		t.Errorf("tracks %v flat %v from a trace, want neither", g.tracks(), g.flat())
 	}
-	// A real rise, observed as such.
-	g = goroutines{start: 100, end: 1100, rawStart: 900, rawEnd: 1100}
+	g = goroutines{start: 100, end: 1100, wholeWindow: true}
 	if !g.tracks() || g.flat() {
 		t.Errorf("tracks %v flat %v, want tracks", g.tracks(), g.flat())
 	}
-	g = goroutines{start: 100, end: 160, rawStart: 100, rawEnd: 160}
-	if g.tracks() || g.flat() {
-		t.Errorf("tracks %v flat %v, want neither", g.tracks(), g.flat())
+	g = goroutines{start: 100, end: 105, wholeWindow: true}
+	if g.tracks() || !g.flat() {
+		t.Errorf("tracks %v flat %v, want flat", g.tracks(), g.flat())
 	}
 }
 
@@ -338,5 +351,78 @@ func TestGrowthWithinOneCyclesAllocationIsInFlight(t *testing.T) {
 		if got := len(res.Findings) == 1; got != tc.fires {
 			t.Errorf("%s: fired=%v, want %v", tc.name, got, tc.fires)
 		}
+	}
+}
+
+func TestTinyHeapHighGCRateIsAtMostLow(t *testing.T) {
+	start := runtimeMetrics()
+	series, rate := tinyHeapSeries(t)
+	end := runtimeMetrics()
+	lo, hi := series[0], series[0]
+	for _, p := range series {
+		if inuse(p) < inuse(lo) {
+			lo = p
+		}
+		if inuse(p) > inuse(hi) {
+			hi = p
+		}
+	}
+	t.Logf("GC %.0f/s, in-use %s .. %s", rate, rules.HumanBytes(uint64(inuse(lo))), rules.HumanBytes(uint64(inuse(hi))))
+	// The worst pair a curl of two snapshots could catch: the smallest, then the largest.
+	ev := evidenceOf(lo, hi)
+	ev.MetricsStart, ev.MetricsEnd = start, end
+	for _, f := range rules.Run(ev, []*rules.Rule{Rule}).Findings {
+		if f.Severity > rules.Low {
+			t.Errorf("a healthy tiny heap at %.0f GC/s: %s %s", rate, f.Severity, f.Summary)
+		}
+	}
+	// A few MiB over a tiny heap (the 1 MiB -> 5.2 MiB) is never reported.
+	few := evidenceOf(heapOf(map[string]int64{"main.handle": 1 << 20}), heapOf(map[string]int64{"main.handle": 5<<20 + 200<<10}))
+	if res := rules.Run(few, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Errorf("1 MiB -> 5.2 MiB reported: %+v", res.Findings[0])
+	}
+}
+
+// A query engine's buffers (prometheus): 60 MB before, 548 MB under the
+// queries, 70 MB once they ended.
+func TestHeapThatReturnsIsWorkInFlight(t *testing.T) {
+	const site = "github.com/prometheus/prometheus/promql.(*evaluator).eval"
+	f := one(t, evidenceOf(heapOf(map[string]int64{site: 60 << 20}), heapOf(map[string]int64{site: 548 << 20}), heapOf(map[string]int64{site: 70 << 20})))
+	if f.Severity != rules.Low || !strings.Contains(f.Summary, "work in flight, not a leak") || !strings.Contains(f.Fix, "fell back") {
+		t.Errorf("severity %s summary %q fix %q", f.Severity, f.Summary, f.Fix)
+	}
+	// The same growth still rising at the last snapshot is a leak.
+	g := one(t, evidenceOf(heapOf(map[string]int64{site: 60 << 20}), heapOf(map[string]int64{site: 300 << 20}), heapOf(map[string]int64{site: 548 << 20})))
+	if g.Severity != rules.High || !strings.Contains(g.Summary, "leak") {
+		t.Errorf("steady growth: severity %s summary %q", g.Severity, g.Summary)
+	}
+}
+
+// A server with ~50 goroutines and a 1 s trace at the end of a 30 s
+// window: no count at the window's start is made up from it.
+func TestNoGoroutineCountInventedFromTheTrace(t *testing.T) {
+	first := heapOf(map[string]int64{"main.handle": 40 << 20})
+	first.TimeNanos = time.Now().Add(-30 * time.Second).UnixNano()
+	last := heapOf(map[string]int64{"main.handle": 90 << 20})
+	last.TimeNanos = time.Now().UnixNano()
+	ev := evidenceOf(first, last)
+	ev.TraceSummary = &trace.Summary{Window: time.Second, Goroutines: trace.Goroutines{AtStart: 48, AtEnd: 52}}
+	f := one(t, ev)
+	var start, traceStart string
+	for _, e := range f.Evidence {
+		switch {
+		case e.Name == "goroutines at start":
+			t.Errorf("a goroutine count at the window's start from a 1 s trace: %s", e.Value)
+		case e.Name == "goroutines at the window's start":
+			start = e.Value
+		case strings.HasPrefix(e.Name, "goroutines at the trace's start"):
+			traceStart = e.Value
+		}
+	}
+	if !strings.HasPrefix(start, "not known") || traceStart != "48" {
+		t.Errorf("window start %q, trace start %q", start, traceStart)
+	}
+	if strings.Contains(f.Summary, "looks like a leak") || f.Severity > rules.Medium {
+		t.Errorf("a 1 s trace judged the window: %s %s", f.Severity, f.Summary)
 	}
 }

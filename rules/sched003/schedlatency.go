@@ -5,6 +5,7 @@ package sched003
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -30,13 +31,23 @@ made ready by the network poller; P utilisation (goroutine running time over
 trace length × GOMAXPROCS); GOMAXPROCS against the CPU quota; GC stop-the-world
 pauses. Needs at least 100 runnable-to-running transitions (20 for the network
 figure). Reports p99 from 10 ms: medium; from 50 ms: high. Ps at least 70%
-busy read as saturation, less as bursts.`,
+busy read as saturation, less as bursts. With /proc snapshots at both ends of
+the window, the service's CPU (its /proc times, else the CPU profile's
+samples) is compared with the host's (/proc/stat: busy and steal): when the
+service used under 75% of the CPU it may use (GOMAXPROCS, quota, CPUs) while
+the host was at least 85% busy with other processes (half a core or a quarter
+of the CPUs) or lost 10% to steal, the wait is host contention, graded low (it
+is the host's problem, not the service's: a healthy service on a busy shared
+host must not get more), and the prescription is about the host.`,
 		Fix: `If the Ps are busy, the service is saturated: add CPU (cores or replicas) or
 shed load (a concurrency limit, admission control, shorter queues), and cut the
 CPU each request costs (the CPU findings name where). If GOMAXPROCS exceeds
 the container's CPU quota, set it to the quota (Go 1.25 does it by itself). If
 the Ps are not busy, the waits come in bursts: bound per-request goroutine
-fan-out and look for long stop-the-world pauses.`,
+fan-out and look for long stop-the-world pauses. If the host is busy with
+other processes while the service uses well under its share, the fix is on
+the host: move the other work or the service, reserve its CPU (requests,
+cpusets, cpu.weight), or a larger instance against steal.`,
 		Before: `1 replica at 2 cores, p99 runnable->running 120 ms`,
 		After:  `load spread over 3 replicas (or a concurrency limit), p99 < 1 ms`,
 		Caveats: `The trace covers only its own window (1 s by default, at the end of the
@@ -50,7 +61,7 @@ treated as its symptom: its estimate is capped at half of the cause's, so it ran
 		},
 	},
 	Needs: []rules.Input{rules.Trace},
-	Uses:  []rules.Input{rules.System},
+	Uses:  []rules.Input{rules.System, rules.Host, rules.CPU},
 	// Waiting for a CPU is usually the symptom of a CPU cost another rule
 	// names; running after the others lets it rank behind its cause.
 	Fallback: true,
@@ -146,6 +157,15 @@ func check(pass *rules.Pass) error {
 	}
 	settings := pass.Evidence.Settings()
 	overQuota := settings.CPUQuota > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > settings.CPUQuota*1.25
+	host, haveHost := readHost(pass.Evidence, s.GOMAXPROCS, settings)
+	if haveHost {
+		f.Evidence = append(f.Evidence,
+			rules.Count("the service's CPU ("+host.procSrc+")", round2(host.proc), "cores"),
+			rules.Count("CPU the service may use (GOMAXPROCS, quota, CPUs)", round2(host.share), "cores"),
+			rules.Count("host CPU busy (/proc/stat)", round2(host.busy), fmt.Sprintf("cores of %d", host.cpus)),
+			rules.Count("other processes' CPU (host busy minus the service)", round2(host.others), "cores"),
+			rules.Count("steal (the hypervisor's other guests)", round2(host.steal), "cores"))
+	}
 	if settings.CPUQuota > 0 {
 		f.Evidence = append(f.Evidence, rules.Count("cgroup CPU quota", settings.CPUQuota, "cores"))
 	}
@@ -160,7 +180,21 @@ func check(pass *rules.Pass) error {
 	}
 
 	var fix strings.Builder
+	contended := haveHost && host.contended()
 	switch {
+	case contended:
+		// The service waits for CPUs the host gave to others: nothing in
+		// its code or its fan-out is the cause, and a healthy service on a
+		// busy host must not be graded as a problem of its own.
+		f.Severity = rules.Low
+		f.Summary += fmt.Sprintf("; the host is busy with other work (%.2g of %d cores busy, %.2g of them other processes, %.2g steal) while the service used only %.2g of its %.2g", host.busy, host.cpus, host.others, host.steal, host.proc, host.share)
+		f.ImpactBasis += "; the CPU goes to other processes on the host, so the latency comes back when they move, not from a change to the service"
+		fmt.Fprintf(&fix, "Host contention, not the service's own saturation: the service used %.2g of the %.2g cores it may use while other processes took %.2g cores", host.proc, host.share, host.others)
+		if host.steal >= 0.05*float64(host.cpus) {
+			fmt.Fprintf(&fix, " and the hypervisor stole %.2g", host.steal)
+		}
+		fix.WriteString(". Give the service CPU of its own: move the other work off the host (or the service to a quieter one), reserve its share (a CPU request/limit or cpuset that others cannot take, a dedicated node pool; for steal, a larger or dedicated instance), or lower the other processes' priority (nice, cgroup cpu.weight). ")
+		f.Example = "systemd: CPUWeight=1000 for the service, CPUWeight=50 for batch jobs (or pin them apart with cpusets)"
 	case overQuota:
 		want := int(settings.CPUQuota + 0.999)
 		fmt.Fprintf(&fix, "GOMAXPROCS=%d exceeds the %.3g-core CPU quota: the kernel throttles the process's threads mid-work and runnable goroutines wait. Set GOMAXPROCS=%d (Go >= 1.25 follows the quota when GOMAXPROCS is not set in the environment; older: go.uber.org/automaxprocs). ", s.GOMAXPROCS, settings.CPUQuota, want)
@@ -185,16 +219,71 @@ func check(pass *rules.Pass) error {
 	if settings.CPUQuota == 0 && !pass.Has(rules.System) {
 		f.Caveats = append(f.Caveats, "No /proc snapshot of the target: GOMAXPROCS against the CPU quota not checked.")
 	}
-	deferToCause(&f, pass.Earlier)
+	deferToCause(&f, pass.Earlier, contended)
+	if !haveHost {
+		f.Caveats = append(f.Caveats, "No /proc snapshots of the host at both ends of the window: host contention (other processes, steal) not told apart from the service's own saturation.")
+	}
 	pass.Report(f)
 	return nil
 }
+
+// host is the window's CPU on the host against the service's own, in cores.
+type host struct {
+	proc, share, busy, others, steal float64
+	cpus                             int
+	procSrc                          string
+}
+
+// contended: the service used well under the CPU it may use while the host
+// was busy with other processes or lost CPU to steal.
+func (h host) contended() bool {
+	full := h.busy+h.steal >= 0.85*float64(h.cpus)
+	return h.proc < 0.75*h.share && full && (h.others >= max(0.5, 0.25*float64(h.cpus)) || h.steal >= 0.1*float64(h.cpus))
+}
+
+// readHost compares the process's CPU (its /proc times, else the CPU
+// profile's samples) with the host's /proc/stat over the window.
+func readHost(ev *evidence.Evidence, gomaxprocs int, settings evidence.Settings) (host, bool) {
+	d, ok := ev.SystemDelta()
+	if !ok || len(d.CPUs) == 0 || d.Seconds <= 0 {
+		return host{}, false
+	}
+	t := d.CPUTotal()
+	h := host{cpus: len(d.CPUs), busy: (t.User + t.System + t.IRQ + t.SoftIRQ) / d.Seconds, steal: t.Steal / d.Seconds}
+	if a, b := d.Start.Process, d.End.Process; a != nil && b != nil && a.PID == b.PID {
+		h.proc = (b.UserCPUSeconds + b.SystemCPUSeconds - a.UserCPUSeconds - a.SystemCPUSeconds) / d.Seconds
+		h.procSrc = "/proc process times"
+	} else if p := ev.Profile(evidence.CPU); p != nil && p.DurationNanos > 0 {
+		st := ev.CPUStacks()
+		if st == nil || st.Unit != "nanoseconds" {
+			return host{}, false
+		}
+		h.proc = float64(st.Total) / float64(p.DurationNanos)
+		h.procSrc = "CPU profile samples"
+	} else {
+		return host{}, false
+	}
+	h.share = float64(h.cpus)
+	if gomaxprocs > 0 {
+		h.share = min(h.share, float64(gomaxprocs))
+	}
+	if settings.CPUQuota > 0 {
+		h.share = min(h.share, settings.CPUQuota)
+	}
+	h.others = max(0, h.busy-h.proc)
+	return h, true
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 // deferToCause ranks the wait behind the CPU finding that causes it: when
 // another rule explains a medium or worse share of CPU, fixing that frees
 // the CPU the goroutines wait for, so the wait's own estimate is capped at
 // half of the cause's and the finding says where the cause is.
-func deferToCause(f *rules.Finding, earlier []rules.Finding) {
+//
+// Under host contention the CPU finding is not the cause, but the wait
+// still ranks behind what the service itself can change.
+func deferToCause(f *rules.Finding, earlier []rules.Finding, hostContention bool) {
 	var cause *rules.Finding
 	for i, e := range earlier {
 		if e.Resource == "cpu" && e.Severity >= rules.Medium && (cause == nil || e.Impact > cause.Impact) {
@@ -204,9 +293,15 @@ func deferToCause(f *rules.Finding, earlier []rules.Finding) {
 	if cause == nil {
 		return
 	}
+	f.Impact = min(f.Impact, cause.Impact/2)
+	if hostContention {
+		// Other processes take the CPU: the service's own cost is not
+		// the cause, so no link, only the cap.
+		f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, so the service's own costs rank first", cause.Rule)
+		return
+	}
 	f.CausedBy = cause.ID
 	f.CauseReason = fmt.Sprintf("%s (%s) takes %s of CPU: the CPU the goroutines wait for", cause.ID, cause.Class, rules.Percent(cause.Impact))
-	f.Impact = min(f.Impact, cause.Impact/2)
 	f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, the CPU cost that makes goroutines wait", cause.Rule)
 	f.Caveats = append(f.Caveats, fmt.Sprintf("Likely a symptom: %s (%s) takes %s of CPU; fix it first and trace again.", cause.Rule, cause.Class, rules.Percent(cause.Impact)))
 }

@@ -246,3 +246,82 @@ func TestRanksBehindTheCPUCostThatCausesIt(t *testing.T) {
 		t.Fatalf("scheduling latency must rank behind its cause: %+v", res.Findings)
 	}
 }
+
+// hostSnapshots are /proc snapshots 10 s apart on a 2-CPU host: the service
+// used procCores, the host busyCores (user+system) and stealCores.
+func hostSnapshots(procCores, busyCores, stealCores float64) (start, end *bundle.SystemSnapshot) {
+	t0 := time.Unix(1_700_000_000, 0)
+	cpus := func(busy, steal float64) []bundle.CPUTimes {
+		var cs []bundle.CPUTimes
+		for i := range 2 {
+			cs = append(cs, bundle.CPUTimes{CPU: i, User: busy / 2 * 0.8, System: busy / 2 * 0.2, Steal: steal / 2, Idle: 10 - busy/2 - steal/2})
+		}
+		return cs
+	}
+	start = &bundle.SystemSnapshot{Time: t0, Machine: bundle.MachineInfo{NumCPU: 2}, CPUs: cpus(0, 0),
+		Process: &bundle.ProcessInfo{PID: 7, UserCPUSeconds: 100, SystemCPUSeconds: 10}}
+	end = &bundle.SystemSnapshot{Time: t0.Add(10 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2}, CPUs: cpus(busyCores*10, stealCores*10),
+		Process: &bundle.ProcessInfo{PID: 7, UserCPUSeconds: 100 + procCores*10*0.8, SystemCPUSeconds: 10 + procCores*10*0.2}}
+	return start, end
+}
+
+func TestHostContentionIsToldApart(t *testing.T) {
+	// The shape: the service used 0.65 of a core, the host's two
+	// CPUs were busy with other processes; the trace shows the Ps "running".
+	ev := bare()
+	ev.TraceSummary = summary(80*time.Millisecond, 0, 1000, 2, 1900*time.Millisecond, 2*time.Second)
+	ev.SystemStart, ev.SystemEnd = hostSnapshots(0.65, 1.95, 0)
+	res := run(ev)
+	if len(res.Findings) != 1 {
+		t.Fatalf("no finding: %+v", res.NotChecked)
+	}
+	f := res.Findings[0]
+	if !strings.Contains(f.Fix, "Host contention") || strings.Contains(f.Fix, "add CPU") || strings.Contains(f.Fix, "fan-out") || f.Severity != rules.Low {
+		t.Errorf("severity %s fix %q", f.Severity, f.Fix)
+	}
+	if !strings.Contains(f.Summary, "other processes") {
+		t.Errorf("summary %q", f.Summary)
+	}
+	// Steal, not neighbours: the hypervisor's other guests.
+	ev = bare()
+	ev.TraceSummary = summary(80*time.Millisecond, 0, 1000, 2, 1900*time.Millisecond, 2*time.Second)
+	ev.SystemStart, ev.SystemEnd = hostSnapshots(0.7, 0.8, 1.0)
+	if f := run(ev).Findings[0]; !strings.Contains(f.Fix, "hypervisor stole") {
+		t.Errorf("steal: fix %q", f.Fix)
+	}
+}
+
+func TestServiceOwnSaturationIsNotHostContention(t *testing.T) {
+	// The service itself used 1.9 of its 2 cores: it is saturated.
+	ev := bare()
+	ev.TraceSummary = summary(80*time.Millisecond, 0, 1000, 2, 1900*time.Millisecond, 2*time.Second)
+	ev.SystemStart, ev.SystemEnd = hostSnapshots(1.9, 1.95, 0)
+	f := run(ev).Findings[0]
+	if strings.Contains(f.Fix, "Host contention") || !strings.Contains(f.Fix, "CPU-saturated") || f.Severity != rules.High {
+		t.Errorf("severity %s fix %q", f.Severity, f.Fix)
+	}
+	// A quiet host and a service well under its share: bursts, not the host.
+	ev = bare()
+	ev.TraceSummary = summary(80*time.Millisecond, 0, 1000, 2, 500*time.Millisecond, 100*time.Millisecond)
+	ev.SystemStart, ev.SystemEnd = hostSnapshots(0.5, 0.6, 0)
+	if f := run(ev).Findings[0]; strings.Contains(f.Fix, "Host contention") || !strings.Contains(f.Fix, "bursts") {
+		t.Errorf("quiet host: fix %q", f.Fix)
+	}
+}
+
+func TestHostContentionStillRanksBehindTheServiceOwnCost(t *testing.T) {
+	cost := &rules.Rule{ID: "LIB003", Class: "reflection-serialization", Needs: []rules.Input{rules.Trace}, Check: func(p *rules.Pass) error {
+		p.Report(rules.Finding{Severity: rules.High, Impact: 0.54, Resource: "cpu"})
+		return nil
+	}}
+	ev := bare()
+	ev.TraceSummary = summary(40*time.Millisecond, 0, 1000, 2, 850*time.Millisecond, 2800*time.Millisecond)
+	ev.SystemStart, ev.SystemEnd = hostSnapshots(0.44, 2, 0)
+	res := rules.Run(ev, []*rules.Rule{Rule, cost})
+	if len(res.Findings) != 2 || res.Findings[0].Rule != "LIB003" || !strings.Contains(res.Findings[1].Fix, "Host contention") {
+		t.Fatalf("%+v", res.Findings)
+	}
+	if c := strings.Join(res.Findings[1].Caveats, " "); strings.Contains(c, "Likely a symptom") {
+		t.Errorf("host contention called a symptom of the service's CPU cost: %s", c)
+	}
+}
