@@ -121,3 +121,25 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		Interrupted: j.Interrupted}
 	return nil
 }
+
+type stepJSON struct {
+	Rate   float64 `json:"rate"`
+	Value  float64 `json:"objective_ms"`
+	Pass   bool    `json:"pass"`
+	Why    string  `json:"why,omitempty"`
+	Result *Result `json:"result"`
+}
+
+// MarshalJSON writes the search as `load --find-max --format json` shows it:
+// the objective, the best rate and each step with its objective figure in ms.
+func (c *Capacity) MarshalJSON() ([]byte, error) {
+	steps := make([]stepJSON, 0, len(c.Steps))
+	for _, s := range c.Steps {
+		steps = append(steps, stepJSON{s.Rate, ms(s.Value), s.Pass, s.Why, s.Result})
+	}
+	return json.Marshal(struct {
+		Objective string     `json:"objective"`
+		Best      float64    `json:"best_rate"`
+		Steps     []stepJSON `json:"steps"`
+	}{c.Objective.String(), c.Best, steps})
+}
