@@ -200,7 +200,7 @@ func (r *sysResult) writeBundle(dir string) error {
 	add("system-end", bundle.SystemEndFile, func(p string) error { return bundle.WriteJSONAtomic(p, r.delta.End) })
 	if r.perfRan {
 		if p := r.ev.Profiles[evidence.Perf]; p != nil {
-			add("perf", bundle.PerfFile, func(path string) error { _, err := collect.WriteProfile(path, p); return err })
+			add("perf", bundle.PerfFile, func(path string) error { _, err := bundle.WriteProfile(path, p); return err })
 		} else {
 			m.Items = append(m.Items, bundle.Item{Name: "perf", Status: bundle.StatusFailed, Error: r.perfErr.Error()})
 		}
