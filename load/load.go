@@ -276,3 +276,12 @@ func (cfg Config) validate() (Config, *target, error) {
 	}
 	return cfg, t, nil
 }
+
+// AllFailed is an error when every request failed, so an unreachable
+// target fails a command rather than printing zeros; nil otherwise.
+func (r *Result) AllFailed() error {
+	if r.Requests > 0 && r.Requests == r.Errors {
+		return fmt.Errorf("every request failed (%s)", r.ErrorKinds())
+	}
+	return nil
+}

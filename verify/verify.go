@@ -91,8 +91,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if res.Requests > 0 && res.Errors == res.Requests {
-			return nil, 0, fmt.Errorf("%s: every request failed (%s)", cfg.URL, res.ErrorKinds())
+		if err := res.AllFailed(); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", cfg.URL, err)
 		}
 		if cpu1, ok := processCPU(pid); ok && cpuOK && res.Requests > 0 {
 			cpu = (cpu1 - cpu0) * 1e6 / float64(res.Requests)

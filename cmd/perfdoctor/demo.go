@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,18 +68,6 @@ func (a *app) demo(ctx context.Context, dir string, duration time.Duration, conc
 	bundleDir := filepath.Join(dir, "bundle")
 	fmt.Fprintf(a.stderr, "demo: try: perfdoctor diagnose %s, go tool pprof %s\n", bundleDir, filepath.Join(bundleDir, bundle.CPUFile))
 	return nil
-}
-
-// removeOldBundle clears a previous demo's bundle, and only a bundle: a
-// directory without a perfdoctor manifest is left alone.
-func removeOldBundle(dir string) error {
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if _, err := bundle.ReadManifest(dir); err != nil {
-		return fmt.Errorf("%s exists and is not a perfdoctor bundle; move it away or choose another --output", dir)
-	}
-	return os.RemoveAll(dir)
 }
 
 // parseReady reads the rest of "ready app=URL pprof=URL".

@@ -186,8 +186,8 @@ Ctrl-C stops the run and still reports what was measured.`,
 // loadOutcome turns a run where nothing succeeded into an error, so an
 // unreachable target fails the command rather than printing zeros.
 func loadOutcome(res *load.Result) error {
-	if res.Requests > 0 && res.Requests == res.Errors {
-		return fmt.Errorf("every request failed (%s)", res.ErrorKinds())
+	if err := res.AllFailed(); err != nil {
+		return err
 	}
 	if res.Interrupted {
 		return errInterrupted
