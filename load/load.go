@@ -85,15 +85,15 @@ type Percentiles struct {
 
 // Quantile is one row of the full percentile table.
 type Quantile struct {
-	Percentile float64       `json:"percentile"`
-	Value      time.Duration `json:"-"`
+	Percentile float64
+	Value      time.Duration
 }
 
 // Second is one second of the timeline, by completion time.
 type Second struct {
-	T      int   `json:"t"` // seconds since the start
-	OK     int64 `json:"ok"`
-	Errors int64 `json:"errors"`
+	T      int // seconds since the start
+	OK     int64
+	Errors int64
 	// Latency of the successful requests that completed in this second
 	// (corrected in open loop), at 2 significant figures.
 	P50, P99, Max time.Duration

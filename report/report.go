@@ -26,7 +26,7 @@ type Report struct {
 	NotChecked    []rules.NotChecked `json:"not_checked"`
 	Inputs        Inputs             `json:"inputs"`
 	// Load is the load that ran while the evidence was collected (perfdoctor
-	// run, demo), when the evidence has load.json.
+	// run, demo), when the evidence has load results.
 	Load *LoadFigures `json:"load,omitempty"`
 
 	// Evidence is what the report was made from. The HTML report draws its
@@ -151,7 +151,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Metrics:       rules.Has(ev, rules.Metrics),
 		System:        rules.Has(ev, rules.System),
 		Trace:         ev.TracePath != "",
-		Load:          ev.LoadPath != "",
+		Load:          ev.Load != nil,
 		JVM:           jvmInfo(ev),
 	}
 	if in.Skipped == nil {
@@ -177,7 +177,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 	}
 	in.Runtime = inputRuntime(ev)
 	r.Inputs = in
-	r.Load = readLoadFigures(ev.LoadPath)
+	r.Load = loadFigures(ev.Load)
 	return r
 }
 

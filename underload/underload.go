@@ -91,7 +91,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return r, fmt.Errorf("load: %w", lo.err)
 	}
 	summary := bundle.LoadSummary{URL: cfg.URL, Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: bundle.Duration(lo.res.Duration)}
-	if err := bundle.AddLoad(o.BundleDir, lo.res, summary); err != nil {
+	if err := bundle.AddLoad(o.BundleDir, lo.res.Schema(), summary); err != nil {
 		return r, fmt.Errorf("saving load results: %w", err)
 	}
 	return r, nil
