@@ -29,6 +29,10 @@ type Report struct {
 	// run, demo), when the evidence has load results.
 	Load *LoadFigures `json:"load,omitempty"`
 
+	// Catalog is the rules the diagnosis checked (from the caller's
+	// rules.Run): SARIF describes them as tool.driver.rules.
+	Catalog []*rules.Rule `json:"-"`
+
 	// Evidence is what the report was made from. The HTML report draws its
 	// flame graphs, GC and load figures from it; other formats ignore it,
 	// and a Report built by hand may leave it nil.
@@ -134,6 +138,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Tool:          tool,
 		Findings:      res.Findings,
 		NotChecked:    res.NotChecked,
+		Catalog:       res.Catalog,
 		Evidence:      ev,
 	}
 	if r.Findings == nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/internal/ruledocs"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 // SARIF 2.1.0 (OASIS), the format code-scanning services read. Only the
@@ -26,8 +25,8 @@ type SARIFOptions struct {
 	// uriBaseId SRCROOT), as code-scanning services want; others stay
 	// absolute file URIs.
 	SourceRoot string
-	// Rules is the catalog described in tool.driver.rules; nil means
-	// catalog.All().
+	// Rules is the catalog described in tool.driver.rules; nil means the
+	// report's Catalog.
 	Rules []*rules.Rule
 }
 
@@ -138,7 +137,7 @@ func WriteSARIF(w io.Writer, r *Report) error { return WriteSARIFWith(w, r, SARI
 func WriteSARIFWith(w io.Writer, r *Report, opts SARIFOptions) error {
 	cat := opts.Rules
 	if cat == nil {
-		cat = catalog.All()
+		cat = r.Catalog
 	}
 	name, version := "perfdoctor", ""
 	if f := strings.Fields(r.Tool); len(f) == 2 {

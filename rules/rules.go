@@ -174,11 +174,12 @@ type NotChecked struct {
 type Result struct {
 	Findings   []Finding
 	NotChecked []NotChecked
+	Catalog    []*Rule // the rules the run checked, which reports describe
 }
 
 // Run checks every rule against the evidence and ranks the findings.
 func Run(ev *evidence.Evidence, catalog []*Rule) Result {
-	var res Result
+	res := Result{Catalog: catalog}
 	var earlier []Finding
 	run := func(r *Rule) {
 		var missing []Input
