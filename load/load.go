@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 )
 
@@ -180,16 +181,8 @@ func (r *Result) ErrorKinds() string {
 	return strings.Join(kinds, " ")
 }
 
-func fmtDur(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	default:
-		return d.Round(time.Microsecond).String()
-	}
-}
+// fmtDur rounds a latency for reading (human.RoundDuration).
+func fmtDur(d time.Duration) string { return human.RoundDuration(d).String() }
 
 const (
 	modeClosed = "closed"

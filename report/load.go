@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 )
 
 // LoadFigures are the load generator's results (bundle.LoadResult, from
@@ -90,9 +91,9 @@ func describeLoad(l *LoadFigures) string {
 		fmt.Fprintf(&b, "closed loop, %d connections", l.Concurrency)
 	}
 	fmt.Fprintf(&b, ", %.1f req/s over %.0fs, latency p50 %s p99 %s p99.9 %s max %s", l.Throughput, l.DurationMS/1000,
-		fmtMS(l.Latency.P50), fmtMS(l.Latency.P99), fmtMS(l.Latency.P999), fmtMS(l.Latency.Max))
+		human.Millis(l.Latency.P50), human.Millis(l.Latency.P99), human.Millis(l.Latency.P999), human.Millis(l.Latency.Max))
 	if l.Service != nil {
-		fmt.Fprintf(&b, " (from the due time; service p99 %s; %d late, %d never sent)", fmtMS(l.Service.P99), l.LateSends, l.Dropped)
+		fmt.Fprintf(&b, " (from the due time; service p99 %s; %d late, %d never sent)", human.Millis(l.Service.P99), l.LateSends, l.Dropped)
 	}
 	fmt.Fprintf(&b, ", %d errors", l.Errors)
 	if l.Errors > 0 {

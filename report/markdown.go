@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -44,7 +45,7 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 		if len(l.Timeline) > 1 {
 			bw.WriteString("\n<details><summary>Load per second</summary>\n\n| second | ok | errors | p50 | p99 | max |\n|---:|---:|---:|---:|---:|---:|\n")
 			for _, s := range l.Timeline {
-				fmt.Fprintf(bw, "| %d | %d | %d | %s | %s | %s |\n", s.T, s.OK, s.Errors, fmtMS(s.P50), fmtMS(s.P99), fmtMS(s.Max))
+				fmt.Fprintf(bw, "| %d | %d | %d | %s | %s | %s |\n", s.T, s.OK, s.Errors, human.Millis(s.P50), human.Millis(s.P99), human.Millis(s.Max))
 			}
 			bw.WriteString("\n</details>\n")
 		}
@@ -70,7 +71,7 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 				sev = "**" + sev + "**"
 			}
 			fmt.Fprintf(bw, "| %d | %s | %s | %s | %s of %s | %s |\n", i+1, sev, f.Class, f.Rule,
-				rules.Percent(f.Impact), f.Resource, mdCell(f.Summary))
+				human.Percent(f.Impact), f.Resource, mdCell(f.Summary))
 		}
 		for i, f := range r.Findings[:min(top, len(r.Findings))] {
 			writeMarkdownFinding(bw, i+1, f)
@@ -90,7 +91,7 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 }
 
 func writeMarkdownFinding(w *bufio.Writer, n int, f rules.Finding) {
-	fmt.Fprintf(w, "\n#### %d. %s (%s): est. gain %s of %s\n\n%s\n", n, f.Class, f.Rule, rules.Percent(f.Impact), f.Resource, mdText(f.Summary))
+	fmt.Fprintf(w, "\n#### %d. %s (%s): est. gain %s of %s\n\n%s\n", n, f.Class, f.Rule, human.Percent(f.Impact), f.Resource, mdText(f.Summary))
 	if len(f.Locations) > 0 {
 		var where []string
 		for _, l := range f.Locations[:min(3, len(f.Locations))] {
@@ -103,7 +104,7 @@ func writeMarkdownFinding(w *bufio.Writer, n int, f rules.Finding) {
 				}
 				detail = append(detail, pos)
 			}
-			detail = append(detail, rules.Percent(l.Share))
+			detail = append(detail, human.Percent(l.Share))
 			if l.Role != "" {
 				detail = append(detail, l.Role)
 			}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/internal/ruledocs"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -171,7 +172,7 @@ func WriteSARIFWith(w io.Writer, r *Report, opts SARIFOptions) error {
 			RuleID:    f.Rule,
 			RuleIndex: i,
 			Level:     sarifLevel(f.Severity),
-			Message: sarifMessage{Text: mdText(f.Summary) + " Estimated gain: " + rules.Percent(f.Impact) + " of " + f.Resource +
+			Message: sarifMessage{Text: mdText(f.Summary) + " Estimated gain: " + human.Percent(f.Impact) + " of " + f.Resource +
 				". Fix: " + mdText(f.Fix)},
 			Properties: map[string]any{
 				"class":    f.Class,
@@ -186,7 +187,7 @@ func WriteSARIFWith(w io.Writer, r *Report, opts SARIFOptions) error {
 				Properties:       map[string]any{"share": l.Share},
 			}
 			if l.Role != "" {
-				loc.Message = &sarifMessage{Text: l.Role + ", " + rules.Percent(l.Share) + " of the profile"}
+				loc.Message = &sarifMessage{Text: l.Role + ", " + human.Percent(l.Share) + " of the profile"}
 			}
 			if l.File != "" {
 				loc.PhysicalLocation = &sarifPhysical{ArtifactLocation: artifactFor(l.File, root)}

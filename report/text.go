@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -61,7 +62,7 @@ func WriteText(w io.Writer, r *Report) error {
 }
 
 func writeFinding(w io.Writer, n int, f rules.Finding) {
-	fmt.Fprintf(w, "\n%d. [%s] %s (%s)  est. gain %s of %s\n", n, strings.ToUpper(f.Severity.String()), f.Class, f.Rule, rules.Percent(f.Impact), f.Resource)
+	fmt.Fprintf(w, "\n%d. [%s] %s (%s)  est. gain %s of %s\n", n, strings.ToUpper(f.Severity.String()), f.Class, f.Rule, human.Percent(f.Impact), f.Resource)
 	fmt.Fprintf(w, "   %s\n", f.Summary)
 	if len(f.Evidence) > 0 {
 		fmt.Fprintln(w, "   Evidence:")
@@ -80,7 +81,7 @@ func writeFinding(w io.Writer, n int, f rules.Finding) {
 			if l.File != "" {
 				pos = fmt.Sprintf("%s:%d", filepath.Base(l.File), l.Line)
 			}
-			fmt.Fprintf(w, "     %6s  %-40s %s  (%s)\n", rules.Percent(l.Share), rules.ShortFunc(l.Function), pos, l.Role)
+			fmt.Fprintf(w, "     %6s  %-40s %s  (%s)\n", human.Percent(l.Share), rules.ShortFunc(l.Function), pos, l.Role)
 		}
 	}
 	fmt.Fprintf(w, "   Fix: %s\n", wrap(f.Fix, 8))
@@ -132,7 +133,7 @@ func timelineLine(secs []LoadSecond) string {
 	parts := make([]string, 0, len(secs))
 	for _, s := range secs {
 		// No space inside an entry, so wrapping splits between seconds.
-		parts = append(parts, fmt.Sprintf("%d/%s", s.OK, strings.ReplaceAll(fmtMS(s.P99), " ", "")))
+		parts = append(parts, fmt.Sprintf("%d/%s", s.OK, strings.ReplaceAll(human.Millis(s.P99), " ", "")))
 	}
 	return wrap(strings.Join(parts, ", "), 4)
 }
@@ -144,7 +145,7 @@ func describeRuntime(rt *RuntimeFigures) string {
 		parts = append(parts, fmt.Sprintf("GC %.3g cycles/s", rt.GCCyclesPerSec))
 	}
 	if rt.GCCPUShare > 0 {
-		parts = append(parts, "GC CPU "+rules.Percent(rt.GCCPUShare))
+		parts = append(parts, "GC CPU "+human.Percent(rt.GCCPUShare))
 	}
 	if rt.GCPauseP99Ms > 0 {
 		parts = append(parts, fmt.Sprintf("pause p99 %.3g ms", rt.GCPauseP99Ms))
@@ -153,7 +154,7 @@ func describeRuntime(rt *RuntimeFigures) string {
 		parts = append(parts, fmt.Sprintf("runnable->running p99 %.3g ms", rt.SchedLatencyP99Ms))
 	}
 	if rt.GoroutinesCreatedPerSec > 0 {
-		parts = append(parts, fmt.Sprintf("goroutines created %s/s", rules.HumanNumber(rt.GoroutinesCreatedPerSec)))
+		parts = append(parts, fmt.Sprintf("goroutines created %s/s", human.Number(rt.GoroutinesCreatedPerSec)))
 	}
 	return strings.Join(parts, ", ") + " (" + strings.Join(rt.Sources, ", ") + ")"
 }

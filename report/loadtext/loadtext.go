@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/load"
-	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/verify"
 )
 
@@ -19,7 +19,7 @@ func Latency(d time.Duration) string {
 	if d == 0 {
 		return "-"
 	}
-	return rules.RoundDuration(d).String()
+	return human.RoundDuration(d).String()
 }
 
 // WriteResult writes a load result for a human, wrk-style.

@@ -16,7 +16,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
-	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules/portexhaust"
 )
 
@@ -125,7 +125,7 @@ func Summarize(d *evidence.SystemDelta, perfProf *profile.Profile, perfErr error
 				k += smp.Value[0]
 			}
 		}
-		s.Perf = fmt.Sprintf("%d samples, %s with kernel frames", n, rules.Percent(float64(k)/float64(max(n, 1))))
+		s.Perf = fmt.Sprintf("%d samples, %s with kernel frames", n, human.Percent(float64(k)/float64(max(n, 1))))
 	case perfErr != nil:
 		s.Perf = "not recorded: " + perfErr.Error()
 	}
@@ -147,7 +147,7 @@ func WriteText(w io.Writer, s Summary) error {
 			}
 			fmt.Fprintf(&b, "%-5s %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%% %8s %8s\n", name,
 				c.User*100, c.System*100, c.SoftIRQ*100, c.IRQ*100, c.Steal*100, c.IOWait*100, c.Idle*100,
-				rules.HumanNumber(float64(rx)), rules.HumanNumber(float64(tx)))
+				human.Number(float64(rx)), human.Number(float64(tx)))
 		}
 	}
 	if s.TCPStates != nil {
@@ -159,12 +159,12 @@ func WriteText(w io.Writer, s Summary) error {
 				sc.TCPTWReuse, sc.TCPFinTimeout, sc.TCPMaxTWBuckets, sc.Somaxconn, sc.TCPMaxSynBacklog)
 		}
 		for _, dst := range s.Destinations {
-			fmt.Fprintf(&b, "  to %-22s %6d sockets, %6d TIME_WAIT, ~%.0f new/s (%s of the ceiling)\n", dst.Addr, dst.Sockets, dst.TimeWait, dst.Rate, rules.Percent(dst.Rate/dst.Ceiling))
+			fmt.Fprintf(&b, "  to %-22s %6d sockets, %6d TIME_WAIT, ~%.0f new/s (%s of the ceiling)\n", dst.Addr, dst.Sockets, dst.TimeWait, dst.Rate, human.Percent(dst.Rate/dst.Ceiling))
 		}
 		var cs []string
 		for _, c := range shownCounters {
 			if v, ok := s.Counters[c]; ok {
-				cs = append(cs, fmt.Sprintf("%s %s", strings.TrimPrefix(strings.TrimPrefix(c, "TcpExt."), "Tcp."), rules.HumanNumber(float64(v))))
+				cs = append(cs, fmt.Sprintf("%s %s", strings.TrimPrefix(strings.TrimPrefix(c, "TcpExt."), "Tcp."), human.Number(float64(v))))
 			}
 		}
 		if len(cs) > 0 {
@@ -172,15 +172,15 @@ func WriteText(w io.Writer, s Summary) error {
 		}
 	}
 	if ct := s.Conntrack; ct != nil {
-		fmt.Fprintf(&b, "conntrack: %d of %d entries (%s)\n", ct.Count, ct.Max, rules.Percent(float64(ct.Count)/float64(max(ct.Max, 1))))
+		fmt.Fprintf(&b, "conntrack: %d of %d entries (%s)\n", ct.Count, ct.Max, human.Percent(float64(ct.Count)/float64(max(ct.Max, 1))))
 	}
 	if p := s.Process; p != nil {
 		fmt.Fprintf(&b, "\nprocess %d (%s): %.2f CPUs (%s system), RSS %s, %d threads, %d of %d fds, %.0f voluntary + %.0f involuntary context switches/s\n",
-			p.PID, p.Comm, p.CPUCores, rules.Percent(p.SystemShare), rules.HumanBytes(p.RSSBytes), p.Threads, p.OpenFDs, p.FDLimit, p.VoluntaryPS, p.NonvoluntaryPS)
+			p.PID, p.Comm, p.CPUCores, human.Percent(p.SystemShare), human.Bytes(p.RSSBytes), p.Threads, p.OpenFDs, p.FDLimit, p.VoluntaryPS, p.NonvoluntaryPS)
 	}
 	if cg := s.Cgroup; cg != nil {
 		fmt.Fprintf(&b, "cgroup v%d %s: quota %s, memory %s of %s, throttled %d of %d periods\n", cg.Version, cg.Path,
-			quota(cg.CPUQuotaCores), rules.HumanBytes(cg.MemoryUsageBytes), limit(cg.MemoryLimitBytes), cg.NrThrottled, cg.NrPeriods)
+			quota(cg.CPUQuotaCores), human.Bytes(cg.MemoryUsageBytes), limit(cg.MemoryLimitBytes), cg.NrThrottled, cg.NrPeriods)
 	}
 	if s.Perf != "" {
 		fmt.Fprintf(&b, "perf: %s\n", s.Perf)
@@ -231,5 +231,5 @@ func limit(b uint64) string {
 	if b == 0 {
 		return "no limit"
 	}
-	return rules.HumanBytes(b)
+	return human.Bytes(b)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -171,13 +172,13 @@ func check(pass *rules.Pass) error {
 		facts = append(facts, rules.Share("findMatch share of deflate (hash-chain search)", chain))
 		switch {
 		case chain >= highChain:
-			best.level = "compress/flate, likely a high level (7-9, BestCompression is 9): the level number is not in the profile, but findMatch takes " + rules.Percent(chain) + " of deflate"
+			best.level = "compress/flate, likely a high level (7-9, BestCompression is 9): the level number is not in the profile, but findMatch takes " + human.Percent(chain) + " of deflate"
 			best.high = true
 			best.fix = stdHighFix
 		case chain >= midChain:
-			best.level = "compress/flate, likely a middle level (4-6, DefaultCompression is 6): findMatch takes " + rules.Percent(chain) + " of deflate"
+			best.level = "compress/flate, likely a middle level (4-6, DefaultCompression is 6): findMatch takes " + human.Percent(chain) + " of deflate"
 		default:
-			best.level = "compress/flate, likely a low level (2-3): findMatch takes " + rules.Percent(chain) + " of deflate"
+			best.level = "compress/flate, likely a low level (2-3): findMatch takes " + human.Percent(chain) + " of deflate"
 		}
 	}
 	facts = append(facts, rules.Text("level (from the frames)", best.level))
@@ -202,14 +203,14 @@ func check(pass *rules.Pass) error {
 	callers := cpu.TopSites(5, cpu.CallerOf(Frames, app))
 	fix := best.fix
 	if setup >= 0.01 {
-		fix += " Writers are created per call (" + rules.Percent(setup) + " of CPU in set-up, and each flate writer allocates ~1 MB at levels 2-9): reuse them with Reset from a sync.Pool."
+		fix += " Writers are created per call (" + human.Percent(setup) + " of CPU in set-up, and each flate writer allocates ~1 MB at levels 2-9): reuse them with Reset from a sync.Pool."
 	}
 	f := rules.Finding{
 		Severity:    sev,
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: basis,
-		Summary:     fmt.Sprintf("Compression uses %s of CPU (%s)", rules.Percent(share), best.level),
+		Summary:     fmt.Sprintf("Compression uses %s of CPU (%s)", human.Percent(share), best.level),
 		Evidence:    facts,
 		Fix:         fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,

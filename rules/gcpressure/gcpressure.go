@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -150,7 +151,7 @@ func check(pass *rules.Pass) error {
 	if haveGC {
 		rate = fmt.Sprintf(", %.1f GC cycles/s", gc.CyclesPerSec)
 	}
-	f.Summary = fmt.Sprintf("The garbage collector uses %s of CPU%s", rules.Percent(gcShare), rate)
+	f.Summary = fmt.Sprintf("The garbage collector uses %s of CPU%s", human.Percent(gcShare), rate)
 	if len(sites) > 0 {
 		f.Summary += fmt.Sprintf("; top allocation site %s", rules.ShortFunc(sites[0].Func))
 	}
@@ -167,7 +168,7 @@ func check(pass *rules.Pass) error {
 	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
 	if scan.LiveObjects >= minLiveObjects && scan.Scan >= minScanOfGC*scan.GC {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("Each cycle scans %s live objects (%s of CPU in heap scanning): a pointer-free layout for long-lived data (see GC002) would make every cycle cheaper too.",
-			rules.HumanNumber(float64(scan.LiveObjects)), rules.Percent(scan.Scan)))
+			human.Number(float64(scan.LiveObjects)), human.Percent(scan.Scan)))
 	}
 	if !pass.Has(rules.Allocs) {
 		f.Caveats = append(f.Caveats, "No allocs profile: the allocation sites are not named.")
@@ -265,7 +266,7 @@ func headroom(s evidence.Settings, live uint64, gcShare float64) advice {
 	fact.Value += " (90% of " + limitSrc + ")"
 	a.facts = append(a.facts, fact)
 	if proposed <= gogc {
-		a.text = fmt.Sprintf("The live heap (%s) leaves no room to raise GOGC within %s: cut allocations, or give the service more memory.", rules.HumanBytes(live), rules.HumanBytes(budget))
+		a.text = fmt.Sprintf("The live heap (%s) leaves no room to raise GOGC within %s: cut allocations, or give the service more memory.", human.Bytes(live), human.Bytes(budget))
 		return a
 	}
 	after := gcShare * float64(100+gogc) / float64(100+proposed)
@@ -276,7 +277,7 @@ func headroom(s evidence.Settings, live uint64, gcShare float64) advice {
 		rules.Share("expected GC share of CPU at the proposed GOGC", after),
 	)
 	a.text = fmt.Sprintf("Then give the GC headroom: GOMEMLIMIT=%s and GOGC=%d (now %d). Expected GC CPU about %s instead of %s; memory cost: peak heap from ~%s to ~%s, capped by GOMEMLIMIT.",
-		goMemLimit(budget), proposed, gogc, rules.Percent(after), rules.Percent(gcShare), rules.HumanBytes(peakNow), rules.HumanBytes(peakAfter))
+		goMemLimit(budget), proposed, gogc, human.Percent(after), human.Percent(gcShare), human.Bytes(peakNow), human.Bytes(peakAfter))
 	a.example = fmt.Sprintf("GOMEMLIMIT=%s GOGC=%d   # or in code: debug.SetMemoryLimit(%d); debug.SetGCPercent(%d)", goMemLimit(budget), proposed, budget, proposed)
 	return a
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -315,12 +316,12 @@ func check(pass *rules.Pass) error {
 		drained = peak > totals[0] && float64(peak-totals[len(totals)-1]) >= 0.25*float64(peak-totals[0])
 		parts := make([]string, len(totals))
 		for i, t := range totals {
-			parts[i] = rules.HumanBytes(uint64(t))
+			parts[i] = human.Bytes(uint64(t))
 		}
 		facts = append(facts, rules.Text("in-use heap over the series", strings.Join(parts, " → ")))
 		switch {
 		case drained:
-			why = append(why, fmt.Sprintf("the heap peaked at %s and fell back to %s by the end: it drains", rules.HumanBytes(uint64(peak)), rules.HumanBytes(uint64(totals[len(totals)-1]))))
+			why = append(why, fmt.Sprintf("the heap peaked at %s and fell back to %s by the end: it drains", human.Bytes(uint64(peak)), human.Bytes(uint64(totals[len(totals)-1]))))
 		case steady:
 			why = append(why, fmt.Sprintf("the heap grew in every one of %d snapshots", len(series)))
 		}
@@ -339,7 +340,7 @@ func check(pass *rules.Pass) error {
 		case tracks:
 			per := float64(total) / rise
 			facts = append(facts, rules.Bytes("heap growth per added goroutine", uint64(per)))
-			why = append(why, fmt.Sprintf("goroutines grew with the heap, from %.0f to %.0f (%s of growth each): work is piling up in flight", g.start, g.end, rules.HumanBytes(uint64(per))))
+			why = append(why, fmt.Sprintf("goroutines grew with the heap, from %.0f to %.0f (%s of growth each): work is piling up in flight", g.start, g.end, human.Bytes(uint64(per))))
 		case flat:
 			why = append(why, fmt.Sprintf("the goroutine count stayed flat (%.0f → %.0f) while the heap grew: the memory is retained, not in flight", g.rawStart, g.rawEnd))
 		}
@@ -410,19 +411,19 @@ func check(pass *rules.Pass) error {
 	switch verdict {
 	case Leak:
 		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s and looks like a leak; most growth at %s",
-			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+			human.Percent(rel), human.Bytes(uint64(base)), human.Bytes(uint64(end)), span, site)
 		f.Fix = fmt.Sprintf("Bound what %s keeps: evict by age or size, delete entries when their request or session ends, or cap the cache. Why a leak: %s. Verify with two new heap snapshots: the site must stop growing.",
 			site, strings.Join(why, "; "))
 		f.Example = "if len(cache) > maxEntries { evictOldest(cache) } // or an LRU with a fixed capacity"
 	case Backlog:
 		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s with a backlog of work, not a leak; most growth at %s",
-			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+			human.Percent(rel), human.Bytes(uint64(base)), human.Bytes(uint64(end)), span, site)
 		f.Fix = fmt.Sprintf("This is a throughput limit: %s. Bound the backlog (a semaphore or buffered channel; reject or shed when full) so memory cannot follow the load, and add capacity where the work waits (see the latency and CPU findings).",
 			strings.Join(why, "; "))
 		f.Example = "sem := make(chan struct{}, maxInFlight) // acquire per job; 503 when full"
 	default:
 		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s; most growth at %s; one window cannot tell a leak from a backlog",
-			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+			human.Percent(rel), human.Bytes(uint64(base)), human.Bytes(uint64(end)), span, site)
 		f.Fix = fmt.Sprintf("Find out whether %s's growth drains: take a heap series (perfdoctor collect --heap-every 10s) or collect again after the load stops. If it keeps growing, bound what it keeps (a leak); if it drains, bound the queue and add capacity (a backlog).", site)
 		f.Caveats = append(f.Caveats, "One window cannot tell a leak from a backlog here: no heap series and no goroutine counts at both ends (runtime/metrics from the agent, or an execution trace).")
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -85,7 +86,7 @@ func check(pass *rules.Pass) error {
 		ImpactBasis: "half of the scheduler's share of CPU: matching GOMAXPROCS to the quota and cutting goroutine handoffs removes the spinning, not the scheduling itself",
 		Evidence:    []rules.Fact{rules.Share("scheduler share of CPU", share)},
 		Frames:      cpu.Matched(Frames, 10),
-		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", rules.Percent(share)),
+		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", human.Percent(share)),
 		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
 	}
 	if s.GOMAXPROCS > 0 {
@@ -101,7 +102,7 @@ func check(pass *rules.Pass) error {
 	}
 	if over {
 		want := int(limit + 0.999)
-		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", s.GOMAXPROCS, limitName, rules.Percent(share))
+		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", s.GOMAXPROCS, limitName, human.Percent(share))
 		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
 		f.Severity = max(f.Severity+1, rules.Medium)
