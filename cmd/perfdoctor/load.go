@@ -1,16 +1,12 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,15 +64,9 @@ func (f *loadFlags) config(cmd *cobra.Command, url string) (load.Config, error) 
 	if f.duration <= 0 || f.duration > load.MaxDuration {
 		return cfg, usageError{fmt.Errorf("--duration %s out of range (0, %s]", f.duration, load.MaxDuration)}
 	}
-	if len(f.headers) > 0 {
-		cfg.Header = http.Header{}
-		for _, h := range f.headers {
-			name, value, ok := strings.Cut(h, ":")
-			if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") {
-				return cfg, usageError{fmt.Errorf("--header %q: want \"Name: value\"", h)}
-			}
-			cfg.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-		}
+	var err error
+	if cfg.Header, err = load.ParseHeaders(f.headers); err != nil {
+		return cfg, usageError{fmt.Errorf("--header: %w", err)}
 	}
 	if f.bodyFile != "" {
 		b, err := os.ReadFile(f.bodyFile)
@@ -86,18 +76,9 @@ func (f *loadFlags) config(cmd *cobra.Command, url string) (load.Config, error) 
 		cfg.Body = b
 	}
 	if f.caCert != "" {
-		pem, err := os.ReadFile(f.caCert)
-		if err != nil {
+		if cfg.TLS, err = load.TrustCA(f.caCert); err != nil {
 			return cfg, fmt.Errorf("--cacert: %w", err)
 		}
-		roots, err := x509.SystemCertPool()
-		if err != nil {
-			roots = x509.NewCertPool()
-		}
-		if !roots.AppendCertsFromPEM(pem) {
-			return cfg, fmt.Errorf("--cacert %s: no PEM certificate in it", f.caCert)
-		}
-		cfg.TLS = &tls.Config{RootCAs: roots}
 	}
 	return cfg, nil
 }
@@ -239,19 +220,9 @@ func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int
 		return errInterrupted
 	}
 	if c.Best == 0 {
-		return fmt.Errorf("no rate met %s (lowest tried %g req/s)", obj, lowestRate(c))
+		return fmt.Errorf("no rate met %s (lowest tried %g req/s)", obj, c.LowestRate())
 	}
 	return nil
-}
-
-func lowestRate(c *load.Capacity) float64 {
-	low := 0.0
-	for _, s := range c.Steps {
-		if low == 0 || s.Rate < low {
-			low = s.Rate
-		}
-	}
-	return low
 }
 
 func writeJSON(w io.Writer, v any) error {
