@@ -56,38 +56,25 @@ type captureSpec struct {
 func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 	start := time.Now()
 	rec := CaptureRecord{Time: start, Trigger: spec.trigger}
-	if err := os.MkdirAll(spec.dir, 0o755); err != nil {
-		return rec, err
-	}
-	tmp, err := os.MkdirTemp(spec.dir, ".tmp-capture-")
+	w, err := bundle.NewWriter(spec.dir, ".tmp-capture-")
 	if err != nil {
 		return rec, err
 	}
-	defer os.RemoveAll(tmp) // no-op after the rename
+	defer w.Abort() // no-op after the rename
 	m := captureManifest{
 		Manifest: bundle.Manifest{
-			FormatVersion: bundle.FormatVersion,
-			Tool:          "perfdoctor agent",
-			Target:        fmt.Sprintf("self (pid %d)", os.Getpid()),
-			Start:         start,
-			Duration:      bundle.Duration(spec.cpu),
-			PID:           os.Getpid(),
+			Tool:     "perfdoctor agent",
+			Target:   fmt.Sprintf("self (pid %d)", os.Getpid()),
+			Start:    start,
+			Duration: bundle.Duration(spec.cpu),
+			PID:      os.Getpid(),
 		},
 		Trigger: spec.trigger,
 	}
-	add := func(name, file string, t0 time.Time, err error) {
-		it := bundle.Item{Name: name, File: file, Status: bundle.StatusOK, Duration: bundle.Duration(time.Since(t0))}
-		if err != nil {
-			it.Status, it.Error, it.File = bundle.StatusFailed, err.Error(), ""
-			m.Partial = true
-		} else if st, err := os.Stat(filepath.Join(tmp, file)); err == nil {
-			it.Bytes = st.Size()
-		}
-		m.Items = append(m.Items, it)
-	}
+	add := func(name, file string, t0 time.Time, err error) { w.Written(name, file, time.Since(t0), err) }
 	writeProfile := func(name, file string) {
 		t0 := time.Now()
-		add(name, file, t0, writeTo(filepath.Join(tmp, file), func(f *os.File) error {
+		add(name, file, t0, writeTo(w.Path(file), func(f *os.File) error {
 			p := pprof.Lookup(strings.TrimSuffix(name, "-start"))
 			if p == nil {
 				return fmt.Errorf("no %s profile", name)
@@ -101,7 +88,7 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 	}
 
 	t0 := time.Now()
-	add("metrics-start", bundle.MetricsStartFile, t0, bundle.WriteJSONAtomic(filepath.Join(tmp, bundle.MetricsStartFile), stats()))
+	w.AddJSON("metrics-start", bundle.MetricsStartFile, stats(), time.Since(t0))
 	writeProfile("heap-start", bundle.HeapStartFile)
 
 	// Contended locks are only recorded while mutex profiling is on; turn
@@ -111,7 +98,7 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 		defer runtime.SetMutexProfileFraction(0)
 	}
 	t0 = time.Now()
-	add("cpu", bundle.CPUFile, t0, writeTo(filepath.Join(tmp, bundle.CPUFile), func(f *os.File) error {
+	add("cpu", bundle.CPUFile, t0, writeTo(w.Path(bundle.CPUFile), func(f *os.File) error {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return fmt.Errorf("cpu profile: %w (another CPU profile running?)", err)
 		}
@@ -128,9 +115,9 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 		writeProfile(name, name+".pb.gz")
 	}
 	t0 = time.Now()
-	add("metrics-end", bundle.MetricsEndFile, t0, bundle.WriteJSONAtomic(filepath.Join(tmp, bundle.MetricsEndFile), stats()))
+	w.AddJSON("metrics-end", bundle.MetricsEndFile, stats(), time.Since(t0))
 	t0 = time.Now()
-	add("system-end", bundle.SystemEndFile, t0, bundle.WriteJSONAtomic(filepath.Join(tmp, bundle.SystemEndFile), systemSnapshot(spec)))
+	w.AddJSON("system-end", bundle.SystemEndFile, systemSnapshot(spec), time.Since(t0))
 	m.End = time.Now()
 	m.Runtime = bundle.RuntimeInfo{
 		GoVersion:  runtime.Version(),
@@ -139,9 +126,7 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 		GOMEMLIMIT: memLimitString(),
 		Source:     "perfdoctor agent: in-process runtime read-back at the end of the capture",
 	}
-	if err := bundle.WriteJSONAtomic(filepath.Join(tmp, bundle.ManifestFile), m); err != nil {
-		return rec, err
-	}
+	w.Complete(&m.Manifest)
 	sig := "manual"
 	if spec.trigger != nil {
 		sig = spec.trigger.Signal
@@ -153,7 +138,7 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 		}
 		final = strings.TrimSuffix(final, "-"+strconv.Itoa(i-1)) + "-" + strconv.Itoa(i)
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := w.Finish(m, final); err != nil {
 		return rec, err
 	}
 	rec.Dir, rec.Partial = final, m.Partial

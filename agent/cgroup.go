@@ -2,14 +2,8 @@ package agent
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/perfdoctor/perfdoctor/internal/cgroupfs"
 )
@@ -46,126 +40,30 @@ type cgroupFiles struct {
 
 // errNoCgroup is returned when the process is in no cgroup with a CPU or
 // memory controller (not Linux, or no cgroup filesystem).
-var errNoCgroup = errors.New("no cgroup with a cpu or memory controller")
+var errNoCgroup = cgroupfs.ErrNoCgroup
 
-// readLimits reads the process's cgroup limits. Errors reading single files
-// are joined into the error while the rest is still returned.
+// readLimits reads the process's cgroup limits through cgroupfs, the reader
+// collect uses for its targets. Errors reading single files are joined into
+// the error while the rest is still returned.
 func readLimits(f cgroupFiles) (*Limits, error) {
-	b, err := readSmall(f.procCgroup)
+	b, err := cgroupfs.ReadSmall(f.procCgroup)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errNoCgroup
 		}
 		return nil, err
 	}
-	var cpuPath, memPath, v2Path string
-	var v1, v2 bool
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			v2, v2Path = true, parts[2]
-			continue
-		}
-		for _, ctl := range strings.Split(parts[1], ",") {
-			switch ctl {
-			case "cpu":
-				v1, cpuPath = true, parts[2]
-			case "memory":
-				v1, memPath = true, parts[2]
-			}
-		}
+	r, err := cgroupfs.Read(f.mount, cgroupfs.ParseMembership(b))
+	if r == nil {
+		return nil, err
 	}
-	// Hybrid systems list both; there the controllers live on v1.
-	switch {
-	case v1:
-		return readV1(f.mount, cpuPath, memPath)
-	case v2:
-		return readV2(f.mount, v2Path)
+	l := &Limits{Version: r.Version, Path: r.Path}
+	for _, lv := range r.Levels {
+		l.Levels = append(l.Levels, Level{Hierarchy: lv.Hierarchy, Path: lv.Path, CPUCores: lv.CPUCores, MemoryBytes: lv.MemoryBytes})
 	}
-	return nil, errNoCgroup
-}
-
-func readV2(mount, path string) (*Limits, error) {
-	l := &Limits{Version: 2, Path: path}
-	var errs []error
-	leaf := cgroupfs.ResolveDir(mount, path)
-	for dir := range cgroupfs.Ancestors(mount, leaf) {
-		lv := Level{Hierarchy: "unified", Path: relPath(mount, dir)}
-		if b, err := readSmall(filepath.Join(dir, "cpu.max")); err == nil {
-			if lv.CPUCores, err = cgroupfs.ParseCPUMax(b); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(dir, "cpu.max"), err))
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		if b, err := readSmall(filepath.Join(dir, "memory.max")); err == nil {
-			if lv.MemoryBytes, err = parseLimitBytes(b); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(dir, "memory.max"), err))
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		l.add(lv)
-	}
-	return l, errors.Join(errs...)
-}
-
-func readV1(base, cpuPath, memPath string) (*Limits, error) {
-	l := &Limits{Version: 1, Path: cgroupfs.V1Label(cpuPath, memPath)}
-	var errs []error
-	if cpuPath != "" {
-		if mount, err := cgroupfs.V1Mount(base, "cpu"); err != nil {
-			errs = append(errs, err)
-		} else {
-			for dir := range cgroupfs.Ancestors(mount, cgroupfs.ResolveDir(mount, cpuPath)) {
-				lv := Level{Hierarchy: "cpu", Path: relPath(mount, dir)}
-				quota, err := readInt(filepath.Join(dir, "cpu.cfs_quota_us"))
-				if err == nil {
-					var period int64
-					if period, err = readInt(filepath.Join(dir, "cpu.cfs_period_us")); err == nil && quota > 0 && period > 0 {
-						lv.CPUCores = float64(quota) / float64(period) // quota -1: none
-					}
-				}
-				if err != nil && !errors.Is(err, fs.ErrNotExist) {
-					errs = append(errs, err)
-				}
-				l.add(lv)
-			}
-		}
-	}
-	if memPath != "" {
-		if mount, err := cgroupfs.V1Mount(base, "memory"); err != nil {
-			errs = append(errs, err)
-		} else {
-			for dir := range cgroupfs.Ancestors(mount, cgroupfs.ResolveDir(mount, memPath)) {
-				lv := Level{Hierarchy: "memory", Path: relPath(mount, dir)}
-				p := filepath.Join(dir, "memory.limit_in_bytes")
-				if b, err := readSmall(p); err == nil {
-					if lv.MemoryBytes, err = parseLimitBytes(b); err != nil {
-						errs = append(errs, fmt.Errorf("%s: %w", p, err))
-					}
-				} else if !errors.Is(err, fs.ErrNotExist) {
-					errs = append(errs, err)
-				}
-				l.add(lv)
-			}
-		}
-	}
-	return l, errors.Join(errs...)
-}
-
-// add records a level and keeps the smallest limits.
-func (l *Limits) add(lv Level) {
-	l.Levels = append(l.Levels, lv)
-	if lv.CPUCores > 0 && (l.CPUCores == 0 || lv.CPUCores < l.CPUCores) {
-		l.CPUCores, l.CPUFrom = lv.CPUCores, lv.Path
-	}
-	if lv.MemoryBytes > 0 && (l.MemoryBytes == 0 || lv.MemoryBytes < l.MemoryBytes) {
-		l.MemoryBytes, l.MemoryFrom = lv.MemoryBytes, lv.Path
-	}
+	l.CPUCores, l.CPUFrom = r.EffectiveCPU()
+	l.MemoryBytes, l.MemoryFrom = r.EffectiveMemory()
+	return l, err
 }
 
 // leafCPUCores is the CPU limit of the process's own cgroup alone: what the
@@ -177,53 +75,6 @@ func (l *Limits) leafCPUCores() float64 {
 		}
 	}
 	return 0
-}
-
-func relPath(mount, dir string) string {
-	r, err := filepath.Rel(mount, dir)
-	if err != nil || r == "." {
-		return "/"
-	}
-	return "/" + filepath.ToSlash(r)
-}
-
-// readSmall reads a cgroup or proc file, which is a few lines long.
-func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 64<<10))
-}
-
-func readInt(path string) (int64, error) {
-	b, err := readSmall(path)
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
-}
-
-// parseLimitBytes parses memory.max or memory.limit_in_bytes. "max" and
-// v1's page-aligned MaxInt64 ("unlimited") read as 0, no limit.
-func parseLimitBytes(b []byte) (uint64, error) {
-	s := strings.TrimSpace(string(b))
-	if s == "max" {
-		return 0, nil
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("want a number or \"max\": %w", err)
-	}
-	if v >= 1<<62 {
-		return 0, nil
-	}
-	return v, nil
 }
 
 // ceilCores rounds a CPU limit up the way the runtime does for its default.

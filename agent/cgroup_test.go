@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"github.com/perfdoctor/perfdoctor/internal/cgroupfs"
 	"path/filepath"
 	"testing"
 )
@@ -58,22 +57,7 @@ func TestReadLimitsNoCgroup(t *testing.T) {
 	}
 }
 
-func TestParsers(t *testing.T) {
-	for in, want := range map[string]float64{"max 100000": 0, "50000 100000": 0.5, "250000": 2.5} {
-		if got, err := cgroupfs.ParseCPUMax([]byte(in)); err != nil || got != want {
-			t.Errorf("parseCPUMax(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "1 0", "x 1", "1 2 3"} {
-		if _, err := cgroupfs.ParseCPUMax([]byte(bad)); err == nil {
-			t.Errorf("parseCPUMax(%q): no error", bad)
-		}
-	}
-	for in, want := range map[string]uint64{"max\n": 0, "9223372036854771712": 0, "1048576\n": 1 << 20} {
-		if got, err := parseLimitBytes([]byte(in)); err != nil || got != want {
-			t.Errorf("parseLimitBytes(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
+func TestRecommendProcs(t *testing.T) {
 	for c, want := range map[float64]int{0.5: 2, 1.5: 2, 2: 2, 2.01: 3, 7.9: 8} {
 		if got := recommendProcs(c, 64); got != want {
 			t.Errorf("recommendProcs(%v) = %d, want %d", c, got, want)

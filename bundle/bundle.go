@@ -174,10 +174,10 @@ func WriteJSONAtomic(path string, v any) error {
 }
 
 // AddLoad saves the load that ran during the collection into a finished
-// bundle: result (any JSON value, load.Result's form) as load.json, then
-// the manifest with a "load" item and the summary, written last so a reader
-// sees either the old manifest or the complete new one.
-func AddLoad(dir string, result any, summary LoadSummary) error {
+// bundle: result as load.json, then the manifest with a "load" item and the
+// summary, written last so a reader sees either the old manifest or the
+// complete new one.
+func AddLoad(dir string, result *LoadResult, summary LoadSummary) error {
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return err

@@ -1,11 +1,9 @@
 package collect
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -75,7 +73,7 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkOutDir(s.OutDir); err != nil {
+	if err := bundle.CheckDestination(s.OutDir); err != nil {
 		return nil, err
 	}
 	defer s.Progress.Clear()
@@ -83,30 +81,16 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	if err := s.probe(ctx); err != nil {
 		return nil, err
 	}
-	c := &collector{settings: s, items: map[string]*bundle.Item{}}
-	c.locate(ctx)
-
-	parent := filepath.Dir(s.OutDir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("creating output directory: %w", err)
-	}
-	c.dir, err = os.MkdirTemp(parent, filepath.Base(s.OutDir)+".partial-")
+	w, err := bundle.Create(s.OutDir)
 	if err != nil {
-		return nil, fmt.Errorf("creating output directory: %w", err)
+		return nil, err
 	}
+	c := &collector{settings: s, dir: w.Dir(), items: map[string]*bundle.Item{}}
+	c.locate(ctx)
 	m := c.run(ctx)
 	s.Progress.Clear()
-
-	if err := bundle.WriteJSONAtomic(filepath.Join(c.dir, bundle.ManifestFile), m); err != nil {
-		return m, fmt.Errorf("writing manifest (incomplete collection left in %s): %w", c.dir, err)
-	}
-	// An empty OutDir was allowed; os.Remove refuses a non-empty one, so a
-	// directory filled meanwhile is never clobbered.
-	if err := os.Remove(s.OutDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("bundle left in %s: %w", c.dir, err)
-	}
-	if err := os.Rename(c.dir, s.OutDir); err != nil {
-		return m, fmt.Errorf("bundle left in %s: %w", c.dir, err)
+	if err := w.Finish(m, s.OutDir); err != nil {
+		return m, err
 	}
 	s.Logger.Info("bundle written", "dir", s.OutDir, "partial", m.Partial, "failed", len(m.Failed()))
 
@@ -118,19 +102,6 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 			s.shown, first.Name, first.Error, filepath.Join(s.OutDir, bundle.ManifestFile))
 	}
 	return m, nil
-}
-
-func checkOutDir(dir string) error {
-	ents, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("output directory %s: %w", dir, err)
-	case len(ents) > 0:
-		return fmt.Errorf("output directory %s already exists and is not empty", dir)
-	}
-	return nil
 }
 
 // probe checks quickly that the target serves the pprof index, so a wrong
@@ -468,20 +439,8 @@ func (c *collector) recordPerf(ctx context.Context, it item, path string) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	n, err := WriteProfile(path, p)
+	n, err := bundle.WriteProfile(path, p)
 	return n, p, err
-}
-
-// WriteProfile writes p gzipped to path atomically and returns its size.
-func WriteProfile(path string, p *profile.Profile) (int64, error) {
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		return 0, fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
-	}
-	if err := bundle.WriteFileAtomic(path, buf.Bytes()); err != nil {
-		return 0, fmt.Errorf("writing %s: %w", filepath.Base(path), err)
-	}
-	return int64(buf.Len()), nil
 }
 
 func writeJSON(path string, v any) (int64, *profile.Profile, error) {

@@ -55,8 +55,10 @@ type Evidence struct {
 	MetricsStart, MetricsEnd *bundle.RuntimeStats
 	SystemStart, SystemEnd   *bundle.SystemSnapshot
 	TracePath                string
-	LoadPath                 string // load generator results (load.json)
-	Files                    []File // every file considered, with what it was taken as
+	// Load is the load that ran during the window (load.json: perfdoctor
+	// run, demo); nil without one.
+	Load  *bundle.LoadResult
+	Files []File // every file considered, with what it was taken as
 
 	// TraceSummary is the execution trace summarised. Trace computes it
 	// from TracePath on first use unless it was set beforehand.
@@ -625,7 +627,11 @@ func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.Runtime
 	case isJVMSummary(keys):
 		return e.readJVMSummary(data)
 	case keys["throughput_rps"] != nil && keys["latency"] != nil:
-		e.LoadPath = path
+		var l bundle.LoadResult
+		if err := json.Unmarshal(data, &l); err != nil {
+			return "", fmt.Errorf("load results: %w", err)
+		}
+		e.Load = &l
 		return "load", nil
 	}
 	return "", fmt.Errorf("JSON %w", errUnknown)

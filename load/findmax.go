@@ -161,3 +161,14 @@ func (r *Result) latencyAt(p float64) time.Duration {
 	}
 	return r.Latency.Max
 }
+
+// LowestRate is the lowest rate tried, 0 without steps.
+func (c *Capacity) LowestRate() float64 {
+	low := 0.0
+	for _, s := range c.Steps {
+		if low == 0 || s.Rate < low {
+			low = s.Rate
+		}
+	}
+	return low
+}

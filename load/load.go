@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 )
 
@@ -85,15 +86,15 @@ type Percentiles struct {
 
 // Quantile is one row of the full percentile table.
 type Quantile struct {
-	Percentile float64       `json:"percentile"`
-	Value      time.Duration `json:"-"`
+	Percentile float64
+	Value      time.Duration
 }
 
 // Second is one second of the timeline, by completion time.
 type Second struct {
-	T      int   `json:"t"` // seconds since the start
-	OK     int64 `json:"ok"`
-	Errors int64 `json:"errors"`
+	T      int // seconds since the start
+	OK     int64
+	Errors int64
 	// Latency of the successful requests that completed in this second
 	// (corrected in open loop), at 2 significant figures.
 	P50, P99, Max time.Duration
@@ -180,16 +181,8 @@ func (r *Result) ErrorKinds() string {
 	return strings.Join(kinds, " ")
 }
 
-func fmtDur(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	default:
-		return d.Round(time.Microsecond).String()
-	}
-}
+// fmtDur rounds a latency for reading (human.RoundDuration).
+func fmtDur(d time.Duration) string { return human.RoundDuration(d).String() }
 
 const (
 	modeClosed = "closed"
@@ -275,4 +268,13 @@ func (cfg Config) validate() (Config, *target, error) {
 		t.hostPort = u.Host + map[string]string{"http": ":80", "https": ":443"}[u.Scheme]
 	}
 	return cfg, t, nil
+}
+
+// AllFailed is an error when every request failed, so an unreachable
+// target fails a command rather than printing zeros; nil otherwise.
+func (r *Result) AllFailed() error {
+	if r.Requests > 0 && r.Requests == r.Errors {
+		return fmt.Errorf("every request failed (%s)", r.ErrorKinds())
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -248,16 +249,16 @@ func (d *Diff) Headline() string {
 	if len(d.Growers) == 0 {
 		s := d.Shrinkers[0]
 		return fmt.Sprintf("Nothing grew; the biggest shrinker is %s, %s → %s of %s (%s flat).",
-			rules.ShortFunc(s.Function), rules.Percent(s.FlatA), rules.Percent(s.FlatB), d.Kind, ppString(s.FlatDelta))
+			rules.ShortFunc(s.Function), human.Percent(s.FlatA), human.Percent(s.FlatB), d.Kind, ppString(s.FlatDelta))
 	}
 	g := d.Growers[0]
 	if g.CumDelta > g.FlatDelta {
 		return fmt.Sprintf("The biggest grower is %s: %s → %s of %s with its callees (%s), flat %s → %s.",
-			rules.ShortFunc(g.Function), rules.Percent(g.CumA), rules.Percent(g.CumB), d.Kind, ppString(g.CumDelta),
-			rules.Percent(g.FlatA), rules.Percent(g.FlatB))
+			rules.ShortFunc(g.Function), human.Percent(g.CumA), human.Percent(g.CumB), d.Kind, ppString(g.CumDelta),
+			human.Percent(g.FlatA), human.Percent(g.FlatB))
 	}
 	return fmt.Sprintf("The biggest grower is %s: %s → %s of %s flat (%s).",
-		rules.ShortFunc(g.Function), rules.Percent(g.FlatA), rules.Percent(g.FlatB), d.Kind, ppString(g.FlatDelta))
+		rules.ShortFunc(g.Function), human.Percent(g.FlatA), human.Percent(g.FlatB), d.Kind, ppString(g.FlatDelta))
 }
 
 func ppString(v float64) string { return fmt.Sprintf("%+.1f pp", v*100) }
@@ -278,9 +279,9 @@ func humanValue(v float64, unit string) string {
 	case "nanoseconds":
 		return fmt.Sprintf("%.2fs", v/1e9)
 	case "bytes":
-		return rules.HumanBytes(uint64(max(v, 0)))
+		return human.Bytes(uint64(max(v, 0)))
 	}
-	return rules.HumanNumber(v)
+	return human.Number(v)
 }
 
 // DiffFormats maps each diff output format to its writer.
@@ -310,8 +311,8 @@ func (d *Diff) sections() []diffSection {
 	return []diffSection{
 		{"growers", "Biggest growers (share of the total, A → B)", d.Growers},
 		{"shrinkers", "Biggest shrinkers", d.Shrinkers},
-		{"new", fmt.Sprintf("New hot spots (absent from A, at least %s of B)", rules.Percent(HotShare)), d.New},
-		{"vanished", fmt.Sprintf("Vanished hot spots (at least %s of A, absent from B)", rules.Percent(HotShare)), d.Vanished},
+		{"new", fmt.Sprintf("New hot spots (absent from A, at least %s of B)", human.Percent(HotShare)), d.New},
+		{"vanished", fmt.Sprintf("Vanished hot spots (at least %s of A, absent from B)", human.Percent(HotShare)), d.Vanished},
 	}
 }
 
@@ -330,8 +331,8 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 		}
 		fmt.Fprintf(bw, "  %9s  %6s  %6s  %9s  %6s  %6s  %s\n", "Δ flat", "flat A", "flat B", "Δ cum", "cum A", "cum B", "function")
 		for _, f := range s.Rows {
-			fmt.Fprintf(bw, "  %9s  %6s  %6s  %9s  %6s  %6s  %s\n", ppString(f.FlatDelta), rules.Percent(f.FlatA), rules.Percent(f.FlatB),
-				ppString(f.CumDelta), rules.Percent(f.CumA), rules.Percent(f.CumB), rules.ShortFunc(f.Function))
+			fmt.Fprintf(bw, "  %9s  %6s  %6s  %9s  %6s  %6s  %s\n", ppString(f.FlatDelta), human.Percent(f.FlatA), human.Percent(f.FlatB),
+				ppString(f.CumDelta), human.Percent(f.CumA), human.Percent(f.CumB), rules.ShortFunc(f.Function))
 		}
 	}
 	return bw.Flush()
@@ -357,8 +358,8 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 		}
 		fmt.Fprintf(bw, "\n#### %s\n\n| function | flat A | flat B | Δ flat | cum A | cum B | Δ cum |\n|---|---:|---:|---:|---:|---:|---:|\n", s.Title)
 		for _, f := range s.Rows {
-			fmt.Fprintf(bw, "| `%s` | %s | %s | %s | %s | %s | %s |\n", mdCell(rules.ShortFunc(f.Function)), rules.Percent(f.FlatA), rules.Percent(f.FlatB),
-				ppString(f.FlatDelta), rules.Percent(f.CumA), rules.Percent(f.CumB), ppString(f.CumDelta))
+			fmt.Fprintf(bw, "| `%s` | %s | %s | %s | %s | %s | %s |\n", mdCell(rules.ShortFunc(f.Function)), human.Percent(f.FlatA), human.Percent(f.FlatB),
+				ppString(f.FlatDelta), human.Percent(f.CumA), human.Percent(f.CumB), ppString(f.CumDelta))
 		}
 	}
 	return bw.Flush()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite report/testdata/*.golden from the current output")
@@ -20,6 +21,7 @@ func fixedReport(variant string) *Report {
 	r := &Report{
 		SchemaVersion: SchemaVersion,
 		Tool:          "perfdoctor 0.1.0-test",
+		Catalog:       catalog.All(),
 		Findings: []rules.Finding{
 			{
 				Rule: "GC001", Class: "gc-pressure", Severity: rules.High, Impact: 0.31, Resource: "cpu",

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -159,7 +160,7 @@ func renderPage(w io.Writer, p *htmlPage, data pageData) error {
 }
 
 var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
-	"pct":       rules.Percent,
+	"pct":       human.Percent,
 	"upper":     strings.ToUpper,
 	"short":     rules.ShortFunc,
 	"base":      filepath.Base,
@@ -176,7 +177,7 @@ func verdict(r *Report) string {
 	}
 	f := r.Findings[0]
 	return fmt.Sprintf("Found %s. The biggest: %s (%s); fixing it should give back about %s of %s.",
-		plural(len(r.Findings), "finding"), f.Class, f.Rule, rules.Percent(f.Impact), f.Resource)
+		plural(len(r.Findings), "finding"), f.Class, f.Rule, human.Percent(f.Impact), f.Resource)
 }
 
 // card is one finding as the page shows it.
@@ -209,7 +210,7 @@ type cardLocation struct {
 func newCard(rank int, f rules.Finding) card {
 	c := card{Rank: rank, Finding: f, Open: rank <= 3}
 	for _, l := range f.Locations {
-		cl := cardLocation{Share: rules.Percent(l.Share), Function: l.Function, Short: rules.ShortFunc(l.Function), Role: l.Role, Path: l.File}
+		cl := cardLocation{Share: human.Percent(l.Share), Function: l.Function, Short: rules.ShortFunc(l.Function), Role: l.Role, Path: l.File}
 		if l.File != "" {
 			cl.Pos = filepath.Base(l.File)
 			if l.Line > 0 {
@@ -237,7 +238,7 @@ func runtimeFigures(ev *evidence.Evidence) []figureGroup {
 			rules.Count("GC cycles", float64(gc.Cycles), ""),
 			rules.Count("cycles per second", round(gc.CyclesPerSec, 2), "/s"),
 			rules.Text("stop-the-world pauses", gc.PauseTotal.Round(time.Microsecond).String()),
-			rules.Text("allocation rate", rules.HumanBytes(uint64(gc.AllocBytesSec))+"/s"),
+			rules.Text("allocation rate", human.Bytes(uint64(gc.AllocBytesSec))+"/s"),
 			rules.Count("objects allocated per second", round(gc.AllocObjsSec, 0), "/s"),
 			rules.Bytes("heap allocated (end)", gc.HeapAlloc),
 			rules.Bytes("next GC target", gc.NextGC),
@@ -352,7 +353,7 @@ func newLoadView(l *LoadFigures) *loadView {
 			w = math.Max(0.01, math.Log10(x.v*1000+1)/math.Log10(top*1000+1))
 		}
 		px := int(math.Round(w * 280))
-		v.Bars = append(v.Bars, loadBar{Label: x.label, MS: fmtMS(x.v), W: px, TextX: 50 + px + 6, Y: i * 26})
+		v.Bars = append(v.Bars, loadBar{Label: x.label, MS: human.Millis(x.v), W: px, TextX: 50 + px + 6, Y: i * 26})
 	}
 	v.Chart = newLoadChart(l.Timeline)
 	return v
@@ -422,14 +423,4 @@ func tickMS(v float64) string {
 		return fmt.Sprintf("%g ms", v)
 	}
 	return fmt.Sprintf("%g µs", math.Round(v*1000))
-}
-
-func fmtMS(v float64) string {
-	switch {
-	case v >= 1000:
-		return fmt.Sprintf("%.2f s", v/1000)
-	case v >= 1:
-		return fmt.Sprintf("%.2f ms", v)
-	}
-	return fmt.Sprintf("%.0f µs", v*1000)
 }

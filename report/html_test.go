@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/report/internal/synth"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -189,7 +190,7 @@ func (n *node) String() string {
 }
 
 func itoa(v int64) string {
-	return strings.TrimSpace(strings.Replace(rules.HumanNumber(float64(v)), ".0", "", 1))
+	return strings.TrimSpace(strings.Replace(human.Number(float64(v)), ".0", "", 1))
 }
 
 func TestFlameTreeMergesByFunction(t *testing.T) {

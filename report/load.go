@@ -1,15 +1,16 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 )
 
-// LoadFigures are the load generator's results (load.json, the JSON form of
-// load.Result) as reports show them next to the findings.
+// LoadFigures are the load generator's results (bundle.LoadResult, from
+// load.json) as reports show them next to the findings.
 type LoadFigures struct {
 	URL          string           `json:"url"`
 	Mode         string           `json:"mode,omitempty"` // "closed" or "open"
@@ -49,27 +50,26 @@ type LoadSecond struct {
 	Max    float64 `json:"max_ms"`
 }
 
-// readLoadFigures reads load.json; a missing or unreadable file gives nil
-// (the report then has no load section, as without load).
-func readLoadFigures(path string) *LoadFigures {
-	if path == "" {
+// loadFigures is the part of the load results (load.json, parsed by the
+// evidence) that reports show; nil without load.
+func loadFigures(l *bundle.LoadResult) *LoadFigures {
+	if l == nil {
 		return nil
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
+	lat := func(p bundle.LoadPercentiles) LoadLatency {
+		return LoadLatency{P50: p.P50, P90: p.P90, P99: p.P99, P999: p.P999, Max: p.Max, Mean: p.Mean}
 	}
-	var l LoadFigures
-	if json.Unmarshal(b, &l) != nil {
-		return nil
+	f := &LoadFigures{URL: l.URL, Mode: l.Mode, Concurrency: l.Concurrency, Rate: l.Rate, DurationMS: l.DurationMS,
+		Requests: l.Requests, Errors: l.Errors, ErrorsByKind: l.ErrorsByKind, Throughput: l.Throughput,
+		Latency: lat(l.Latency), LateSends: l.LateSends, Dropped: l.Dropped, Warnings: l.Warnings, Interrupted: l.Interrupted}
+	if l.Mode == "open" { // closed loop: the same as Latency
+		s := lat(l.Service)
+		f.Service = &s
 	}
-	if l.Mode == "open" && l.Service == nil {
-		l.Service = &LoadLatency{}
+	for _, s := range l.Timeline {
+		f.Timeline = append(f.Timeline, LoadSecond(s))
 	}
-	if l.Mode != "open" {
-		l.Service = nil // closed loop: the same as Latency
-	}
-	return &l
+	return f
 }
 
 // errorKinds is "kind=n, ..." sorted by kind.
@@ -91,9 +91,9 @@ func describeLoad(l *LoadFigures) string {
 		fmt.Fprintf(&b, "closed loop, %d connections", l.Concurrency)
 	}
 	fmt.Fprintf(&b, ", %.1f req/s over %.0fs, latency p50 %s p99 %s p99.9 %s max %s", l.Throughput, l.DurationMS/1000,
-		fmtMS(l.Latency.P50), fmtMS(l.Latency.P99), fmtMS(l.Latency.P999), fmtMS(l.Latency.Max))
+		human.Millis(l.Latency.P50), human.Millis(l.Latency.P99), human.Millis(l.Latency.P999), human.Millis(l.Latency.Max))
 	if l.Service != nil {
-		fmt.Fprintf(&b, " (from the due time; service p99 %s; %d late, %d never sent)", fmtMS(l.Service.P99), l.LateSends, l.Dropped)
+		fmt.Fprintf(&b, " (from the due time; service p99 %s; %d late, %d never sent)", human.Millis(l.Service.P99), l.LateSends, l.Dropped)
 	}
 	fmt.Fprintf(&b, ", %d errors", l.Errors)
 	if l.Errors > 0 {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -44,7 +45,7 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 		if len(l.Timeline) > 1 {
 			bw.WriteString("\n<details><summary>Load per second</summary>\n\n| second | ok | errors | p50 | p99 | max |\n|---:|---:|---:|---:|---:|---:|\n")
 			for _, s := range l.Timeline {
-				fmt.Fprintf(bw, "| %d | %d | %d | %s | %s | %s |\n", s.T, s.OK, s.Errors, fmtMS(s.P50), fmtMS(s.P99), fmtMS(s.Max))
+				fmt.Fprintf(bw, "| %d | %d | %d | %s | %s | %s |\n", s.T, s.OK, s.Errors, human.Millis(s.P50), human.Millis(s.P99), human.Millis(s.Max))
 			}
 			bw.WriteString("\n</details>\n")
 		}
@@ -75,7 +76,7 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 				summary = "↳ symptom of " + f.CausedBy + ": " + summary
 			}
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s of %s | %s |\n", label[i], sev, f.Class, f.Rule,
-				rules.Percent(f.Impact), f.Resource, summary)
+				human.Percent(f.Impact), f.Resource, summary)
 		}
 		for i, f := range r.Findings[:min(top, len(r.Findings))] {
 			causedBy, explains := linkLines(r.Findings, label, i)
@@ -96,7 +97,7 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 }
 
 func writeMarkdownFinding(w *bufio.Writer, label string, f rules.Finding, causedBy, explains string) {
-	fmt.Fprintf(w, "\n#### %s. %s (%s): est. gain %s of %s\n\n%s\n", label, f.Class, f.Rule, rules.Percent(f.Impact), f.Resource, mdText(f.Summary))
+	fmt.Fprintf(w, "\n#### %s. %s (%s): est. gain %s of %s\n\n%s\n", label, f.Class, f.Rule, human.Percent(f.Impact), f.Resource, mdText(f.Summary))
 	for _, l := range []string{causedBy, explains} {
 		if l != "" {
 			fmt.Fprintf(w, "\n_%s._\n", mdText(upperFirst(l)))
@@ -114,7 +115,7 @@ func writeMarkdownFinding(w *bufio.Writer, label string, f rules.Finding, caused
 				}
 				detail = append(detail, pos)
 			}
-			detail = append(detail, rules.Percent(l.Share))
+			detail = append(detail, human.Percent(l.Share))
 			if l.Role != "" {
 				detail = append(detail, l.Role)
 			}

@@ -26,8 +26,12 @@ type Report struct {
 	NotChecked    []rules.NotChecked `json:"not_checked"`
 	Inputs        Inputs             `json:"inputs"`
 	// Load is the load that ran while the evidence was collected (perfdoctor
-	// run, demo), when the evidence has load.json.
+	// run, demo), when the evidence has load results.
 	Load *LoadFigures `json:"load,omitempty"`
+
+	// Catalog is the rules the diagnosis checked (from the caller's
+	// rules.Run): SARIF describes them as tool.driver.rules.
+	Catalog []*rules.Rule `json:"-"`
 
 	// Evidence is what the report was made from. The HTML report draws its
 	// flame graphs, GC and load figures from it; other formats ignore it,
@@ -134,6 +138,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Tool:          tool,
 		Findings:      res.Findings,
 		NotChecked:    res.NotChecked,
+		Catalog:       res.Catalog,
 		Evidence:      ev,
 	}
 	if r.Findings == nil {
@@ -148,10 +153,10 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Failed:        []FailedItem{},
 		Skipped:       ev.Skipped(),
 		WindowSeconds: ev.Window().Seconds(),
-		Metrics:       rules.Has(ev, rules.Metrics),
-		System:        rules.Has(ev, rules.System),
+		Metrics:       ev.HasRuntimeStats(),
+		System:        ev.HasProcess(),
 		Trace:         ev.TracePath != "",
-		Load:          ev.LoadPath != "",
+		Load:          ev.Load != nil,
 		JVM:           jvmInfo(ev),
 	}
 	if in.Skipped == nil {
@@ -177,7 +182,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 	}
 	in.Runtime = inputRuntime(ev)
 	r.Inputs = in
-	r.Load = readLoadFigures(ev.LoadPath)
+	r.Load = loadFigures(ev.Load)
 	return r
 }
 

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,13 +62,8 @@ func reportWithLoad(t *testing.T) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "load.json")
-	b, _ := json.Marshal(res)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	rep := sampleReport(t)
-	rep.Evidence.LoadPath = path
+	rep.Evidence.Load = res.Schema()
 	rep = New(rep.Tool, rep.Evidence, rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
 	if rep.Load == nil || rep.Load.Mode != "open" || len(rep.Load.Timeline) < 2 || rep.Load.Service == nil {
 		t.Fatalf("load figures not read: %+v", rep.Load)

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/internal/ruledocs"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 // SARIF 2.1.0 (OASIS), the format code-scanning services read. Only the
@@ -26,8 +26,8 @@ type SARIFOptions struct {
 	// uriBaseId SRCROOT), as code-scanning services want; others stay
 	// absolute file URIs.
 	SourceRoot string
-	// Rules is the catalog described in tool.driver.rules; nil means
-	// catalog.All().
+	// Rules is the catalog described in tool.driver.rules; nil means the
+	// report's Catalog.
 	Rules []*rules.Rule
 }
 
@@ -138,7 +138,7 @@ func WriteSARIF(w io.Writer, r *Report) error { return WriteSARIFWith(w, r, SARI
 func WriteSARIFWith(w io.Writer, r *Report, opts SARIFOptions) error {
 	cat := opts.Rules
 	if cat == nil {
-		cat = catalog.All()
+		cat = r.Catalog
 	}
 	name, version := "perfdoctor", ""
 	if f := strings.Fields(r.Tool); len(f) == 2 {
@@ -172,7 +172,7 @@ func WriteSARIFWith(w io.Writer, r *Report, opts SARIFOptions) error {
 			RuleID:    f.Rule,
 			RuleIndex: i,
 			Level:     sarifLevel(f.Severity),
-			Message: sarifMessage{Text: mdText(f.Summary) + " Estimated gain: " + rules.Percent(f.Impact) + " of " + f.Resource +
+			Message: sarifMessage{Text: mdText(f.Summary) + " Estimated gain: " + human.Percent(f.Impact) + " of " + f.Resource +
 				". Fix: " + mdText(f.Fix)},
 			Properties: map[string]any{
 				"id":       f.ID,
@@ -195,7 +195,7 @@ func WriteSARIFWith(w io.Writer, r *Report, opts SARIFOptions) error {
 				Properties:       map[string]any{"share": l.Share},
 			}
 			if l.Role != "" {
-				loc.Message = &sarifMessage{Text: l.Role + ", " + rules.Percent(l.Share) + " of the profile"}
+				loc.Message = &sarifMessage{Text: l.Role + ", " + human.Percent(l.Share) + " of the profile"}
 			}
 			if l.File != "" {
 				loc.PhysicalLocation = &sarifPhysical{ArtifactLocation: artifactFor(l.File, root)}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -66,7 +67,7 @@ func writeFinding(w io.Writer, label string, f rules.Finding, causedBy, explains
 	// A symptom is indented under its cause.
 	indent := strings.Repeat("   ", strings.Count(label, "."))
 	w = &indentWriter{w: w, prefix: indent}
-	fmt.Fprintf(w, "\n%s. [%s] %s (%s)  est. gain %s of %s\n", label, strings.ToUpper(f.Severity.String()), f.Class, f.Rule, rules.Percent(f.Impact), f.Resource)
+	fmt.Fprintf(w, "\n%s. [%s] %s (%s)  est. gain %s of %s\n", label, strings.ToUpper(f.Severity.String()), f.Class, f.Rule, human.Percent(f.Impact), f.Resource)
 	fmt.Fprintf(w, "   %s\n", f.Summary)
 	if causedBy != "" {
 		fmt.Fprintf(w, "   %s\n", wrap(upperFirst(causedBy), 3))
@@ -91,7 +92,7 @@ func writeFinding(w io.Writer, label string, f rules.Finding, causedBy, explains
 			if l.File != "" {
 				pos = fmt.Sprintf("%s:%d", filepath.Base(l.File), l.Line)
 			}
-			fmt.Fprintf(w, "     %6s  %-40s %s  (%s)\n", rules.Percent(l.Share), rules.ShortFunc(l.Function), pos, l.Role)
+			fmt.Fprintf(w, "     %6s  %-40s %s  (%s)\n", human.Percent(l.Share), rules.ShortFunc(l.Function), pos, l.Role)
 		}
 	}
 	fmt.Fprintf(w, "   Fix: %s\n", wrap(f.Fix, 8))
@@ -143,7 +144,7 @@ func timelineLine(secs []LoadSecond) string {
 	parts := make([]string, 0, len(secs))
 	for _, s := range secs {
 		// No space inside an entry, so wrapping splits between seconds.
-		parts = append(parts, fmt.Sprintf("%d/%s", s.OK, strings.ReplaceAll(fmtMS(s.P99), " ", "")))
+		parts = append(parts, fmt.Sprintf("%d/%s", s.OK, strings.ReplaceAll(human.Millis(s.P99), " ", "")))
 	}
 	return wrap(strings.Join(parts, ", "), 4)
 }
@@ -155,7 +156,7 @@ func describeRuntime(rt *RuntimeFigures) string {
 		parts = append(parts, fmt.Sprintf("GC %.3g cycles/s", rt.GCCyclesPerSec))
 	}
 	if rt.GCCPUShare > 0 {
-		parts = append(parts, "GC CPU "+rules.Percent(rt.GCCPUShare))
+		parts = append(parts, "GC CPU "+human.Percent(rt.GCCPUShare))
 	}
 	if rt.GCPauseP99Ms > 0 {
 		parts = append(parts, fmt.Sprintf("pause p99 %.3g ms", rt.GCPauseP99Ms))
@@ -164,7 +165,7 @@ func describeRuntime(rt *RuntimeFigures) string {
 		parts = append(parts, fmt.Sprintf("runnable->running p99 %.3g ms", rt.SchedLatencyP99Ms))
 	}
 	if rt.GoroutinesCreatedPerSec > 0 {
-		parts = append(parts, fmt.Sprintf("goroutines created %s/s", rules.HumanNumber(rt.GoroutinesCreatedPerSec)))
+		parts = append(parts, fmt.Sprintf("goroutines created %s/s", human.Number(rt.GoroutinesCreatedPerSec)))
 	}
 	return strings.Join(parts, ", ") + " (" + strings.Join(rt.Sources, ", ") + ")"
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"sort"
 	"strings"
 
@@ -110,11 +111,11 @@ func attribute(ev *evidence.Evidence, fs []Finding) {
 					f.Severity = min(f.Severity, f.Claim.Grade(f.Impact))
 				}
 				f.ImpactBasis += fmt.Sprintf("; scaled to the %s of its %s of CPU that no more specific finding explains",
-					Percent(float64(owned)/float64(c)), Percent(cpu.share(c)))
+					human.Percent(float64(owned)/float64(c)), human.Percent(cpu.share(c)))
 			}
 			if j, taken := cpu.topTaker(i); j >= 0 && fs[j].Claim.Level > f.Claim.Level && float64(taken) >= causeShare*float64(c) {
 				link(fs, i, j, fmt.Sprintf("%s of the CPU it describes is explained by %s (%s)",
-					Percent(float64(taken)/float64(c)), fs[j].ID, fs[j].Class))
+					human.Percent(float64(taken)/float64(c)), fs[j].ID, fs[j].Class))
 			}
 		}
 		if c := allocs.owned[i]; c > 0 {
@@ -135,7 +136,7 @@ func attribute(ev *evidence.Evidence, fs []Finding) {
 		}
 		if best >= 0 {
 			link(fs, i, best, fmt.Sprintf("%s allocates %s of the bytes allocated in the window, and GC work follows allocation",
-				fs[best].ID, Percent(allocs.share(allocs.owned[best]))))
+				fs[best].ID, human.Percent(allocs.share(allocs.owned[best]))))
 		}
 	}
 	capCPU(fs)

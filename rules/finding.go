@@ -3,9 +3,9 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"strings"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 )
 
 // Severity ranks how much a finding matters. A healthy service must come out
@@ -116,54 +116,27 @@ type Fact struct {
 
 // Share is a fact that is a fraction of a whole.
 func Share(name string, v float64) Fact {
-	return Fact{Name: name, Value: Percent(v), Num: v, Unit: "fraction"}
+	return Fact{Name: name, Value: human.Percent(v), Num: v, Unit: "fraction"}
 }
 
 // Count is a fact that is a plain number.
 func Count(name string, v float64, unit string) Fact {
-	val := HumanNumber(v)
+	val := human.Number(v)
 	if unit != "" {
 		val += " " + unit
 	}
 	return Fact{Name: name, Value: val, Num: v, Unit: unit}
 }
 
-// HumanNumber formats a count for reading: 7, 0.25, 19.1, 48.2k, 11.0M.
-func HumanNumber(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 1e9:
-		return fmt.Sprintf("%.1fG", v/1e9)
-	case a >= 1e6:
-		return fmt.Sprintf("%.1fM", v/1e6)
-	case a >= 1e4:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case v == math.Trunc(v) || a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
-
 // Bytes is a fact that is a size in bytes.
 func Bytes(name string, v uint64) Fact {
-	return Fact{Name: name, Value: HumanBytes(v), Num: float64(v), Unit: "bytes"}
+	return Fact{Name: name, Value: human.Bytes(v), Num: float64(v), Unit: "bytes"}
 }
 
 // Duration is a fact that is a time span: its number in milliseconds, its
 // text rounded for reading (RoundDuration).
 func Duration(name string, d time.Duration) Fact {
-	return Fact{Name: name, Value: RoundDuration(d).String(), Num: float64(d) / float64(time.Millisecond), Unit: "ms"}
-}
-
-// RoundDuration rounds a span for reading: to milliseconds from a second,
-// to 10 µs from a millisecond, else to microseconds.
-func RoundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(time.Microsecond)
+	return Fact{Name: name, Value: human.RoundDuration(d).String(), Num: float64(d) / float64(time.Millisecond), Unit: "ms"}
 }
 
 // Text is a fact with no number.
@@ -176,33 +149,4 @@ type Location struct {
 	Line     int64   `json:"line,omitempty"`
 	Share    float64 `json:"share"`          // of the profile the rule read
 	Role     string  `json:"role,omitempty"` // e.g. "allocation site", "caller"
-}
-
-// Percent formats a fraction as a percentage with sensible precision.
-func Percent(v float64) string {
-	switch {
-	case v >= 0.1:
-		return fmt.Sprintf("%.0f%%", v*100)
-	case v >= 0.001:
-		return fmt.Sprintf("%.1f%%", v*100)
-	case v > 0:
-		return "<0.1%"
-	}
-	return "0%"
-}
-
-// HumanBytes formats a size with a binary unit.
-func HumanBytes(v uint64) string {
-	const unit = 1024
-	if v < unit {
-		return fmt.Sprintf("%d B", v)
-	}
-	div, exp := uint64(unit), 0
-	for n := v / unit; n >= unit && exp < 4; n /= unit {
-		div *= unit
-		exp++
-	}
-	s := fmt.Sprintf("%.1f", float64(v)/float64(div))
-	s = strings.TrimSuffix(s, ".0")
-	return s + " " + string("KMGTP"[exp]) + "iB"
 }

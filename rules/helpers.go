@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 )
 
 // Skip records that the rule could not reach a verdict on this evidence
@@ -66,7 +67,7 @@ func ShortFunc(fn string) string {
 func SiteList(sites []evidence.Site, n int) string {
 	var parts []string
 	for _, s := range sites[:min(n, len(sites))] {
-		parts = append(parts, SiteName(s.Frame)+" "+Percent(s.Flat))
+		parts = append(parts, SiteName(s.Frame)+" "+human.Percent(s.Flat))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -56,17 +56,15 @@ func Has(ev *evidence.Evidence, in Input) bool {
 	case CPU, Heap, Allocs, Goroutine, Mutex, Block, Perf:
 		return ev.Profile(evidence.Kind(in)) != nil
 	case Metrics:
-		_, ok := ev.GC()
-		return ok
+		return ev.HasRuntimeStats()
 	case System:
-		return ev.SystemEnd != nil && ev.SystemEnd.Process != nil
+		return ev.HasProcess()
 	case Trace:
-		return ev.TracePath != "" || ev.TraceSummary != nil
+		return ev.HasTrace()
 	case GCTrace:
 		return ev.GCTrace != nil
 	case Host:
-		_, ok := ev.SystemDelta()
-		return ok
+		return ev.HasHostWindow()
 	case JVM:
 		return ev.JVM != nil
 	}
@@ -86,13 +84,8 @@ var (
 // perf. Such a rule does not apply, so it is left out of "not checked",
 // which lists what the user could still collect.
 func foreign(ev *evidence.Evidence, missing []Input) bool {
-	var goBuild bool
-	if s := ev.SystemEnd; s != nil && s.Process != nil {
-		goBuild = s.Process.GoVersion != ""
-	}
-	isJVM := ev.JVM != nil
-	isGo := !isJVM && (goBuild || Has(ev, Heap) || Has(ev, Goroutine) || Has(ev, Trace) || ev.MetricsEnd != nil)
-	isNative := !isJVM && !isGo && Has(ev, Perf) && Has(ev, System)
+	platform := ev.Platform()
+	isGo, isJVM, isNative := platform == evidence.PlatformGo, platform == evidence.PlatformJVM, platform == evidence.PlatformNative
 	for _, in := range missing {
 		switch {
 		case isGo && in == JVM,
@@ -102,7 +95,7 @@ func foreign(ev *evidence.Evidence, missing []Input) bool {
 		}
 		return false
 	}
-	return isGo || isJVM || isNative
+	return platform != evidence.PlatformUnknown
 }
 
 // Doc is a rule's documentation, the single source for `perfdoctor explain`
@@ -174,11 +167,12 @@ type NotChecked struct {
 type Result struct {
 	Findings   []Finding
 	NotChecked []NotChecked
+	Catalog    []*Rule // the rules the run checked, which reports describe
 }
 
 // Run checks every rule against the evidence and ranks the findings.
 func Run(ev *evidence.Evidence, catalog []*Rule) Result {
-	var res Result
+	res := Result{Catalog: catalog}
 	var earlier []Finding
 	seen := map[string]int{} // findings per rule, for their IDs
 	run := func(r *Rule) {

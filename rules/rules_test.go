@@ -68,22 +68,6 @@ func TestFindingJSONContract(t *testing.T) {
 	}
 }
 
-func TestHumanBytes(t *testing.T) {
-	for v, want := range map[uint64]string{512: "512 B", 1536: "1.5 KiB", 100 << 20: "100 MiB", 3 << 30: "3 GiB"} {
-		if got := rules.HumanBytes(v); got != want {
-			t.Errorf("HumanBytes(%d) = %q, want %q", v, got, want)
-		}
-	}
-}
-
-func TestHumanNumber(t *testing.T) {
-	for v, want := range map[float64]string{7: "7", 0.25: "0.25", 19.14: "19.1", 6060.6: "6061", 48200: "48.2k", 11e6: "11.0M"} {
-		if got := rules.HumanNumber(v); got != want {
-			t.Errorf("HumanNumber(%v) = %q, want %q", v, got, want)
-		}
-	}
-}
-
 // TestOtherRuntimesRulesAreNotApplicable: "not checked" lists what the user
 // could still collect, so a JVM rule stays out of a Go service's report,
 // Go-only rules out of a JVM's, both out of a native process's; with no

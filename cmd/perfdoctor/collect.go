@@ -161,20 +161,20 @@ func (a *app) collectNative(cmd *cobra.Command, pid int, duration time.Duration,
 	if out == "" {
 		out = fmt.Sprintf("perfdoctor-pid%d-%s", pid, time.Now().Format("20060102-150405"))
 	}
-	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
-		return fmt.Errorf("output directory %s already exists and is not empty", out)
+	if err := bundle.CheckDestination(out); err != nil {
+		return err
 	}
 	line := progress.New(os.Stderr)
-	res, err := observeSystem(cmd.Context(), sysOptions{pid: pid, duration: duration, perf: true, sourceLines: true, progress: line, log: a.log})
+	win, err := collect.ObserveWindow(cmd.Context(), collect.WindowOptions{PID: pid, Duration: duration, Perf: true, SourceLines: true, Progress: line, Logger: a.log})
 	line.Clear()
 	if err != nil {
 		return err
 	}
-	if err := res.writeBundle(out); err != nil {
+	if err := win.WriteBundle(out, "perfdoctor "+version+" sys"); err != nil {
 		return err
 	}
-	if res.perfErr != nil {
-		return fmt.Errorf("bundle written to %s without stacks: %w", out, res.perfErr)
+	if win.PerfErr != nil {
+		return fmt.Errorf("bundle written to %s without stacks: %w", out, win.PerfErr)
 	}
 	fmt.Fprintf(a.stderr, "bundle written to %s: perf stacks and /proc snapshots of pid %d\n", out, pid)
 	return nil

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -42,13 +43,7 @@ CPU (or memory or latency) the fix can recover.`,
 					return usageError{fmt.Errorf("--fail-on: %w (want info, low, medium or high)", err)}
 				}
 			}
-			var rep *report.Report
-			var err error
-			if gcLog != "" {
-				rep, err = diagnoseWithGCTrace(cmd.InOrStdin(), gcLog, args...)
-			} else {
-				rep, err = diagnose(args...)
-			}
+			rep, err := diagnoseWithGCTrace(cmd.InOrStdin(), gcLog, args...)
 			if err != nil {
 				return err
 			}
@@ -73,8 +68,14 @@ CPU (or memory or latency) the fix can recover.`,
 	return cmd
 }
 
-// diagnoseWithGCTrace is diagnose plus a gctrace log read from a file or,
-// for "-", from stdin; with no paths the log is the only evidence.
+// diagnose loads the evidence once and runs the catalog over it.
+func diagnose(paths ...string) (*report.Report, error) {
+	return diagnoseWithGCTrace(nil, "", paths...)
+}
+
+// diagnoseWithGCTrace is diagnose plus, when gcLog is set, a gctrace log
+// read from that file or, for "-", from stdin; with no paths the log is the
+// only evidence.
 func diagnoseWithGCTrace(stdin io.Reader, gcLog string, paths ...string) (*report.Report, error) {
 	ev := evidence.New()
 	if len(paths) > 0 {
@@ -83,48 +84,39 @@ func diagnoseWithGCTrace(stdin io.Reader, gcLog string, paths ...string) (*repor
 			return nil, err
 		}
 	}
-	r := stdin
-	if gcLog != "-" {
-		f, err := os.Open(gcLog)
-		if err != nil {
-			return nil, fmt.Errorf("--gctrace: %w", err)
+	if gcLog != "" {
+		r := stdin
+		if gcLog != "-" {
+			f, err := os.Open(gcLog)
+			if err != nil {
+				return nil, fmt.Errorf("--gctrace: %w", err)
+			}
+			defer f.Close()
+			r = f
 		}
-		defer f.Close()
-		r = f
+		if err := ev.AddGCTrace(r, gcLog); err != nil {
+			return nil, err
+		}
 	}
-	if err := ev.AddGCTrace(r, gcLog); err != nil {
-		return nil, err
-	}
-	res := rules.Run(ev, catalog.All())
-	return report.New("perfdoctor "+version, ev, res), nil
-}
-
-// diagnose loads the evidence once and runs the catalog over it.
-func diagnose(paths ...string) (*report.Report, error) {
-	ev, err := evidence.Load(paths...)
-	if err != nil {
-		return nil, err
-	}
-	res := rules.Run(ev, catalog.All())
-	return report.New("perfdoctor "+version, ev, res), nil
+	return report.New("perfdoctor "+version, ev, rules.Run(ev, catalog.All())), nil
 }
 
 // writeReport writes to path (atomically) or, with no path, to w.
 func writeReport(w io.Writer, path, format string, rep *report.Report) error {
+	return writeOutput(w, path, func(w io.Writer) error { return report.Write(w, format, rep) })
+}
+
+// writeOutput renders to path (atomically) or, with no path, to w.
+func writeOutput(w io.Writer, path string, render func(io.Writer) error) error {
 	if path == "" {
-		return report.Write(w, format, rep)
+		return render(w)
 	}
-	var b strings.Builder
-	if err := report.Write(&b, format, rep); err != nil {
+	var b bytes.Buffer
+	if err := render(&b); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("writing report: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing report: %w", err)
+	if err := bundle.WriteFileAtomic(path, b.Bytes()); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -68,24 +66,4 @@ or cumulative share grew by more than PCT percentage points.`,
 	cmd.Flags().StringVar(&kind, "kind", "", "profile kind to compare: cpu, allocs, heap, heap-start, mutex, block, goroutine (default: cpu, else the only kind both have)")
 	cmd.Flags().Float64Var(&failPct, "fail-on-regression", 0, "exit with code 3 if a function's share grew by more than this many percentage points")
 	return cmd
-}
-
-// writeOutput renders to path (atomically) or, with no path, to w.
-func writeOutput(w io.Writer, path string, render func(io.Writer) error) error {
-	if path == "" {
-		return render(w)
-	}
-	var b bytes.Buffer
-	if err := render(&b); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing output: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing output: %w", err)
-	}
-	return nil
 }

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +14,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
-	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/report/loadtext"
 )
 
 // loadFlags are the load settings shared by load, run and verify.
@@ -69,15 +64,9 @@ func (f *loadFlags) config(cmd *cobra.Command, url string) (load.Config, error) 
 	if f.duration <= 0 || f.duration > load.MaxDuration {
 		return cfg, usageError{fmt.Errorf("--duration %s out of range (0, %s]", f.duration, load.MaxDuration)}
 	}
-	if len(f.headers) > 0 {
-		cfg.Header = http.Header{}
-		for _, h := range f.headers {
-			name, value, ok := strings.Cut(h, ":")
-			if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") {
-				return cfg, usageError{fmt.Errorf("--header %q: want \"Name: value\"", h)}
-			}
-			cfg.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-		}
+	var err error
+	if cfg.Header, err = load.ParseHeaders(f.headers); err != nil {
+		return cfg, usageError{fmt.Errorf("--header: %w", err)}
 	}
 	if f.bodyFile != "" {
 		b, err := os.ReadFile(f.bodyFile)
@@ -87,18 +76,9 @@ func (f *loadFlags) config(cmd *cobra.Command, url string) (load.Config, error) 
 		cfg.Body = b
 	}
 	if f.caCert != "" {
-		pem, err := os.ReadFile(f.caCert)
-		if err != nil {
+		if cfg.TLS, err = load.TrustCA(f.caCert); err != nil {
 			return cfg, fmt.Errorf("--cacert: %w", err)
 		}
-		roots, err := x509.SystemCertPool()
-		if err != nil {
-			roots = x509.NewCertPool()
-		}
-		if !roots.AppendCertsFromPEM(pem) {
-			return cfg, fmt.Errorf("--cacert %s: no PEM certificate in it", f.caCert)
-		}
-		cfg.TLS = &tls.Config{RootCAs: roots}
 	}
 	return cfg, nil
 }
@@ -187,8 +167,8 @@ Ctrl-C stops the run and still reports what was measured.`,
 // loadOutcome turns a run where nothing succeeded into an error, so an
 // unreachable target fails the command rather than printing zeros.
 func loadOutcome(res *load.Result) error {
-	if res.Requests > 0 && res.Requests == res.Errors {
-		return fmt.Errorf("every request failed (%s)", res.ErrorKinds())
+	if err := res.AllFailed(); err != nil {
+		return err
 	}
 	if res.Interrupted {
 		return errInterrupted
@@ -203,54 +183,8 @@ func writeResult(w io.Writer, format string, res *load.Result) error {
 	if format == "json" {
 		return writeJSON(w, res)
 	}
-	printResult(w, res)
+	loadtext.WriteResult(w, res)
 	return nil
-}
-
-// printResult writes a result for a human, wrk-style.
-func printResult(w io.Writer, r *load.Result) {
-	if r.Mode == "open" {
-		fmt.Fprintf(w, "%s: open loop at %g req/s over %d connections for %s\n", r.URL, r.Rate, r.Concurrency, r.Duration.Round(time.Millisecond))
-	} else {
-		fmt.Fprintf(w, "%s: closed loop, %d workers, %s\n", r.URL, r.Concurrency, r.Duration.Round(time.Millisecond))
-	}
-	if r.Interrupted {
-		fmt.Fprintln(w, "  (interrupted: the figures cover the time until Ctrl-C)")
-	}
-	fmt.Fprintf(w, "  requests   %d (%d errors), %.1f successful req/s\n", r.Requests, r.Errors, r.Throughput)
-	if len(r.ErrorsByKind) > 0 {
-		fmt.Fprintf(w, "  errors     %s\n", r.ErrorKinds())
-	}
-	if r.Mode == "open" {
-		fmt.Fprintf(w, "  sends      %d late by more than %s, %d never sent, %d unfinished at the end\n",
-			r.LateSends, load.LateThreshold, r.Dropped, r.Unfinished)
-	}
-	row := func(name string, p load.Percentiles) {
-		fmt.Fprintf(w, "  %-10s p50 %-9s p75 %-9s p90 %-9s p99 %-9s p99.9 %-9s p99.99 %-9s max %s\n", name,
-			fmtD(p.P50), fmtD(p.P75), fmtD(p.P90), fmtD(p.P99), fmtD(p.P999), fmtD(p.P9999), fmtD(p.Max))
-	}
-	if r.Mode == "open" {
-		row("latency", r.Latency)
-		row("service", r.Service)
-		fmt.Fprintln(w, "  (latency counts from the due time for requests that waited for a connection, else from the send;\n   service always from the send)")
-	} else {
-		row("latency", r.Latency)
-	}
-	if len(r.Timeline) > 1 {
-		fmt.Fprintln(w, "  second      ok/s   err/s      p50       p99       max")
-		for _, s := range r.Timeline {
-			fmt.Fprintf(w, "  %6d  %8d  %6d  %8s  %8s  %8s\n", s.T, s.OK, s.Errors, fmtD(s.P50), fmtD(s.P99), fmtD(s.Max))
-		}
-	}
-	fmt.Fprintf(w, "  generator  %.2f CPUs used; load average %.2f\n", r.GeneratorCPU, r.LoadAverage)
-}
-
-// fmtD rounds a latency for a table; "-" when there is none.
-func fmtD(d time.Duration) string {
-	if d == 0 {
-		return "-"
-	}
-	return rules.RoundDuration(d).String()
 }
 
 func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int, format, out string) error {
@@ -271,27 +205,14 @@ func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int
 		return err
 	}
 	if format == "json" {
-		if err := writeJSON(a.stdout, capacityJSON(c)); err != nil {
+		if err := writeJSON(a.stdout, c); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(a.stdout, "%10s  %10s  %10s  %10s  %6s  %s\n", "rate", "answered", "p"+strconv.FormatFloat(obj.Percentile, 'g', -1, 64), "service", "errors", "verdict")
-		for _, s := range c.Steps {
-			verdict := "meets " + obj.String()
-			if !s.Pass {
-				verdict = "fails: " + s.Why
-			}
-			fmt.Fprintf(a.stdout, "%10.0f  %10.0f  %10s  %10s  %6d  %s\n", s.Rate, s.Result.Throughput, fmtD(s.Value),
-				fmtD(s.Result.Service.P99), s.Result.Errors+s.Result.Dropped, verdict)
-		}
-		if c.Best > 0 {
-			fmt.Fprintf(a.stdout, "highest rate meeting %s: %.0f req/s\n", obj, c.Best)
-		} else {
-			fmt.Fprintf(a.stdout, "no rate tried met %s\n", obj)
-		}
+		loadtext.WriteCapacity(a.stdout, c)
 	}
 	if out != "" {
-		if err := bundle.WriteJSONAtomic(out, capacityJSON(c)); err != nil {
+		if err := bundle.WriteJSONAtomic(out, c); err != nil {
 			return fmt.Errorf("saving results: %w", err)
 		}
 	}
@@ -299,39 +220,9 @@ func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int
 		return errInterrupted
 	}
 	if c.Best == 0 {
-		return fmt.Errorf("no rate met %s (lowest tried %g req/s)", obj, lowestRate(c))
+		return fmt.Errorf("no rate met %s (lowest tried %g req/s)", obj, c.LowestRate())
 	}
 	return nil
-}
-
-func lowestRate(c *load.Capacity) float64 {
-	low := 0.0
-	for _, s := range c.Steps {
-		if low == 0 || s.Rate < low {
-			low = s.Rate
-		}
-	}
-	return low
-}
-
-type stepJSON struct {
-	Rate   float64      `json:"rate"`
-	Value  float64      `json:"objective_ms"`
-	Pass   bool         `json:"pass"`
-	Why    string       `json:"why,omitempty"`
-	Result *load.Result `json:"result"`
-}
-
-func capacityJSON(c *load.Capacity) any {
-	steps := make([]stepJSON, 0, len(c.Steps))
-	for _, s := range c.Steps {
-		steps = append(steps, stepJSON{s.Rate, float64(s.Value) / float64(time.Millisecond), s.Pass, s.Why, s.Result})
-	}
-	return struct {
-		Objective string     `json:"objective"`
-		Best      float64    `json:"best_rate"`
-		Steps     []stepJSON `json:"steps"`
-	}{c.Objective.String(), c.Best, steps}
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
-	"github.com/perfdoctor/perfdoctor/report"
+	"github.com/perfdoctor/perfdoctor/report/web"
 )
 
 // writeProfile saves a synthetic CPU profile and returns its path.
@@ -148,11 +147,11 @@ func TestViewRefusesRemoteAddresses(t *testing.T) {
 	code, _, stderr := perfdoctor(t, "view", cpu, "--http", "nonsense")
 	wantOneLineError(t, code, stderr, "want host:port")
 	for _, addr := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:80", "127.1.2.3:9"} {
-		if _, err := checkListenAddr(addr, false); err != nil {
+		if _, err := web.CheckListenAddr(addr, false); err != nil {
 			t.Errorf("%s refused: %v", addr, err)
 		}
 	}
-	if loop, err := checkListenAddr("0.0.0.0:0", true); err != nil || loop {
+	if loop, err := web.CheckListenAddr("0.0.0.0:0", true); err != nil || loop {
 		t.Errorf("--allow-remote: loopback %v, err %v", loop, err)
 	}
 }
@@ -266,19 +265,5 @@ func TestViewServesReportAndPprof(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/"), time.Second); err == nil {
 		c.Close()
 		t.Error("still listening after Ctrl-C")
-	}
-}
-
-func TestViewHandlerWithoutProfiles(t *testing.T) {
-	// A bundle of statistics only still serves its report.
-	rep := &report.Report{Tool: "perfdoctor test", Inputs: report.Inputs{Sources: []string{"stats/"}, Metrics: true}}
-	h, err := newViewHandler(rep, nil, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	if code, body := get(t, srv.URL+"/", ""); code != 200 || !strings.Contains(body, "no profiles to draw") {
-		t.Errorf("%d", code)
 	}
 }

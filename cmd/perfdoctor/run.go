@@ -10,10 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
-	"github.com/perfdoctor/perfdoctor/collect"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
+	"github.com/perfdoctor/perfdoctor/underload"
 )
 
 func (a *app) runCommand() *cobra.Command {
@@ -28,9 +27,8 @@ func (a *app) runCommand() *cobra.Command {
 		Use:   "run --target PPROF_URL --load URL",
 		Short: "Load a service, collect a bundle during steady load, and diagnose it",
 		Long: `Run drives load at --load (the same options as perfdoctor load), waits out the
-warm-up, then collects a bundle from --target's /debug/pprof over --duration
-while the load continues (until the end-of-window snapshots are taken, so
-they show the service under load), and diagnoses it. The load results go into the
+warm-up, then collects a bundle from --target's /debug/pprof while the load
+continues for --duration, and diagnoses it. The load results go into the
 bundle as load.json and into the report next to the findings. The bundle and
 reports (report.txt, report.json, report.html) are written to --output.`,
 		Example: `  perfdoctor run --target http://127.0.0.1:6060 --load http://127.0.0.1:8080/api -c 16 -d 30s
@@ -70,85 +68,25 @@ reports (report.txt, report.json, report.html) are written to --output.`,
 	return cmd
 }
 
-// endSnapshotsMax bounds how long the load runs past the window while the
-// end-of-window snapshots are taken.
-const endSnapshotsMax = time.Minute
-
-// profileUnderLoad warms the target up with cfg's load, then collects a
-// bundle into dir/bundle while the same load runs for cfg.Duration, saves
-// the load results into the bundle, diagnoses it and writes the reports.
+// profileUnderLoad collects a bundle into dir/bundle under cfg's load
+// (underload), diagnoses it and writes the reports.
 func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Config, warmup time.Duration, dir, format string) error {
 	bundleDir := filepath.Join(dir, "bundle")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
-	if err := removeOldBundle(bundleDir); err != nil {
+	res, err := underload.Run(ctx, underload.Options{PprofURL: pprofURL, Load: cfg, Warmup: warmup, BundleDir: bundleDir,
+		Progress: progress.New(os.Stderr), Logger: a.log, Messages: a.stderr})
+	if res != nil && res.Manifest != nil {
+		printCollected(a, bundleDir, res.Manifest)
+	}
+	if err != nil {
 		return err
 	}
-	line := progress.New(os.Stderr)
-	if warmup > 0 {
-		fmt.Fprintf(a.stderr, "perfdoctor: warming up %s with load on %s\n", warmup, cfg.URL)
-		w := cfg
-		w.Duration, w.Progress = warmup, line
-		res, err := load.Run(ctx, w)
-		if err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
-		if err := loadOutcome(res); err != nil {
-			return fmt.Errorf("warm-up load on %s: %w", cfg.URL, err)
-		}
-	}
-
-	// The load runs past the window until the collection has taken its
-	// end-of-window snapshots (goroutines, heap, metrics), so they show the
-	// service under load, then stops.
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	type outcome struct {
-		res *load.Result
-		err error
-	}
-	loadDone := make(chan outcome, 1)
-	go func() {
-		c := cfg
-		if c.Duration > 0 {
-			c.Duration = min(c.Duration+endSnapshotsMax, load.MaxDuration)
-		}
-		res, err := load.Run(loadCtx, c)
-		if res != nil {
-			res.Interrupted = ctx.Err() != nil // stopped by us, not by the user
-		}
-		loadDone <- outcome{res, err}
-	}()
-	fmt.Fprintf(a.stderr, "perfdoctor: collecting %s from %s under load\n", cfg.Duration, pprofURL)
-	m, cerr := collect.Collect(ctx, collect.Options{
-		Target:   pprofURL,
-		Duration: cfg.Duration,
-		OutDir:   bundleDir,
-		Progress: line,
-		Logger:   a.log,
-	})
-	line.Clear()
-	stopLoad()
-	lo := <-loadDone
-	if m != nil {
-		printCollected(a, bundleDir, m)
-	}
-	if cerr != nil {
-		return cerr
-	}
-	if lo.err != nil {
-		return fmt.Errorf("load: %w", lo.err)
-	}
-	fmt.Fprintf(a.stderr, "perfdoctor: load: %s\n", lo.res)
-	for _, w := range lo.res.Warnings {
+	fmt.Fprintf(a.stderr, "perfdoctor: load: %s\n", res.Load)
+	for _, w := range res.Load.Warnings {
 		fmt.Fprintf(a.stderr, "perfdoctor: warning: %s\n", w)
 	}
-	summary := bundle.LoadSummary{URL: cfg.URL, Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: bundle.Duration(lo.res.Duration)}
-	if err := bundle.AddLoad(bundleDir, lo.res, summary); err != nil {
-		return fmt.Errorf("saving load results: %w", err)
-	}
-
 	rep, err := diagnose(bundleDir)
 	if err != nil {
 		return err
@@ -162,7 +100,7 @@ func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Co
 		}
 	}
 	fmt.Fprintf(a.stderr, "\nperfdoctor: bundle in %s, reports in %s\n", bundleDir, filepath.Join(dir, "report.{txt,json,html}"))
-	if lo.res.Interrupted {
+	if res.Load.Interrupted {
 		return errInterrupted
 	}
 	return nil

@@ -6,7 +6,6 @@
 package jvm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,35 +70,18 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	parent := filepath.Dir(opt.OutDir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("creating output directory: %w", err)
-	}
-	dir, err := os.MkdirTemp(parent, filepath.Base(opt.OutDir)+".partial-")
+	w, err := bundle.Create(opt.OutDir)
 	if err != nil {
-		return nil, fmt.Errorf("creating output directory: %w", err)
-	}
-	// The JVM writes the recording, so it needs an absolute path it may write.
-	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
-	}
-	c := &collection{opt: opt, jcmd: jcmd, jfrTool: jfrTool, dir: dir, name: fmt.Sprintf("perfdoctor-%d", time.Now().UnixNano())}
+	c := &collection{opt: opt, jcmd: jcmd, jfrTool: jfrTool, w: w, name: fmt.Sprintf("perfdoctor-%d", time.Now().UnixNano())}
 	m, err := c.run(ctx)
 	if err != nil {
-		os.RemoveAll(dir)
+		w.Abort()
 		return nil, err
 	}
-	if werr := bundle.WriteJSONAtomic(filepath.Join(dir, bundle.ManifestFile), m); werr != nil {
-		return m, fmt.Errorf("writing manifest (incomplete collection left in %s): %w", dir, werr)
-	}
-	if err := os.Remove(opt.OutDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("bundle left in %s: %w", dir, err)
-	}
-	if err := os.Rename(dir, opt.OutDir); err != nil {
-		return m, fmt.Errorf("bundle left in %s: %w", dir, err)
+	if err := w.Finish(m, opt.OutDir); err != nil {
+		return m, err
 	}
 	opt.Logger.Info("bundle written", "dir", opt.OutDir, "partial", m.Partial)
 	if ctx.Err() != nil {
@@ -144,22 +126,25 @@ func tools(roots system.Roots, pid int) (jcmd, jfrTool string, err error) {
 type collection struct {
 	opt           Options
 	jcmd, jfrTool string
-	dir, name     string
-	items         []bundle.Item
+	w             *bundle.Writer
+	name          string
 }
 
 func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	opt := c.opt
 	m := &bundle.Manifest{
-		FormatVersion: bundle.FormatVersion,
-		Tool:          toolName(),
-		Target:        fmt.Sprintf("jvm pid %d", opt.PID),
-		Start:         time.Now(),
-		Duration:      bundle.Duration(opt.Duration),
-		PID:           opt.PID,
+		Tool:     toolName(),
+		Target:   fmt.Sprintf("jvm pid %d", opt.PID),
+		Start:    time.Now(),
+		Duration: bundle.Duration(opt.Duration),
+		PID:      opt.PID,
 	}
 	c.snapshot(bundle.SystemStartFile, "system-start")
-	recording := filepath.Join(c.dir, "recording.jfr")
+	// The JVM writes the recording, so it needs an absolute path.
+	recording, err := filepath.Abs(c.w.Path("recording.jfr"))
+	if err != nil {
+		return nil, err
+	}
 	defer os.Remove(recording)
 
 	opt.Progress.Update("starting a JFR recording in process %d", opt.PID)
@@ -188,24 +173,19 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 		opt.Logger.Warn("stopping the recording", "err", err)
 	}
 	m.End = time.Now()
-	c.item("recording", "", time.Since(start), dumpErr, 0)
+	c.w.Written("recording", "", time.Since(start), dumpErr)
 	if dumpErr == nil {
 		opt.Progress.Update("converting the recording")
 		t0 := time.Now()
 		rec, err := jfr.ConvertWith(fin, c.jfrTool, recording)
-		c.item("convert", "", time.Since(t0), err, 0)
+		c.w.Written("convert", "", time.Since(t0), err)
 		if err == nil {
 			c.threadDump(fin, rec.JVM)
 			c.write(rec)
 		}
 	}
 	c.snapshot(bundle.SystemEndFile, "system-end")
-	m.Items = c.items
-	for _, it := range m.Items {
-		if it.Status == bundle.StatusFailed {
-			m.Partial = true
-		}
-	}
+	c.w.Complete(m)
 	m.Partial = m.Partial || ctx.Err() != nil
 	return m, nil
 }
@@ -303,19 +283,13 @@ func (c *collection) write(rec *jfr.Recording) {
 		{"exceptions", bundle.ExceptionsFile, rec.Exceptions},
 	} {
 		if p.p == nil {
-			c.items = append(c.items, bundle.Item{Name: p.name, Status: bundle.StatusSkipped, Error: "no such events in the recording"})
+			c.w.Skip(p.name, "no such events in the recording")
 			continue
 		}
-		var buf bytes.Buffer
-		err := p.p.Write(&buf)
-		if err == nil {
-			err = bundle.WriteFileAtomic(filepath.Join(c.dir, p.file), buf.Bytes())
-		}
-		c.item(p.name, p.file, 0, err, int64(buf.Len()))
+		c.w.AddProfile(p.name, p.file, p.p, 0)
 	}
 	Redact(rec.JVM)
-	err := bundle.WriteJSONAtomic(filepath.Join(c.dir, bundle.JVMFile), rec.JVM)
-	c.item("jvm", bundle.JVMFile, 0, err, 0)
+	c.w.AddJSON("jvm", bundle.JVMFile, rec.JVM, 0)
 }
 
 // Redact replaces credentials in a JVM summary's command lines, system
@@ -334,18 +308,11 @@ func Redact(s *jfr.Summary) {
 func (c *collection) snapshot(file, name string) {
 	t0 := time.Now()
 	snap, err := system.Snapshot(c.opt.Roots, c.opt.PID)
-	if err == nil {
-		err = bundle.WriteJSONAtomic(filepath.Join(c.dir, file), snap)
-	}
-	c.item(name, file, time.Since(t0), err, 0)
-}
-
-func (c *collection) item(name, file string, d time.Duration, err error, size int64) {
-	it := bundle.Item{Name: name, File: file, Status: bundle.StatusOK, Duration: bundle.Duration(d), Bytes: size}
 	if err != nil {
-		it.Status, it.Error, it.File = bundle.StatusFailed, err.Error(), ""
+		c.w.Written(name, file, time.Since(t0), err)
+		return
 	}
-	c.items = append(c.items, it)
+	c.w.AddJSON(name, file, snap, time.Since(t0))
 }
 
 func toolName() string {

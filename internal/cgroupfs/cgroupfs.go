@@ -1,9 +1,9 @@
-// Package cgroupfs walks the cgroup filesystem: it maps a process's cgroup
-// path to a directory under a mount and yields the directories up to the
-// mount, where each level's limits live, and parses the files both readers
-// share (cpu.max). Both collect/system (reading a
-// target) and the agent (reading itself) use it; it depends on nothing but
-// the standard library, so the agent stays light.
+// Package cgroupfs is the one cgroup reader: it finds a process's cgroups
+// (v1 or v2) from /proc/PID/cgroup, walks from its cgroup up to the mount
+// reading each level's CPU and memory limits, and reads the leaf's usage and
+// throttling (Read). collect/system reads a target with it and the agent
+// reads itself; it depends on nothing but the standard library, so the
+// agent stays light.
 package cgroupfs
 
 import (

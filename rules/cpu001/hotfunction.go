@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -113,7 +114,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share / 2,
 		Resource:    "cpu",
 		ImpactBasis: "half of the CPU charged to the function: assumes it can be made about twice as fast",
-		Summary:     fmt.Sprintf("%s uses %s of CPU (its own code and the library calls it makes)", rules.ShortFunc(top), rules.Percent(share)),
+		Summary:     fmt.Sprintf("%s uses %s of CPU (its own code and the library calls it makes)", rules.ShortFunc(top), human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Share("CPU charged to the function", share),
 			rules.Share("CPU with the function on the stack (cum)", cum),

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
@@ -134,7 +135,7 @@ func check(pass *rules.Pass) error {
 	if haveGC {
 		rate = fmt.Sprintf(", %.1f GC cycles/s", gc.CyclesPerSec)
 	}
-	f.Summary = fmt.Sprintf("The garbage collector uses %s of CPU%s", rules.Percent(gcShare), rate)
+	f.Summary = fmt.Sprintf("The garbage collector uses %s of CPU%s", human.Percent(gcShare), rate)
 	if len(sites) > 0 {
 		f.Summary += fmt.Sprintf("; top allocation site %s", rules.ShortFunc(sites[0].Func))
 	}
@@ -151,7 +152,7 @@ func check(pass *rules.Pass) error {
 	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
 	if scan.LiveObjects >= goruntime.MinLiveObjects && scan.Scan >= goruntime.MinScanOfGC*scan.GC {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("Each cycle scans %s live objects (%s of CPU in heap scanning): a pointer-free layout for long-lived data (see GC002) would make every cycle cheaper too.",
-			rules.HumanNumber(float64(scan.LiveObjects)), rules.Percent(scan.Scan)))
+			human.Number(float64(scan.LiveObjects)), human.Percent(scan.Scan)))
 	}
 	if !pass.Has(rules.Allocs) {
 		f.Caveats = append(f.Caveats, "No allocs profile: the allocation sites are not named.")

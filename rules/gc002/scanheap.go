@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
@@ -118,7 +119,7 @@ func check(pass *rules.Pass) error {
 		cycles = fmt.Sprintf(" in %.1f GC cycles/s", c.CyclesPerSec)
 	}
 	f.Summary = fmt.Sprintf("The GC spends %s of CPU scanning a live heap of %s objects%s; %s holds %s of them",
-		rules.Percent(c.Scan), rules.HumanNumber(float64(live)), cycles, holder, rules.Percent(firstFlat(sites)))
+		human.Percent(c.Scan), human.Number(float64(live)), cycles, holder, human.Percent(firstFlat(sites)))
 
 	var fix strings.Builder
 	if len(sites) > 0 {

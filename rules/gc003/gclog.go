@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
@@ -121,7 +122,7 @@ func check(pass *rules.Pass) error {
 	text, example, facts, caveats := advice.Text, advice.Example, advice.Facts, advice.Caveats
 	f.Evidence = append(f.Evidence, facts...)
 	f.Summary = fmt.Sprintf("The GC log shows %.1f GC cycles/s taking %s of CPU over a %s live heap (stop-the-world p99 %s)",
-		t.CyclesPerSec, rules.Percent(share), rules.HumanBytes(live), rules.RoundDuration(t.STW.P99))
+		t.CyclesPerSec, human.Percent(share), human.Bytes(live), human.RoundDuration(t.STW.P99))
 	var fix strings.Builder
 	fix.WriteString("Cut allocations on the hot path first (take an allocs profile to name the sites: GC work follows object counts). ")
 	fix.WriteString(text)

@@ -2,6 +2,7 @@ package goruntime
 
 import (
 	"fmt"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"math"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -53,7 +54,7 @@ func Headroom(s evidence.Settings, live uint64, gcShare float64) Advice {
 	fact.Value += " (90% of " + limitSrc + ")"
 	a.Facts = append(a.Facts, fact)
 	if proposed <= gogc {
-		a.Text = fmt.Sprintf("The live heap (%s) leaves no room to raise GOGC within %s: cut allocations, or give the service more memory.", rules.HumanBytes(live), rules.HumanBytes(budget))
+		a.Text = fmt.Sprintf("The live heap (%s) leaves no room to raise GOGC within %s: cut allocations, or give the service more memory.", human.Bytes(live), human.Bytes(budget))
 		return a
 	}
 	after := gcShare * float64(100+gogc) / float64(100+proposed)
@@ -64,7 +65,7 @@ func Headroom(s evidence.Settings, live uint64, gcShare float64) Advice {
 		rules.Share("expected GC share of CPU at the proposed GOGC", after),
 	)
 	a.Text = fmt.Sprintf("Then give the GC headroom: GOMEMLIMIT=%s and GOGC=%d (now %d). Expected GC CPU about %s instead of %s; memory cost: peak heap from ~%s to ~%s, capped by GOMEMLIMIT.",
-		goMemLimit(budget), proposed, gogc, rules.Percent(after), rules.Percent(gcShare), rules.HumanBytes(peakNow), rules.HumanBytes(peakAfter))
+		goMemLimit(budget), proposed, gogc, human.Percent(after), human.Percent(gcShare), human.Bytes(peakNow), human.Bytes(peakAfter))
 	a.Example = fmt.Sprintf("GOMEMLIMIT=%s GOGC=%d   # or in code: debug.SetMemoryLimit(%d); debug.SetGCPercent(%d)", goMemLimit(budget), proposed, budget, proposed)
 	return a
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -108,7 +109,7 @@ func check(pass *rules.Pass) error {
 	basis := "share of CPU creating exceptions (sampled Throwable frames); avoiding them recovers about 90% of it"
 	if estShare > cpuShare {
 		basis = fmt.Sprintf("%s exceptions a second at an estimated %s each (a shallow stack; JFR's sampler does not see the stack walk inside the VM), against the JVM's CPU time; avoiding them recovers about 90%% of it",
-			rules.HumanNumber(perMinute/60), costPerException)
+			human.Number(perMinute/60), costPerException)
 	}
 	f := rules.Finding{
 		Severity:    rules.SeverityFor(impact),
@@ -123,12 +124,12 @@ func check(pass *rules.Pass) error {
 		f.Severity = rules.Low // over 10k a minute is worth a look whatever the estimate
 	}
 	if haveRate {
-		f.Summary = fmt.Sprintf("%s exceptions created per minute", rules.HumanNumber(perMinute))
+		f.Summary = fmt.Sprintf("%s exceptions created per minute", human.Number(perMinute))
 		f.Evidence = append(f.Evidence, rules.Count("exceptions created per minute (jdk.ExceptionStatistics)", perMinute, "/min"))
 	} else {
 		f.Summary = "Exceptions are created on the hot path"
 	}
-	f.Summary += fmt.Sprintf(": about %s of CPU", rules.Percent(share))
+	f.Summary += fmt.Sprintf(": about %s of CPU", human.Percent(share))
 	if cpu != nil {
 		f.Evidence = append(f.Evidence, rules.Share("sampled CPU creating exceptions (Throwable frames)", cpuShare))
 		f.Frames = cpu.Matched(Frames, 8)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -85,7 +86,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU matching request paths against patterns; a precomputed table needs a fraction of it, so about 80%",
-		Summary:     fmt.Sprintf("Request routing uses %s of CPU", rules.Percent(share)),
+		Summary:     fmt.Sprintf("Request routing uses %s of CPU", human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Share("request mapping share of CPU", share),
 			rules.Share("org.springframework.util.AntPathMatcher share of CPU", ant),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -59,7 +60,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share,
 		Resource:    "latency",
 		ImpactBasis: "share of wall time the collector stopped the application",
-		Summary:     fmt.Sprintf("GC pauses stop the JVM %s of the time (%d collections, longest %s)", rules.Percent(share), g.Collections, g.PauseMax.Round(time.Millisecond)),
+		Summary:     fmt.Sprintf("GC pauses stop the JVM %s of the time (%d collections, longest %s)", human.Percent(share), g.Collections, g.PauseMax.Round(time.Millisecond)),
 		Evidence: []rules.Fact{
 			rules.Share("GC pause time share of wall time", share),
 			rules.Count("collections", float64(g.Collections), ""),
@@ -72,7 +73,7 @@ func check(pass *rules.Pass) error {
 	}
 	if g.PauseMax > maxPause {
 		f.Severity = rules.High
-		f.Summary = fmt.Sprintf("A GC pause of %s (%s); pauses take %s of the time", g.PauseMax.Round(time.Millisecond), g.PauseMaxCause, rules.Percent(share))
+		f.Summary = fmt.Sprintf("A GC pause of %s (%s); pauses take %s of the time", g.PauseMax.Round(time.Millisecond), g.PauseMaxCause, human.Percent(share))
 	}
 	pass.Report(f)
 	return nil

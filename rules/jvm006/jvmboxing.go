@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -82,7 +83,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU boxing primitives (and allocating the wrappers); primitive collections remove most of it, so about 80%",
-		Summary:     fmt.Sprintf("Boxing primitives uses %s of CPU", rules.Percent(share)),
+		Summary:     fmt.Sprintf("Boxing primitives uses %s of CPU", human.Percent(share)),
 		Evidence:    []rules.Fact{rules.Share("boxing share of CPU", share)},
 		Fix:         pass.Rule.Doc.Fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,

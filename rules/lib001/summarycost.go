@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -107,7 +108,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU under the Summary's observe, flush/merge and scrape paths; a Histogram's Observe is O(1), so nearly all of it (90%)",
-		Summary:     fmt.Sprintf("Prometheus Summary quantile streams use %s of CPU", rules.Percent(share)),
+		Summary:     fmt.Sprintf("Prometheus Summary quantile streams use %s of CPU", human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Share("Summary share of CPU", share),
 			rules.Share("flush and stream merge/compress", flushShare),
@@ -124,7 +125,7 @@ func check(pass *rules.Pass) error {
 		Frames:    cpu.Matched(Frames, 12),
 	}
 	if flushShare > share/2 {
-		f.Summary += fmt.Sprintf(", %s of it merging and compressing streams after each buffer flush", rules.Percent(flushShare))
+		f.Summary += fmt.Sprintf(", %s of it merging and compressing streams after each buffer flush", human.Percent(flushShare))
 	}
 	if len(callers) > 0 {
 		f.Summary += " (observed from " + rules.ShortFunc(callers[0].Func) + ")"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -190,7 +191,7 @@ func check(pass *rules.Pass) error {
 			Impact:      impact,
 			Resource:    "cpu",
 			ImpactBasis: basis,
-			Summary:     fmt.Sprintf("The %s producer uses %s of CPU", c.name, rules.Percent(share)),
+			Summary:     fmt.Sprintf("The %s producer uses %s of CPU", c.name, human.Percent(share)),
 			Evidence: []rules.Fact{
 				rules.Share("produce path share of CPU", share),
 				rules.Share("write system calls under the producer (share of CPU)", writeShare),
@@ -208,7 +209,7 @@ func check(pass *rules.Pass) error {
 			f.Frames = cpu.Matched(evidence.Any(c.producer, c.transport), 12)
 		}
 		if perMessage {
-			f.Summary += fmt.Sprintf(", %s of it writing requests and reading responses: messages are sent one request at a time", rules.Percent(ioFrac))
+			f.Summary += fmt.Sprintf(", %s of it writing requests and reading responses: messages are sent one request at a time", human.Percent(ioFrac))
 		} else {
 			f.Summary += "; few network system calls under it, so check the batch size before changing the flush settings"
 			f.Caveats = append(f.Caveats, "Request writes and response reads are under 5% of the producer's samples: batches may already be large and the cost may be encoding, compression or goroutine hand-offs. Check the client's batch-size metrics first.")

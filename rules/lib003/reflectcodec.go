@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/families"
 )
@@ -203,9 +204,9 @@ func check(pass *rules.Pass) error {
 	if cache {
 		site := encSites[0]
 		impact = site.Flat*recoverableHit + (share-site.Flat)*rate
-		basis = fmt.Sprintf("share of CPU under generic codecs; one call site encodes %s of CPU, which a cached encoding removes (90%%), and generated code or a faster library saves about %.0f%% of the rest", rules.Percent(site.Flat), rate*100)
+		basis = fmt.Sprintf("share of CPU under generic codecs; one call site encodes %s of CPU, which a cached encoding removes (90%%), and generated code or a faster library saves about %.0f%% of the rest", human.Percent(site.Flat), rate*100)
 		fix = fmt.Sprintf("%s encodes on every call (%s of CPU): if the value changes rarely (configuration, a catalogue, a list every request returns), cache the encoded bytes and re-encode only when it changes (case A4). %s",
-			rules.ShortFunc(site.Func), rules.Percent(site.Flat), fix)
+			rules.ShortFunc(site.Func), human.Percent(site.Flat), fix)
 	}
 
 	var whose []rules.Fact
@@ -223,7 +224,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: basis,
-		Summary:     fmt.Sprintf("%s serialization uses %s of CPU", top.c.name, rules.Percent(share)),
+		Summary:     fmt.Sprintf("%s serialization uses %s of CPU", top.c.name, human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Share("serialization share of CPU", share),
 			rules.Share("encoding", encShare),

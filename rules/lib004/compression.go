@@ -4,6 +4,7 @@ package lib004
 
 import (
 	"fmt"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"sort"
 	"strings"
 
@@ -240,15 +241,15 @@ func check(pass *rules.Pass) error {
 	var rx []remedy
 	if static >= minStatic {
 		rx = append(rx, remedy{
-			code:   fmt.Sprintf("The same files are compressed on every request (%s of the compression is under file serving): compress each once and serve the stored copy, e.g. .gz/.br files written at build time and served for Accept-Encoding, or a cache of compressed bodies keyed by path and modification time. Serving precompressed gave 9.2x the throughput on a caddy-like static gzip service.", rules.Percent(static)),
+			code:   fmt.Sprintf("The same files are compressed on every request (%s of the compression is under file serving): compress each once and serve the stored copy, e.g. .gz/.br files written at build time and served for Accept-Encoding, or a cache of compressed bodies keyed by path and modification time. Serving precompressed gave 9.2x the throughput on a caddy-like static gzip service.", human.Percent(static)),
 			config: "Serve precompressed files where the server supports it (caddy: file_server { precompressed gzip br } with the .gz/.br files generated at deploy time), or cache compressed responses in front of it.",
 			rate:   recoverCache, basis: "compression of the same content once instead of per request: 9.2x the throughput on caddy-like static gzip, so ~89% of the compression CPU",
 		})
 	}
 	if fresh >= minFreshWriters || setup >= 0.01 {
-		why := rules.Percent(setup) + " of CPU in set-up"
+		why := human.Percent(setup) + " of CPU in set-up"
 		if fresh >= minFreshWriters {
-			why = rules.Percent(fresh) + " of allocated bytes are new compressors"
+			why = human.Percent(fresh) + " of allocated bytes are new compressors"
 		}
 		rx = append(rx, remedy{
 			code:   fmt.Sprintf("A writer is created per call (%s; a flate writer allocates ~1 MB at levels 2-9): keep writers in a sync.Pool and Reset them onto each new destination.", why),
@@ -302,7 +303,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share * rx[0].rate,
 		Resource:    "cpu",
 		ImpactBasis: rx[0].basis,
-		Summary:     fmt.Sprintf("Compression uses %s of CPU (%s)", rules.Percent(share), shortLevel(best.level)),
+		Summary:     fmt.Sprintf("Compression uses %s of CPU (%s)", human.Percent(share), shortLevel(best.level)),
 		Evidence:    facts,
 		Fix:         fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/families"
 )
@@ -221,7 +222,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU in write system calls made directly by field writers; buffering leaves one write per message instead of one per field, so about 90% of it",
-		Summary:     fmt.Sprintf("Unbuffered small writes use %s of CPU in write system calls (%s)", rules.Percent(share), name),
+		Summary:     fmt.Sprintf("Unbuffered small writes use %s of CPU in write system calls (%s)", human.Percent(share), name),
 		Evidence:    []rules.Fact{rules.Share("unbuffered write system calls, share of CPU", share)},
 		Fix:         fix,
 		Example:     example,

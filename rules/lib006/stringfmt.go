@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/families"
 )
@@ -145,7 +146,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU in fmt formatting and string concatenation outside families.Loggers; strings.Builder and strconv.Append* versions typically need a third of the time, so about 60% of it",
-		Summary:     fmt.Sprintf("String formatting uses %s of CPU, mostly %s", rules.Percent(share), entries[top].name),
+		Summary:     fmt.Sprintf("String formatting uses %s of CPU, mostly %s", human.Percent(share), entries[top].name),
 		Evidence: []rules.Fact{
 			rules.Share("formatting and concatenation share of CPU", share),
 			rules.Share("strconv under them", strconvShare),

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -130,7 +131,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU compiling regular expressions outside initialisation; compiling once removes all of it (and the garbage it makes)",
-		Summary:     fmt.Sprintf("Regular expressions are compiled on the hot path: %s of CPU", rules.Percent(share)),
+		Summary:     fmt.Sprintf("Regular expressions are compiled on the hot path: %s of CPU", human.Percent(share)),
 		Evidence:    []rules.Fact{rules.Share("regexp compilation share of CPU", share)},
 		Fix:         fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,

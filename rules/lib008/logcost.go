@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/families"
 )
@@ -155,7 +156,7 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU under loggers; records dropped by level or sampling cost almost nothing and typed loggers format in a fraction of the time, so about 70% of it",
-		Summary:     fmt.Sprintf("Logging uses %s of CPU (%s)", rules.Percent(share), lg.name),
+		Summary:     fmt.Sprintf("Logging uses %s of CPU (%s)", human.Percent(share), lg.name),
 		Evidence: append([]rules.Fact{
 			rules.Share("logging share of CPU", share),
 			rules.Share("fmt formatting under the logger", fmtShare),
@@ -179,7 +180,7 @@ func check(pass *rules.Pass) error {
 		}
 	}
 	if writeShare >= share/3 {
-		f.Fix += " Writes take " + rules.Percent(writeShare) + " of CPU: one system call per record; fewer records is the main cure, a buffered writer another."
+		f.Fix += " Writes take " + human.Percent(writeShare) + " of CPU: one system call per record; fewer records is the main cure, a buffered writer another."
 	}
 	if len(sites) > 0 {
 		f.Summary += ", from " + rules.ShortFunc(sites[0].Func)

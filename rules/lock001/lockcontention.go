@@ -4,6 +4,7 @@ package lock001
 
 import (
 	"fmt"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"strings"
 	"time"
 
@@ -364,8 +365,8 @@ func fused(pass *rules.Pass, holders *contention) bool {
 			procs, procsSrc = float64(tr.GOMAXPROCS), "execution trace"
 		}
 		share = tr.LockWait.Seconds() / (tr.Window.Seconds() * procs)
-		window = "over the " + rules.RoundDuration(tr.Window).String() + " execution trace"
-		used = append(used, "execution trace: goroutines blocked acquiring a sync.Mutex or RWMutex over its "+rules.RoundDuration(tr.Window).String())
+		window = "over the " + human.RoundDuration(tr.Window).String() + " execution trace"
+		used = append(used, "execution trace: goroutines blocked acquiring a sync.Mutex or RWMutex over its "+human.RoundDuration(tr.Window).String())
 		facts = append(facts,
 			rules.Count("goroutines waiting for locks per P (wait share)", round(share, 3), ""),
 			rules.Count("lock wait in the trace", round(tr.LockWait.Seconds(), 3), "s"),

@@ -342,12 +342,12 @@ func TestCurlFolderWithoutWindowUsesTraceAndGoroutines(t *testing.T) {
 			t.Errorf("evidence used %q does not name the %s", used, want)
 		}
 	}
-	if !strings.Contains(f.Summary, "lockcontention.contended") || !strings.Contains(f.Summary, "execution trace") {
+	if !strings.Contains(f.Summary, "lock001.contended") || !strings.Contains(f.Summary, "execution trace") {
 		t.Errorf("summary %q", f.Summary)
 	}
 	roles := map[string]bool{}
 	for _, l := range f.Locations {
-		if strings.HasSuffix(l.Function, "lockcontention.contended") {
+		if strings.HasSuffix(l.Function, "lock001.contended") {
 			roles[l.Role] = true
 		}
 	}

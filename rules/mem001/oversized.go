@@ -10,6 +10,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -111,7 +112,7 @@ func check(pass *rules.Pass) error {
 			Resource:    "memory",
 			ImpactBasis: "share of all bytes allocated in the window that come from this site; sizing it to what each call uses recovers most of them (an upper bound: the profile does not show how much is used)",
 			Summary: fmt.Sprintf("%s allocates %s per call, %s of all bytes allocated (typical allocation %s)",
-				name, rules.HumanBytes(per), rules.Percent(share), rules.HumanBytes(uint64(typical))),
+				name, human.Bytes(per), human.Percent(share), human.Bytes(uint64(typical))),
 			Evidence: []rules.Fact{
 				rules.Bytes("bytes per allocation at the site", per),
 				rules.Share("share of allocated bytes", share),
@@ -121,8 +122,8 @@ func check(pass *rules.Pass) error {
 			},
 			Locations: []rules.Location{{Function: s.frame.Func, File: s.frame.File, Line: s.frame.Line, Share: share, Role: "allocation site"}},
 			Fix: fmt.Sprintf("Size the allocation at %s from what the call actually holds: make([]T, 0, n) with n the elements this call will use (or a small estimate) and let append grow it, instead of %s every call. If every call truly needs that much, reuse one buffer per worker or a sync.Pool of *[]byte, or stream the data.",
-				name, rules.HumanBytes(per)),
-			Example: "before: buf := make([]T, maxItems)        // " + rules.HumanBytes(per) + " per call\nafter:  buf := make([]T, 0, len(items))  // what this call holds",
+				name, human.Bytes(per)),
+			Example: "before: buf := make([]T, maxItems)        // " + human.Bytes(per) + " per call\nafter:  buf := make([]T, 0, len(items))  // what this call holds",
 		}
 		if s.caller != nil {
 			f.Locations = append(f.Locations, rules.Location{Function: s.caller.Func, File: s.caller.File, Line: s.caller.Line, Share: share, Role: "caller"})

@@ -13,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -243,7 +244,7 @@ func goroutineCounts(ev *evidence.Evidence) (goroutines, bool) {
 	if s, err := ev.Trace(); err == nil && s != nil && s.Window > 0 && s.Goroutines.AtStart > 0 {
 		g := s.Goroutines
 		return goroutines{float64(g.AtStart), float64(g.AtEnd), false, s.Window,
-			fmt.Sprintf("the execution trace, which covers only the last %s of the window", rules.RoundDuration(s.Window))}, true
+			fmt.Sprintf("the execution trace, which covers only the last %s of the window", human.RoundDuration(s.Window))}, true
 	}
 	return goroutines{}, false
 }
@@ -344,12 +345,12 @@ func check(pass *rules.Pass) error {
 		drained = peak > totals[0] && float64(peak-totals[len(totals)-1]) >= 0.25*float64(peak-totals[0])
 		parts := make([]string, len(totals))
 		for i, t := range totals {
-			parts[i] = rules.HumanBytes(uint64(t))
+			parts[i] = human.Bytes(uint64(t))
 		}
 		facts = append(facts, rules.Text("in-use heap over the series", strings.Join(parts, " → ")))
 		switch {
 		case drained:
-			why = append(why, fmt.Sprintf("the heap peaked at %s and fell back to %s by the end: it drains", rules.HumanBytes(uint64(peak)), rules.HumanBytes(uint64(totals[len(totals)-1]))))
+			why = append(why, fmt.Sprintf("the heap peaked at %s and fell back to %s by the end: it drains", human.Bytes(uint64(peak)), human.Bytes(uint64(totals[len(totals)-1]))))
 		case steady:
 			why = append(why, fmt.Sprintf("the heap grew in every one of %d snapshots", len(series)))
 		}
@@ -363,7 +364,7 @@ func check(pass *rules.Pass) error {
 		} else {
 			facts = append(facts,
 				rules.Text("goroutines at the window's start", "not known: the trace covers only the window's end"),
-				rules.Count(fmt.Sprintf("goroutines at the trace's start (%s before the end)", rules.RoundDuration(g.span)), math.Round(g.start), ""))
+				rules.Count(fmt.Sprintf("goroutines at the trace's start (%s before the end)", human.RoundDuration(g.span)), math.Round(g.start), ""))
 		}
 		facts = append(facts,
 			rules.Count("goroutines at end", math.Round(g.end), ""),
@@ -374,7 +375,7 @@ func check(pass *rules.Pass) error {
 		case tracks:
 			per := float64(total) / rise
 			facts = append(facts, rules.Bytes("heap growth per added goroutine", uint64(per)))
-			why = append(why, fmt.Sprintf("goroutines grew with the heap, from %.0f to %.0f (%s of growth each): work is piling up in flight", g.start, g.end, rules.HumanBytes(uint64(per))))
+			why = append(why, fmt.Sprintf("goroutines grew with the heap, from %.0f to %.0f (%s of growth each): work is piling up in flight", g.start, g.end, human.Bytes(uint64(per))))
 		case flat:
 			why = append(why, fmt.Sprintf("the goroutine count stayed flat (%.0f → %.0f) while the heap grew: the memory is retained, not in flight", g.start, g.end))
 		}
@@ -410,7 +411,7 @@ func check(pass *rules.Pass) error {
 		// collector short of CPU overshoots its goal many times over.
 		sev = min(sev, rules.Low)
 		caveats = append(caveats, fmt.Sprintf("The heap started at %s, under %s: a tiny heap's in-use figure swings with the collector's timing (a healthy service with a 2-4 MiB live heap at 70-165 GC cycles/s showed in-use heaps from 1.8 MiB to over 300 MiB across snapshots 50 ms apart on a busy 2-core machine), so only a heap series that grows at every snapshot tells a leak here.",
-			rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(floor))))
+			human.Bytes(uint64(base)), human.Bytes(uint64(floor))))
 	}
 	// A heap profile is as of the last completed GC. When that GC came well
 	// before the window opened and few cycles ran inside it (GOGC=off, a
@@ -454,19 +455,19 @@ func check(pass *rules.Pass) error {
 	switch verdict {
 	case Leak:
 		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s and looks like a leak; most growth at %s",
-			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+			human.Percent(rel), human.Bytes(uint64(base)), human.Bytes(uint64(end)), span, site)
 		f.Fix = fmt.Sprintf("Bound what %s keeps: evict by age or size, delete entries when their request or session ends, or cap the cache. Why a leak: %s. Verify with two new heap snapshots: the site must stop growing.",
 			site, strings.Join(why, "; "))
 		f.Example = "if len(cache) > maxEntries { evictOldest(cache) } // or an LRU with a fixed capacity"
 	case Backlog:
 		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s with work in flight, not a leak; most growth at %s",
-			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+			human.Percent(rel), human.Bytes(uint64(base)), human.Bytes(uint64(end)), span, site)
 		f.Fix = fmt.Sprintf("The memory belongs to work in flight (a backlog, or requests holding buffers) and returns when it ends: %s. Bound the backlog (a semaphore or buffered channel; reject or shed when full) so memory cannot follow the load, and add capacity where the work waits (see the latency and CPU findings).",
 			strings.Join(why, "; "))
 		f.Example = "sem := make(chan struct{}, maxInFlight) // acquire per job; 503 when full"
 	default:
 		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s; most growth at %s; one window cannot tell a leak from a backlog",
-			rules.Percent(rel), rules.HumanBytes(uint64(base)), rules.HumanBytes(uint64(end)), span, site)
+			human.Percent(rel), human.Bytes(uint64(base)), human.Bytes(uint64(end)), span, site)
 		f.Fix = fmt.Sprintf("Find out whether %s's growth drains: take a heap series (perfdoctor collect --heap-every 10s) or collect again after the load stops. If it keeps growing, bound what it keeps (a leak); if it drains, bound the queue and add capacity (a backlog).", site)
 		f.Caveats = append(f.Caveats, "One window cannot tell a leak from a backlog here: no heap series and no goroutine counts at both ends (runtime/metrics from the agent, or an execution trace).")
 	}

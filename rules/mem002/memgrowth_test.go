@@ -2,6 +2,7 @@ package mem002
 
 import (
 	"bytes"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -367,7 +368,7 @@ func TestTinyHeapHighGCRateIsAtMostLow(t *testing.T) {
 			hi = p
 		}
 	}
-	t.Logf("GC %.0f/s, in-use %s .. %s", rate, rules.HumanBytes(uint64(inuse(lo))), rules.HumanBytes(uint64(inuse(hi))))
+	t.Logf("GC %.0f/s, in-use %s .. %s", rate, human.Bytes(uint64(inuse(lo))), human.Bytes(uint64(inuse(hi))))
 	// The worst pair a curl of two snapshots could catch: the smallest, then the largest.
 	ev := evidenceOf(lo, hi)
 	ev.MetricsStart, ev.MetricsEnd = start, end

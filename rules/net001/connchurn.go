@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -90,7 +91,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU samples dialling or closing outbound connections; reuse removes nearly all of it",
-		Summary:     fmt.Sprintf("%s connections are dialled and closed per request: %s of CPU", kind, rules.Percent(share)),
+		Summary:     fmt.Sprintf("%s connections are dialled and closed per request: %s of CPU", kind, human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Share("dial + close share of CPU", share),
 			rules.Share("dial share of CPU", dialShare),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -205,7 +206,7 @@ func check(pass *rules.Pass) error {
 		ImpactBasis: "the busiest destination's new-connection rate against the ceiling of usable ports / 60 s TIME_WAIT " +
 			"(or its share of the ports held); at 100% connect() fails with EADDRNOTAVAIL",
 		Summary: fmt.Sprintf("New connections to %s at %.0f/s, %s of the ceiling of %.0f/s (%d ports / %d s TIME_WAIT); %d in TIME_WAIT",
-			w.Addr, w.Rate, rules.Percent(w.Rate/w.Ceiling), w.Ceiling, w.Ports, TimeWaitSeconds, w.TimeWait),
+			w.Addr, w.Rate, human.Percent(w.Rate/w.Ceiling), w.Ceiling, w.Ports, TimeWaitSeconds, w.TimeWait),
 		Evidence: []rules.Fact{
 			rules.Text("destination", w.Addr),
 			rules.Count("new connections per second (estimated)", w.Rate, "/s"),
@@ -257,7 +258,7 @@ func check(pass *rules.Pass) error {
 		}
 	}
 	if w.Rate/w.Ceiling < low && w.PortsTaken < medium {
-		f.Summary = fmt.Sprintf("connect() spends %s of perf samples searching for a free local port (%s)", rules.Percent(search), w.Addr)
+		f.Summary = fmt.Sprintf("connect() spends %s of perf samples searching for a free local port (%s)", human.Percent(search), w.Addr)
 		f.Severity, f.Impact = rules.Grade(search, 0.10, 0.20), search
 		f.Resource = "cpu"
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
@@ -90,8 +91,8 @@ func check(pass *rules.Pass) error {
 		Impact:      math.Max(kernel-normalKernel, 0),
 		Resource:    "cpu",
 		ImpactBasis: fmt.Sprintf("kernel share of busy CPU above the %.0f%% a busy network service spends anyway", normalKernel*100),
-		Summary: fmt.Sprintf("%s of busy CPU is kernel work (sy %s, si %s, us %s)", rules.Percent(kernel),
-			rules.Percent(t.System/busy), rules.Percent(t.SoftIRQ/busy), rules.Percent(t.User/busy)),
+		Summary: fmt.Sprintf("%s of busy CPU is kernel work (sy %s, si %s, us %s)", human.Percent(kernel),
+			human.Percent(t.System/busy), human.Percent(t.SoftIRQ/busy), human.Percent(t.User/busy)),
 		Evidence: []rules.Fact{
 			rules.Share("kernel share of busy CPU (sy+irq+si)", kernel),
 			rules.Share("system (sy)", t.System/busy),
@@ -105,7 +106,7 @@ func check(pass *rules.Pass) error {
 	}
 	if skewSev >= rules.Medium {
 		f.Summary += fmt.Sprintf("; CPU %d takes %.1fx the NET_RX softirqs of the others and spends %s of its time in them",
-			skewCPU, skew, rules.Percent(siOfCPU))
+			skewCPU, skew, human.Percent(siOfCPU))
 		f.Evidence = append(f.Evidence,
 			rules.Count("NET_RX softirqs on the busiest CPU vs the others", skew, "x"),
 			rules.Share("soft interrupt share of that CPU", siOfCPU))

@@ -5,6 +5,7 @@ package net004
 import (
 	"fmt"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -68,7 +69,7 @@ func check(pass *rules.Pass) error {
 		Impact:      full,
 		Resource:    "latency",
 		ImpactBasis: "how full the conntrack table is; at 100% new flows' packets are dropped",
-		Summary:     fmt.Sprintf("conntrack table %s full (%d of %d entries)", rules.Percent(full), end.Count, end.Max),
+		Summary:     fmt.Sprintf("conntrack table %s full (%d of %d entries)", human.Percent(full), end.Count, end.Max),
 		Evidence: []rules.Fact{
 			rules.Share("conntrack table full", full),
 			rules.Count("tracked flows", float64(end.Count), ""),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -75,7 +76,7 @@ func check(pass *rules.Pass) error {
 		Impact:      math.Min(math.Max(frac, 0.01), 1),
 		Resource:    "latency",
 		ImpactBasis: "share of new connections that overflowed the accept queue, each delayed by the client's retransmit (1 s and more)",
-		Summary:     fmt.Sprintf("%d connections overflowed accept queues in %.0f s (%s of new connections)", lost, d.Seconds, rules.Percent(frac)),
+		Summary:     fmt.Sprintf("%d connections overflowed accept queues in %.0f s (%s of new connections)", lost, d.Seconds, human.Percent(frac)),
 		Evidence: []rules.Fact{
 			rules.Count("ListenOverflows in the window", float64(overflows), ""),
 			rules.Count("ListenDrops in the window", float64(drops), ""),

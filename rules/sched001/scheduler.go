@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
@@ -123,7 +124,7 @@ func check(pass *rules.Pass) error {
 		ImpactBasis: "half of the scheduler's share of CPU: matching GOMAXPROCS to the quota and cutting goroutine handoffs removes the spinning, not the scheduling itself",
 		Evidence:    []rules.Fact{rules.Share("scheduler share of CPU", share)},
 		Frames:      cpu.Matched(goruntime.SchedulerFrames, 10),
-		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", rules.Percent(share)),
+		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", human.Percent(share)),
 		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
 	}
 	if procs > 0 {
@@ -142,7 +143,7 @@ func check(pass *rules.Pass) error {
 	}
 	if over {
 		want := int(limit + 0.999)
-		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", procs, limitName, rules.Percent(share))
+		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", procs, limitName, human.Percent(share))
 		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
 		// A setting fixes it without code: from 10% of CPU that is high.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
@@ -185,10 +186,10 @@ func check(pass *rules.Pass) error {
 	}
 	rate := ""
 	if created > 0 {
-		rate = fmt.Sprintf("%s goroutines/s, ", rules.HumanNumber(round(created)))
+		rate = fmt.Sprintf("%s goroutines/s, ", human.Number(round(created)))
 	}
 	f.Summary = fmt.Sprintf("Short-lived goroutines started at %s: %screation and exit %s of CPU, scheduler %s",
-		where, rate, rules.Percent(churn), rules.Percent(sched))
+		where, rate, human.Percent(churn), human.Percent(sched))
 	if len(sites) > 0 && sites[0].life > 0 {
 		f.Summary += fmt.Sprintf("; each lives ~%s", roundDur(sites[0].life))
 	}
@@ -375,7 +376,7 @@ func goroutineCount(ev *evidence.Evidence) (int64, string, int64) {
 func siteNames(cs []creator) string {
 	var parts []string
 	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s %s", rules.SiteName(c.frame), rules.Percent(c.share)))
+		parts = append(parts, fmt.Sprintf("%s %s", rules.SiteName(c.frame), human.Percent(c.share)))
 	}
 	return strings.Join(parts, ", ")
 }

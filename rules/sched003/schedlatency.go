@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -171,12 +172,12 @@ func check(pass *rules.Pass) error {
 	}
 
 	f.Summary = fmt.Sprintf("%s wait p99 %s for a CPU (p50 %s, max %s)",
-		capitalize(what), rules.RoundDuration(worst), rules.RoundDuration(all.P50), rules.RoundDuration(all.Max))
+		capitalize(what), human.RoundDuration(worst), human.RoundDuration(all.P50), human.RoundDuration(all.Max))
 	if what != "runnable goroutines" {
-		f.Summary += fmt.Sprintf("; all runnable goroutines p99 %s", rules.RoundDuration(all.P99))
+		f.Summary += fmt.Sprintf("; all runnable goroutines p99 %s", human.RoundDuration(all.P99))
 	}
 	if util > 0 {
-		f.Summary += fmt.Sprintf(", with the Ps %s busy", rules.Percent(util))
+		f.Summary += fmt.Sprintf(", with the Ps %s busy", human.Percent(util))
 	}
 
 	var fix strings.Builder
@@ -211,7 +212,7 @@ func check(pass *rules.Pass) error {
 		}
 		f.Example = "limit := make(chan struct{}, 2*runtime.GOMAXPROCS(0)) // admission: acquire per request, 503 when full"
 	default:
-		fmt.Fprintf(&fix, "The Ps are only %s busy on average, so the waits come in bursts: many goroutines made ready at once (per-request fan-out, timers firing together) or long stop-the-world pauses. Bound the fan-out with a worker pool or errgroup.SetLimit, and check the GC findings. ", rules.Percent(util))
+		fmt.Fprintf(&fix, "The Ps are only %s busy on average, so the waits come in bursts: many goroutines made ready at once (per-request fan-out, timers firing together) or long stop-the-world pauses. Bound the fan-out with a worker pool or errgroup.SetLimit, and check the GC findings. ", human.Percent(util))
 		f.Example = "g.SetLimit(runtime.GOMAXPROCS(0)) // errgroup: bound per-request fan-out"
 	}
 	fix.WriteString("Verify with a new trace under the same load: p99 runnable -> running should fall below 1 ms.")
@@ -301,9 +302,9 @@ func deferToCause(f *rules.Finding, earlier []rules.Finding, hostContention bool
 		return
 	}
 	f.CausedBy = cause.ID
-	f.CauseReason = fmt.Sprintf("%s (%s) takes %s of CPU: the CPU the goroutines wait for", cause.ID, cause.Class, rules.Percent(cause.Impact))
+	f.CauseReason = fmt.Sprintf("%s (%s) takes %s of CPU: the CPU the goroutines wait for", cause.ID, cause.Class, human.Percent(cause.Impact))
 	f.ImpactBasis += fmt.Sprintf("; capped at half of %s's estimate, the CPU cost that makes goroutines wait", cause.Rule)
-	f.Caveats = append(f.Caveats, fmt.Sprintf("Likely a symptom: %s (%s) takes %s of CPU; fix it first and trace again.", cause.Rule, cause.Class, rules.Percent(cause.Impact)))
+	f.Caveats = append(f.Caveats, fmt.Sprintf("Likely a symptom: %s (%s) takes %s of CPU; fix it first and trace again.", cause.Rule, cause.Class, human.Percent(cause.Impact)))
 }
 
 func capitalize(s string) string {

@@ -5,6 +5,7 @@ package sys001
 import (
 	"fmt"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -63,7 +64,7 @@ func check(pass *rules.Pass) error {
 		Resource:    "latency",
 		ImpactBasis: "share of scheduling periods in which the cgroup ran out of quota and all its threads waited",
 		Summary: fmt.Sprintf("throttled in %s of CPU periods under a %.2g-CPU quota (%.2f s stalled per second)",
-			rules.Percent(share), e.CPUQuotaCores, stalled),
+			human.Percent(share), e.CPUQuotaCores, stalled),
 		Evidence: []rules.Fact{
 			rules.Share("throttled periods", share),
 			rules.Count("periods in the window", float64(periods), ""),

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -71,7 +72,7 @@ func check(pass *rules.Pass) error {
 		Impact:      used,
 		Resource:    "latency",
 		ImpactBasis: "share of the descriptor limit in use; at 100% accept and connect fail",
-		Summary:     fmt.Sprintf("%d of %d file descriptors open (%s)", p.OpenFDs, p.FDLimit, rules.Percent(used)),
+		Summary:     fmt.Sprintf("%d of %d file descriptors open (%s)", p.OpenFDs, p.FDLimit, human.Percent(used)),
 		Evidence: []rules.Fact{
 			rules.Share("descriptors in use", used),
 			rules.Count("open descriptors", float64(p.OpenFDs), ""),

@@ -6,7 +6,7 @@
 package harness
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -14,9 +14,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/supervise"
 )
 
 // Perfdoctor is the import path of the perfdoctor command.
@@ -75,51 +76,12 @@ func Need(t testing.TB, install string, tools ...string) {
 // that starts with prefix, once it appears within timeout.
 func Start(t testing.TB, cmd *exec.Cmd, prefix string, timeout time.Duration) string {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
+	p, rest, err := supervise.StartLine(context.Background(), cmd, prefix, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-				ready <- rest
-				break
-			}
-		}
-		close(ready)
-		for sc.Scan() { // keep the pipe drained
-		}
-	}()
-	name := filepath.Base(cmd.Path)
-	select {
-	case rest, ok := <-ready:
-		if !ok {
-			t.Fatalf("%s exited before printing %q", name, prefix)
-		}
-		return rest
-	case <-time.After(timeout):
-		t.Fatalf("%s did not print %q within %s", name, prefix, timeout)
-	}
-	return ""
+	t.Cleanup(p.Stop)
+	return rest
 }
 
 // Fact is one piece of a finding's evidence.

@@ -1,4 +1,4 @@
-package system
+package cgroupfs
 
 import (
 	"math"
@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/perfdoctor/perfdoctor/internal/cgroupfs"
 )
 
 func TestParseCPUMax(t *testing.T) {
@@ -27,14 +25,14 @@ func TestParseCPUMax(t *testing.T) {
 		{in: "abc 100000", wantErr: true},
 		{in: "1 2 3", wantErr: true},
 	} {
-		got, err := parseCPUMax(strings.NewReader(tc.in))
+		got, err := ParseCPUMax([]byte(tc.in))
 		if (err != nil) != tc.wantErr || got != tc.want {
 			t.Errorf("parseCPUMax(%q) = %v, %v; want %v, err %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
 
-func TestParseCgroupValue(t *testing.T) {
+func TestParseValue(t *testing.T) {
 	for _, tc := range []struct {
 		in      string
 		want    uint64
@@ -47,7 +45,7 @@ func TestParseCgroupValue(t *testing.T) {
 		{in: "-1", wantErr: true},
 		{in: "", wantErr: true},
 	} {
-		got, err := parseCgroupValue(strings.NewReader(tc.in))
+		got, err := ParseValue([]byte(tc.in))
 		if (err != nil) != tc.wantErr || got != tc.want {
 			t.Errorf("parseCgroupValue(%q) = %v, %v; want %v, err %v", tc.in, got, err, tc.want, tc.wantErr)
 		}
@@ -56,22 +54,22 @@ func TestParseCgroupValue(t *testing.T) {
 
 func TestParseCPUStat(t *testing.T) {
 	v2 := "usage_usec 10\nnr_periods 5\nnr_throttled 2\nthrottled_usec 300\nnr_bursts 0\n"
-	if got, err := parseCPUStat(strings.NewReader(v2)); err != nil || got != (cpuStat{5, 2, 300}) {
+	if got, err := ParseCPUStat([]byte(v2)); err != nil || got != (CPUStat{5, 2, 300}) {
 		t.Errorf("v2: %+v, %v", got, err)
 	}
 	v1 := "nr_periods 5\nnr_throttled 2\nthrottled_time 3000000\n"
-	if got, err := parseCPUStat(strings.NewReader(v1)); err != nil || got != (cpuStat{5, 2, 3000}) {
+	if got, err := ParseCPUStat([]byte(v1)); err != nil || got != (CPUStat{5, 2, 3000}) {
 		t.Errorf("v1: %+v, %v", got, err)
 	}
-	if _, err := parseCPUStat(strings.NewReader("nr_periods x\n")); err == nil {
+	if _, err := ParseCPUStat([]byte("nr_periods x\n")); err == nil {
 		t.Error("bad number: no error")
 	}
-	if got, err := parseCPUStat(strings.NewReader("")); err != nil || got != (cpuStat{}) {
+	if got, err := ParseCPUStat(nil); err != nil || got != (CPUStat{}) {
 		t.Errorf("empty: %+v, %v", got, err)
 	}
 }
 
-func TestResolveCgroupDir(t *testing.T) {
+func TestResolveDir(t *testing.T) {
 	mount := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(mount, "docker", "abc"), 0o755); err != nil {
 		t.Fatal(err)
@@ -84,7 +82,7 @@ func TestResolveCgroupDir(t *testing.T) {
 		"/../../etc":                     mount, // never escapes the mount
 		"/kubepods/besteffort/pod1/ctr1": mount,
 	} {
-		if got := cgroupfs.ResolveDir(mount, path); got != want {
+		if got := ResolveDir(mount, path); got != want {
 			t.Errorf("ResolveDir(%q) = %q, want %q", path, got, want)
 		}
 	}
@@ -95,7 +93,7 @@ func FuzzParseCPUMax(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		v, err := parseCPUMax(strings.NewReader(in))
+		v, err := ParseCPUMax([]byte(in))
 		if err != nil {
 			return
 		}
@@ -109,19 +107,19 @@ func FuzzParseCPUStat(f *testing.F) {
 	f.Add("nr_periods 5\nnr_throttled 2\nthrottled_usec 300\n")
 	f.Add("nr_periods 5\nthrottled_time 3000000\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		st, err := parseCPUStat(strings.NewReader(in))
+		st, err := ParseCPUStat([]byte(in))
 		if err == nil && !strings.Contains(in, "throttled") && st.ThrottledUsec != 0 {
 			t.Fatalf("throttled time from nowhere: %q -> %+v", in, st)
 		}
 	})
 }
 
-func FuzzParseCgroupValue(f *testing.F) {
+func FuzzParseValue(f *testing.F) {
 	for _, s := range []string{"max\n", "1073741824\n", "9223372036854771712\n", "-1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		v, err := parseCgroupValue(strings.NewReader(in))
+		v, err := ParseValue([]byte(in))
 		if err == nil && v >= v1Unlimited {
 			t.Fatalf("parseCgroupValue(%q) = %d, an unlimited value passed as a limit", in, v)
 		}

@@ -1,0 +1,99 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect/perf"
+	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
+)
+
+// WindowOptions says what ObserveWindow watches.
+type WindowOptions struct {
+	PID         int // also the process, its cgroup; 0 for the host alone
+	Duration    time.Duration
+	Perf        bool // record stacks with kernel frames (the process, else every CPU)
+	SourceLines bool // ask perf for file:line (native services built with -g)
+	Roots       system.Roots
+	Progress    *progress.Line
+	Logger      *slog.Logger
+}
+
+// Window is the host (and a process) observed over a window: /proc
+// snapshots at both ends and, when asked for, perf's stacks.
+type Window struct {
+	Start, End *bundle.SystemSnapshot
+	Perf       *profile.Profile
+	PerfErr    error // why there is no perf profile, when one was asked for
+	PerfAsked  bool
+	Started    time.Time
+	Duration   time.Duration
+	PID        int
+}
+
+// ObserveWindow snapshots /proc, waits o.Duration (recording perf
+// meanwhile when asked) and snapshots again. perf failing is not an error:
+// the window then carries PerfErr.
+func ObserveWindow(ctx context.Context, o WindowOptions) (*Window, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := &Window{Started: time.Now(), Duration: o.Duration, PID: o.PID, PerfAsked: o.Perf}
+	var err error
+	if w.Start, err = system.Snapshot(o.Roots, o.PID); err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	if o.Perf {
+		wg.Go(func() {
+			w.Perf, w.PerfErr = perf.Record(ctx, perf.Options{PID: o.PID, Duration: o.Duration, SourceLines: o.SourceLines, Logger: o.Logger})
+		})
+	}
+	o.Progress.Update("observing for %s", o.Duration)
+	t := time.NewTimer(o.Duration)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		wg.Wait()
+		return nil, fmt.Errorf("sys interrupted: %w", ctx.Err())
+	}
+	if w.End, err = system.Snapshot(o.Roots, o.PID); err != nil {
+		return nil, err
+	}
+	wg.Wait()
+	if w.PerfErr != nil {
+		o.Logger.Warn("perf unavailable", "err", w.PerfErr)
+	}
+	return w, nil
+}
+
+// WriteBundle saves the window as a bundle at dir that diagnose reads.
+func (w *Window) WriteBundle(dir, tool string) error {
+	bw, err := bundle.Create(dir)
+	if err != nil {
+		return err
+	}
+	target := "this host"
+	if w.PID != 0 {
+		target = fmt.Sprintf("pid %d", w.PID)
+	}
+	m := &bundle.Manifest{Tool: tool, Target: target, Start: w.Started, End: w.End.Time, Duration: bundle.Duration(w.Duration), PID: w.PID}
+	bw.AddJSON("system-start", bundle.SystemStartFile, w.Start, 0)
+	bw.AddJSON("system-end", bundle.SystemEndFile, w.End, 0)
+	switch {
+	case w.Perf != nil:
+		bw.AddProfile("perf", bundle.PerfFile, w.Perf, 0)
+	case w.PerfAsked:
+		bw.Fail("perf", w.PerfErr)
+	}
+	bw.Complete(m)
+	return bw.Finish(m, dir)
+}

@@ -1,0 +1,122 @@
+package layout
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/perfdoctor/perfdoctor/"
+
+// rule forbids packages matching From to depend, directly or not (only
+// directly with Direct), on packages matching To, except those in Except.
+type rule struct {
+	From, To []string // import-path prefixes, relative to the module for perfdoctor's own
+	Except   []string
+	Direct   bool
+	Why      string
+}
+
+var rules = []rule{
+	{From: []string{"rules/"}, To: []string{"collect", "report", "load", "agent", "cmd/", "verify", "underload"},
+		Why: "a rule reads evidence and writes findings; how evidence is gathered or shown is not its business"},
+	{From: []string{"collect"}, To: []string{"evidence", "rules", "report"},
+		Except: []string{"evidence/perfscript", "evidence/jfr"},
+		Why:    "collect writes bundles that evidence reads; the two format parsers are the one exception until they move to a room both import"},
+	{From: []string{"agent"}, To: []string{"cmd/", "report", "load", "collect", "evidence", "rules", "casebook"},
+		Why: "the agent is linked into users' services: no CLI, report or load generator in it"},
+	{From: []string{"cmd/perfdoctor"}, To: []string{"casebook", "github.com/IBM/sarama", "github.com/apache/thrift", "github.com/prometheus/client_golang"},
+		Why: "the shipped binary carries no casebook service or its libraries"},
+	{From: []string{"evidence"}, To: []string{"rules", "report", "collect", "load", "agent"},
+		Why: "evidence is read by rules and reports, never the reverse"},
+	{From: []string{"bundle"}, To: []string{""},
+		Why: "the bundle format is the contract between producers and readers: it depends on no perfdoctor package"},
+	{From: []string{"load"}, To: []string{"evidence", "rules", "report", "collect"},
+		Why: "the load generator knows nothing of diagnosis"},
+	{From: []string{"report"}, To: []string{"agent", "rules/catalog"},
+		Why: "reports render what they are given, including the catalog"},
+	{From: []string{"report"}, To: []string{"collect"}, Direct: true,
+		Why: "reports render evidence; they never gather it"},
+}
+
+func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := map[int]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Split(line, "|")
+		pkg, imports, deps := strings.TrimPrefix(fields[0], module), strings.Fields(fields[1]), strings.Fields(fields[2])
+		for i, r := range rules {
+			if !matches(pkg, r.From) {
+				continue
+			}
+			checked[i]++
+			list := deps
+			if r.Direct {
+				list = imports
+			}
+			for _, dep := range list {
+				own := strings.HasPrefix(dep, module)
+				dep = strings.TrimPrefix(dep, module)
+				if own && matches(dep, r.Except) {
+					continue
+				}
+				if (own && matches(dep, r.To) && !strings.HasPrefix(dep, pkg)) || (!own && matchesExternal(dep, r.To)) {
+					t.Errorf("%s depends on %s: %s", pkg, dep, r.Why)
+				}
+			}
+		}
+	}
+	for i, r := range rules {
+		if checked[i] == 0 {
+			t.Errorf("no package matches %v: the rule checks nothing", r.From)
+		}
+	}
+}
+
+// matches reports whether the module-relative path pkg is one of prefixes
+// or under one ("" matches every package of the module).
+func matches(pkg string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.Contains(p, ".") { // an external module
+			continue
+		}
+		if p == "" || pkg == strings.TrimSuffix(p, "/") || strings.HasPrefix(pkg, strings.TrimSuffix(p, "/")+"/") ||
+			(strings.HasSuffix(p, "/") && strings.HasPrefix(pkg, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchesExternal(dep string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.Contains(p, ".") && (dep == p || strings.HasPrefix(dep, p+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMatches(t *testing.T) {
+	for _, c := range []struct {
+		pkg  string
+		pre  []string
+		want bool
+	}{
+		{"collect", []string{"collect"}, true},
+		{"collect/jvm", []string{"collect"}, true},
+		{"collector", []string{"collect"}, false},
+		{"rules/gcpressure", []string{"rules/"}, true},
+		{"rules", []string{"rules/"}, true},
+		{"evidence/jfr", []string{"evidence/perfscript", "evidence/jfr"}, true},
+		{"evidence", []string{"evidence/perfscript", "evidence/jfr"}, false},
+		{"anything", []string{""}, true},
+	} {
+		if got := matches(c.pkg, c.pre); got != c.want {
+			t.Errorf("matches(%q, %v) = %v", c.pkg, c.pre, got)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStartLineReturnsTheReadyLineAndStopEndsTheChild(t *testing.T) {
+	p, rest, err := StartLine(context.Background(), exec.Command("sh", "-c", "echo starting; echo 'ready app=x'; exec sleep 30"), "ready ", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest != "app=x" {
+		t.Errorf("rest = %q, want app=x", rest)
+	}
+	p.Stop()
+	if p.State() == nil {
+		t.Fatal("Stop returned while the child runs")
+	}
+	p.Stop() // a second Stop does nothing
+}
+
+func TestStartLineFailsWhenTheChildExitsFirst(t *testing.T) {
+	_, _, err := StartLine(context.Background(), exec.Command("sh", "-c", "echo nothing"), "ready ", 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), `exited before printing "ready "`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestGroupStopEndsTheShell(t *testing.T) {
+	// sh waits for its background child; SIGTERM to the group ends both.
+	g, err := Start(exec.Command("sh", "-c", "sleep 30 & wait"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Stop()
+	if g.State() == nil {
+		t.Fatal("group Stop returned while the shell runs")
+	}
+}
+
+func TestWaitTCP(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p, err := Start(exec.Command("sleep", "30"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if err := p.WaitTCP(context.Background(), ln.Addr().String(), 5*time.Second); err != nil {
+		t.Errorf("listening address: %v", err)
+	}
+	q, err := Start(exec.Command("sh", "-c", "exit 3"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := free.Addr().String()
+	free.Close()
+	if err := q.WaitTCP(context.Background(), addr, 5*time.Second); !errors.Is(err, ErrExited) {
+		t.Errorf("exited child: err = %v, want ErrExited", err)
+	}
+}
+
+func TestTailKeepsTheLastLine(t *testing.T) {
+	tl := NewTail(16)
+	if got := tl.LastLine(); got != "no output" {
+		t.Errorf("empty: %q", got)
+	}
+	tl.Write([]byte("a long first line\nsecond\n"))
+	if got := tl.LastLine(); got != "second" {
+		t.Errorf("LastLine = %q", got)
+	}
+}

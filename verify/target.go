@@ -1,0 +1,121 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/internal/supervise"
+)
+
+// StartTarget runs command under sh -c in its own process group and waits
+// until rawURL's host accepts TCP connections (for udp:// URLs, until the
+// process has run for a second), failing early if the process exits. The
+// command's output is kept for the error message, and copied to echo when
+// echo is not nil. name ("before", "after") labels the errors.
+func StartTarget(ctx context.Context, name, command, rawURL string, timeout time.Duration, echo io.Writer, log *slog.Logger) (*supervise.Process, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("--%s %q: not a URL", name, rawURL)
+	}
+	// The port must be free before we start: otherwise an old process
+	// would answer and we would measure the wrong thing.
+	if u.Scheme != "udp" {
+		if c, err := net.DialTimeout("tcp", hostPort(u), time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %s already accepts connections before --%s-cmd started; stop what is listening there or use another port", name, u.Host, name)
+		}
+	}
+	out := supervise.NewTail(4096)
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Stdout, cmd.Stderr = out, out
+	if echo != nil {
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(out, echo), io.MultiWriter(out, echo)
+	}
+	p, err := supervise.Start(cmd, true)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	log.Debug("started", "service", name, "pid", p.PID(), "command", command)
+	if u.Scheme == "udp" {
+		// Nothing to connect to: give it a second.
+		select {
+		case <-p.Exited():
+			return nil, fmt.Errorf("%s command exited (%s): %s", name, p.State(), out.LastLine())
+		case <-ctx.Done():
+			p.Stop()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+			return p, nil
+		}
+	}
+	if err := p.WaitTCP(ctx, hostPort(u), timeout); err != nil {
+		p.Stop()
+		if errors.Is(err, supervise.ErrExited) {
+			return nil, fmt.Errorf("%s command %v: %s", name, err, out.LastLine())
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return u.Host + ":443"
+	}
+	return u.Host + ":80"
+}
+
+// LocalPID is the process listening on rawURL's port on this host, or 0
+// (remote, UDP, or not found): its CPU time then goes unmeasured.
+func LocalPID(rawURL string) int {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return 0
+	}
+	host, port, err := net.SplitHostPort(hostPort(u))
+	if err != nil {
+		return 0
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return 0
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return 0
+	}
+	pid, err := system.FindPIDByPort(system.Roots{}, n)
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// processCPU is the process's user and system CPU time in seconds.
+func processCPU(pid int) (float64, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, false
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, false
+	}
+	return st.CPUTime(), true
+}

@@ -1,0 +1,195 @@
+// Package verify compares two versions of a service under the same load:
+// it alternates them over rounds so slow drift of the machine cancels, and
+// judges the paired after/before ratios of throughput, latency and (for
+// local targets) CPU time per request with 95% confidence intervals.
+package verify
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/load"
+)
+
+// Verdicts.
+const (
+	Faster = "faster"
+	Slower = "slower"
+	Same   = "no significant change"
+)
+
+// Options says what to compare and how.
+type Options struct {
+	Before, After load.Config
+	// PIDs are the before and after targets' processes, 0 when unknown
+	// (their CPU time per request then goes unmeasured).
+	PIDs      [2]int
+	Rounds    int
+	Warmup    time.Duration // load before each measurement, not counted
+	MinChange float64       // significant changes smaller than this fraction are ignored
+	// OnRound, when set, is called after each complete round.
+	OnRound func(done, of int, r Round)
+}
+
+// Result is verify's output; its JSON is `verify --format json`.
+type Result struct {
+	Before     string     `json:"before"`
+	After      string     `json:"after"`
+	Rounds     []Round    `json:"rounds"`
+	Throughput load.Ratio `json:"-"`
+	P50, P99   load.Ratio `json:"-"`
+	CPU        load.Ratio `json:"-"` // the targets' CPU time per request, when their processes are local
+	Ratios     []Ratio    `json:"ratios"`
+	Verdict    string     `json:"verdict"`
+	Why        string     `json:"why,omitempty"`
+	Method     string     `json:"method"`
+	LoadAvg    float64    `json:"load_average"`
+	Warnings   []string   `json:"warnings,omitempty"`
+}
+
+// Round is one measurement of each version.
+type Round struct {
+	Round  int          `json:"round"`
+	First  string       `json:"first"` // "before" or "after"
+	Before *load.Result `json:"before"`
+	After  *load.Result `json:"after"`
+	// The target processes' CPU time per request, in microseconds (from
+	// /proc, for local targets), 0 when unknown.
+	BeforeCPU float64 `json:"before_cpu_us_per_request,omitempty"`
+	AfterCPU  float64 `json:"after_cpu_us_per_request,omitempty"`
+}
+
+// Ratio is one judged figure.
+type Ratio struct {
+	Figure   string  `json:"figure"`
+	Estimate float64 `json:"ratio"`
+	Low      float64 `json:"ci95_low"`
+	High     float64 `json:"ci95_high"`
+	Change   string  `json:"change"` // "better", "worse", "none"
+}
+
+// Run measures both versions over o.Rounds, alternating which goes first,
+// and judges the paired ratios. Interrupted through ctx, it judges the
+// complete rounds only.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	v := &Result{Before: o.Before.URL, After: o.After.URL,
+		Method: "paired t-test on per-round log ratios (after/before), 95% interval, rounds alternate their order"}
+	// measure loads one version; cpu is the target process's CPU time per
+	// request in microseconds, 0 when its process is not known.
+	measure := func(cfg load.Config, pid int) (res *load.Result, cpu float64, err error) {
+		if o.Warmup > 0 {
+			w := cfg
+			w.Duration, w.Progress = o.Warmup, nil
+			if _, err := load.Run(ctx, w); err != nil {
+				return nil, 0, err
+			}
+		}
+		cpu0, cpuOK := processCPU(pid)
+		res, err = load.Run(ctx, cfg)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := res.AllFailed(); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", cfg.URL, err)
+		}
+		if cpu1, ok := processCPU(pid); ok && cpuOK && res.Requests > 0 {
+			cpu = (cpu1 - cpu0) * 1e6 / float64(res.Requests)
+		}
+		return res, cpu, nil
+	}
+	for r := range o.Rounds {
+		// got[0] is before, got[1] after; odd rounds measure after first.
+		p := Round{Round: r + 1, First: "before"}
+		got := []*load.Result{nil, nil}
+		cpu := []float64{0, 0}
+		cfgs := []load.Config{o.Before, o.After}
+		sequence := []int{0, 1}
+		if r%2 == 1 {
+			sequence = []int{1, 0}
+			p.First = "after"
+		}
+		for _, i := range sequence {
+			res, c, err := measure(cfgs[i], o.PIDs[i])
+			if err != nil {
+				return nil, err
+			}
+			got[i], cpu[i] = res, c
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if ctx.Err() != nil || got[0] == nil || got[1] == nil {
+			break // interrupted: judge the complete rounds only
+		}
+		p.Before, p.After = got[0], got[1]
+		p.BeforeCPU, p.AfterCPU = cpu[0], cpu[1]
+		v.Rounds = append(v.Rounds, p)
+		if o.OnRound != nil {
+			o.OnRound(r+1, o.Rounds, p)
+		}
+		for _, res := range got {
+			for _, w := range res.Warnings {
+				if !slices.Contains(v.Warnings, w) {
+					v.Warnings = append(v.Warnings, w)
+				}
+			}
+		}
+	}
+	v.judge(o.MinChange)
+	return v, nil
+}
+
+// judge computes the ratios and the verdict from the complete rounds.
+func (v *Result) judge(minChange float64) {
+	figs := func(get func(*load.Result) float64) (b, af []float64) {
+		for _, p := range v.Rounds {
+			b, af = append(b, get(p.Before)), append(af, get(p.After))
+		}
+		return b, af
+	}
+	v.Throughput = load.PairedRatio(figs(func(r *load.Result) float64 { return r.Throughput }))
+	v.P50 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P50) }))
+	v.P99 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P99) }))
+	v.LoadAvg = load.LoadAverage()
+	var cpuB, cpuA []float64
+	for _, p := range v.Rounds {
+		if p.BeforeCPU > 0 && p.AfterCPU > 0 {
+			cpuB, cpuA = append(cpuB, p.BeforeCPU), append(cpuA, p.AfterCPU)
+		}
+	}
+	cpuKnown := len(cpuB) == len(v.Rounds) && len(cpuB) >= 2
+	if cpuKnown {
+		v.CPU = load.PairedRatio(cpuB, cpuA)
+	}
+
+	// Throughput up is better; latency down is better.
+	tp, p50, p99 := v.Throughput.Direction(minChange), -v.P50.Direction(minChange), -v.P99.Direction(minChange)
+	for _, x := range []struct {
+		name string
+		r    load.Ratio
+		dir  int
+	}{{"throughput", v.Throughput, tp}, {"p50 latency", v.P50, p50}, {"p99 latency", v.P99, p99}, {"CPU/request", v.CPU, -v.CPU.Direction(minChange)}} {
+		if x.name == "CPU/request" && !cpuKnown {
+			continue
+		}
+		v.Ratios = append(v.Ratios, Ratio{x.name, x.r.Estimate, x.r.Low, x.r.High, map[int]string{1: "better", -1: "worse", 0: "none"}[x.dir]})
+	}
+	switch {
+	case len(v.Rounds) < 2:
+		v.Verdict, v.Why = Same, "fewer than two complete rounds"
+	case tp < 0 || p99 < 0:
+		v.Verdict = Slower
+		v.Why = fmt.Sprintf("throughput %s, p99 latency %s (after/before)", v.Throughput, v.P99)
+		if cpuKnown && v.CPU.Direction(minChange) < 0 {
+			// Where the generator shares the CPUs and nothing caps the
+			// service, a version that burns more CPU can serve more.
+			v.Why += fmt.Sprintf("; but CPU per request is %s: with the load generator on the same CPUs and no CPU quota, throughput favours the version that takes more CPU", v.CPU)
+		}
+	case tp > 0 || p99 > 0 || p50 > 0:
+		v.Verdict = Faster
+	default:
+		v.Verdict = Same
+	}
+}
