@@ -16,6 +16,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect"
+	"github.com/perfdoctor/perfdoctor/collect/system"
 )
 
 // The scale simulation: N in-process fake targets, each its own loopback
@@ -167,6 +171,18 @@ func newFakeFleet(t testing.TB, targets, perService int, hold bool) *fakeFleet {
 	return f
 }
 
+// remote collects as from a remote target: with /proc and /sys roots that
+// hold nothing, collect finds no local process to snapshot. Every fake
+// target is a socket of this one process, which it would otherwise look
+// up among all of them for each collection.
+func remote(t testing.TB) func(context.Context, collect.Options) (*bundle.Manifest, error) {
+	empty := t.TempDir()
+	return func(ctx context.Context, o collect.Options) (*bundle.Manifest, error) {
+		o.Roots = system.Roots{Proc: empty, Sys: empty}
+		return collect.Collect(ctx, o)
+	}
+}
+
 func (f *fakeFleet) close() {
 	f.api.Close()
 	for _, s := range f.servers {
@@ -186,7 +202,7 @@ func TestScaleBounded(t *testing.T) {
 	ctx := context.Background()
 	rep, err := Run(ctx, Options{
 		Discovery: Discovery{Prometheus: f.api.URL},
-		Plan:      Plan{Hottest: 1, Sample: 1, Concurrency: 40, Duration: time.Second, OutDir: t.TempDir(), Seed: 1},
+		Plan:      Plan{Hottest: 1, Sample: 1, Concurrency: 40, Duration: time.Second, OutDir: t.TempDir(), Seed: 1, Collect: remote(t)},
 		Tool:      "perfdoctor test",
 	})
 	if err != nil {
@@ -235,6 +251,7 @@ func BenchmarkFleet(b *testing.B) {
 	for _, n := range []int{250, 500, 1000, 2000} {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
 			f := newFakeFleet(b, n, 10, true)
+			collectFn := remote(b)
 			for b.Loop() {
 				dir := b.TempDir()
 				peak := watchHeap()
@@ -244,7 +261,7 @@ func BenchmarkFleet(b *testing.B) {
 					b.Fatal(err)
 				}
 				discover := time.Since(start)
-				rep, err := Diagnose(context.Background(), fl, Options{Plan: Plan{Hottest: 3, Sample: 2, Concurrency: 32, Duration: time.Second, OutDir: dir, Seed: 1}})
+				rep, err := Diagnose(context.Background(), fl, Options{Plan: Plan{Hottest: 3, Sample: 2, Concurrency: 32, Duration: time.Second, OutDir: dir, Seed: 1, Collect: collectFn}})
 				if err != nil {
 					b.Fatal(err)
 				}

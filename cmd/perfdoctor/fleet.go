@@ -147,6 +147,10 @@ func writeFleetReport(path, format string, rep *fleet.Report) error {
 
 // recordFleet records each diagnosed service as one run of the fleet run.
 func recordFleet(cmd *cobra.Command, store *history.Store, rep *fleet.Report) (int, error) {
+	dir, err := filepath.Abs(rep.Dir)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, s := range rep.Services {
 		if s.ReportJSON == "" {
@@ -155,7 +159,7 @@ func recordFleet(cmd *cobra.Command, store *history.Store, rep *fleet.Report) (i
 		cores := s.Cores
 		_, err := store.Record(cmd.Context(), history.Run{
 			Kind: history.KindService, Target: s.Name, At: rep.Start, Tool: rep.Tool,
-			Bundle: filepath.Join(rep.Dir, filepath.Dir(s.ReportJSON)), Cores: &cores,
+			Bundle: filepath.Join(dir, filepath.Dir(s.ReportJSON)), Cores: &cores,
 			Fleet: rep.Start.UTC().Format(time.RFC3339), Findings: history.FindingsOf(s.Findings, s.Cores),
 		})
 		if err != nil {

@@ -61,10 +61,23 @@ func Cores(s fleet.Saving) string {
 }
 
 func cores(v float64) string {
-	if v < 0.1 {
+	if v < 1 {
 		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+// fromProfile reports whether some instance's cores were measured from
+// its profile, which the views then explain.
+func fromProfile(r *fleet.Report) bool {
+	for _, s := range r.Services {
+		for _, in := range s.Instances {
+			if in.CPUSource == fleet.CPUFromProfile {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // status is the collection state of a service, "3 of 12 collected".
@@ -143,7 +156,9 @@ func WriteText(w io.Writer, r *fleet.Report) error {
 			}
 		}
 	}
-	b.WriteString("\n* cores measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it\n")
+	if fromProfile(r) {
+		b.WriteString("\n* cores measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -203,11 +218,12 @@ func md(s string) string {
 }
 
 var page = template.Must(template.New("fleet").Funcs(template.FuncMap{
-	"cores":    Cores,
-	"fmtCores": cores,
-	"percent":  rules.Percent,
-	"icores":   instanceCores,
-	"status":   status,
+	"cores":       Cores,
+	"fmtCores":    cores,
+	"percent":     rules.Percent,
+	"icores":      instanceCores,
+	"status":      status,
+	"fromProfile": fromProfile,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -235,7 +251,7 @@ small{color:#666}
 {{range .Instances}}<tr{{if .Outlier}} class="outlier"{{end}}><td>{{.Instance}}{{if .Bundle}} <small><a href="{{.Bundle}}/">bundle</a></small>{{end}}</td><td class="num">{{icores .}}</td><td>{{.Picked}}</td><td>{{.Status}}{{if .Error}} <small>{{.Error}}</small>{{end}}</td><td>{{with .Top}}{{.Class}} {{percent .Impact}}{{end}}</td><td>{{.Outlier}}</td></tr>
 {{end}}</tbody></table>
 {{end}}
-<p><small>Cores marked * were measured from the instance's CPU profile: Prometheus had no process_cpu_seconds_total for it.</small></p>
+{{if fromProfile .}}<p><small>Cores marked * were measured from the instance's CPU profile: Prometheus had no process_cpu_seconds_total for it.</small></p>{{end}}
 </body></html>
 `))
 
