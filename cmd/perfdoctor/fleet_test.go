@@ -45,6 +45,7 @@ func TestFleetEndToEnd(t *testing.T) {
 			Labels: map[string]string{"perfdoctor_pprof": ctl.Pprof + "/debug/pprof/", "team": "shop"}})
 	}
 	prom := fleettest.Prometheus(t, jobs)
+	schema := fleettest.FleetSchema(t, "../../docs")
 	sqlite := filepath.Join(t.TempDir(), "history.db")
 
 	fleetRun := func(t *testing.T, db string, extra ...string) *fleet.Report {
@@ -56,6 +57,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("fleet: exit %d\n%s", code, stderr)
 		}
+		fleettest.ValidateFleetJSON(t, schema, []byte(stdout))
 		var rep fleet.Report
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatalf("fleet JSON: %v\n%s", err, stdout)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/fleet"
+	"github.com/perfdoctor/perfdoctor/internal/fleettest"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -17,6 +18,7 @@ func sample() *fleet.Report {
 	return &fleet.Report{
 		SchemaVersion: fleet.SchemaVersion, Tool: "perfdoctor test", Prometheus: "http://prom:9090", GroupBy: "job",
 		Start: start, End: start.Add(14 * time.Second), Partial: true, Dir: "out",
+		Plan: fleet.PlanSummary{Hottest: 3, Sample: 2, Seed: 7, Concurrency: 8, DurationSeconds: 10, TargetTimeoutSeconds: 40, BudgetSeconds: 600},
 		Savings: []fleet.Saving{
 			{Rank: 1, Service: "checkout", Rule: "GC001", Class: "gc-pressure", Severity: rules.High, Impact: 0.26, Resource: "cpu",
 				ServiceCores: sc, Cores: &c, Summary: "GC takes 26% | of CPU <b>", Report: "checkout/report.html"},
@@ -24,11 +26,11 @@ func sample() *fleet.Report {
 		},
 		Services: []*fleet.ServiceDiag{{
 			Name: "checkout", Cores: sc, CPUSource: fleet.CPUMixed, Collected: 1, ReportHTML: "checkout/report.html",
-			Findings: []rules.Finding{{Class: "gc-pressure", Impact: 0.26, Severity: rules.High, Summary: "GC"}},
+			Findings: []rules.Finding{{Rule: "GC001", Class: "gc-pressure", Impact: 0.26, Severity: rules.High, Resource: "cpu", Summary: "GC"}},
 			Instances: []fleet.InstanceReport{
-				{Instance: "10.0.0.1:9100", Cores: &one, CPUSource: fleet.CPUFromProfile, Picked: fleet.PickedHottest, Status: fleet.StatusOK,
+				{Instance: "10.0.0.1:9100", Health: "up", Cores: &one, CPUSource: fleet.CPUFromProfile, Picked: fleet.PickedHottest, Status: fleet.StatusOK,
 					Bundle: "checkout/instances/10.0.0.1-9100", Top: &fleet.TopFinding{Class: "lock-contention", Impact: 0.2}, Outlier: "its own top finding is lock-contention"},
-				{Instance: "10.0.0.2:9100", Picked: fleet.PickedSample, Status: fleet.StatusFailed, Error: "target unreachable"},
+				{Instance: "10.0.0.2:9100", Health: "up", Picked: fleet.PickedSample, Status: fleet.StatusFailed, Error: "target unreachable"},
 			},
 		}},
 	}
@@ -67,5 +69,23 @@ func TestFormats(t *testing.T) {
 	}
 	if err := Write(&b, "pdf", r); err == nil {
 		t.Error("unknown format: no error")
+	}
+}
+
+func TestJSONSchema(t *testing.T) {
+	schema := fleettest.FleetSchema(t, "../../docs")
+	var b bytes.Buffer
+	if err := WriteJSON(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	fleettest.ValidateFleetJSON(t, schema, b.Bytes())
+	// The schema is no formality: a report missing a field fails it.
+	bad := strings.Replace(b.String(), `"cpu_source": "prometheus+profile"`, `"cpu_source": "guessed"`, 1)
+	var doc any
+	if err := json.Unmarshal([]byte(bad), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(doc); err == nil {
+		t.Error("a report with an unknown cpu_source passes the schema")
 	}
 }

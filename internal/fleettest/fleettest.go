@@ -8,6 +8,7 @@ package fleettest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -30,6 +31,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
 	"github.com/perfdoctor/perfdoctor/load"
@@ -365,4 +368,46 @@ func pgTool(name string) string {
 		}
 	}
 	return best
+}
+
+// FleetSchema compiles docs/fleet.schema.json from the docs directory,
+// with the single-target report's schema it refers to for findings. For
+// the fleet report's tests and the CLI's end-to-end test.
+func FleetSchema(t testing.TB, docs string) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	f, err := os.Open(filepath.Join(docs, "report.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("https://github.com/perfdoctor/perfdoctor/docs/report.schema.json", rep); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(filepath.Join(docs, "fleet.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ValidateFleetJSON fails the test when doc does not match the schema.
+func ValidateFleetJSON(t testing.TB, s *jsonschema.Schema, doc []byte) {
+	t.Helper()
+	if err := s.Validate(jsonDoc(t, doc)); err != nil {
+		t.Errorf("fleet report does not match docs/fleet.schema.json: %v", err)
+	}
+}
+
+func jsonDoc(t testing.TB, b []byte) any {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
