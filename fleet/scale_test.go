@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,7 +108,8 @@ type fakeFleet struct {
 	api             *httptest.Server
 	inFlight, maxIn atomic.Int64
 	profiles        atomic.Int64
-	hold            bool
+	hold            atomic.Bool
+	stall           sync.Map // host:port -> never answer the CPU profile
 }
 
 func newFakeFleet(t testing.TB, targets, perService int, hold bool) *fakeFleet {
@@ -115,7 +117,8 @@ func newFakeFleet(t testing.TB, targets, perService int, hold bool) *fakeFleet {
 	if err := recordCanned(); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeFleet{hold: hold}
+	f := &fakeFleet{}
+	f.hold.Store(hold)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, ok := canned.body[key(r)]
 		if !ok {
@@ -123,13 +126,17 @@ func newFakeFleet(t testing.TB, targets, perService int, hold bool) *fakeFleet {
 			return
 		}
 		if r.URL.Path == "/debug/pprof/profile" {
+			if _, ok := f.stall.Load(r.Host); ok {
+				<-r.Context().Done()
+				return
+			}
 			n := f.inFlight.Add(1)
 			defer f.inFlight.Add(-1)
 			for m := f.maxIn.Load(); n > m && !f.maxIn.CompareAndSwap(m, n); m = f.maxIn.Load() {
 			}
 			f.profiles.Add(1)
 		}
-		if s, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64); err == nil && f.hold {
+		if s, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64); err == nil && f.hold.Load() {
 			select {
 			case <-time.After(time.Duration(s * float64(time.Second))):
 			case <-r.Context().Done():
@@ -222,7 +229,7 @@ func TestScaleBounded(t *testing.T) {
 
 	// A budget that ends while the first windows are held: what started is
 	// cut, what did not is skipped, and the report is still written.
-	f.hold = true
+	f.hold.Store(true)
 	rep, err = Run(ctx, Options{
 		Discovery: Discovery{Prometheus: f.api.URL},
 		Plan:      Plan{Hottest: 1, Concurrency: 4, Duration: 2 * time.Second, Budget: 500 * time.Millisecond, OutDir: t.TempDir()},
@@ -299,4 +306,37 @@ func watchHeap() func() uint64 {
 		}
 	}()
 	return func() uint64 { close(stop); <-done; return peak.Load() }
+}
+
+// TestFailuresRecorded: an instance that stops answering and one slower
+// than the per-target timeout are recorded with why, and the rest of the
+// service is still diagnosed.
+func TestFailuresRecorded(t *testing.T) {
+	f := newFakeFleet(t, 4, 4, false)
+	f.servers[1].Close() // unreachable
+	slow := f.servers[2]
+	f.stall.Store(slow.Listener.Addr().String(), true)
+	rep, err := Run(context.Background(), Options{
+		Discovery: Discovery{Prometheus: f.api.URL},
+		Plan:      Plan{Hottest: 4, Duration: time.Second, TargetTimeout: 3 * time.Second, OutDir: t.TempDir(), Collect: remote(t)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Services[0]
+	if !rep.Partial || s.Collected != 2 || s.ReportJSON == "" {
+		t.Fatalf("partial %v, %d collected, report %q; want true, 2, a report", rep.Partial, s.Collected, s.ReportJSON)
+	}
+	byName := map[string]InstanceReport{}
+	for _, in := range s.Instances {
+		byName[in.Instance] = in
+	}
+	down := byName[f.servers[1].Listener.Addr().String()]
+	if down.Status != StatusFailed || !strings.Contains(down.Error, "unreachable") {
+		t.Errorf("closed instance: %s %q", down.Status, down.Error)
+	}
+	cut := byName[slow.Listener.Addr().String()]
+	if cut.Status != StatusFailed || !strings.Contains(cut.Error, "per-target timeout") {
+		t.Errorf("slow instance: %s %q", cut.Status, cut.Error)
+	}
 }

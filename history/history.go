@@ -20,6 +20,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 
+	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/rules"
 	_ "modernc.org/sqlite" // driver "sqlite"
 )
@@ -148,24 +149,17 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// RedactDSN hides a database URL's password.
+// RedactDSN shows a database URL with its credentials hidden, as every
+// URL perfdoctor shows; a file path is shown as it is.
 func RedactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil {
-		if i := strings.LastIndex(dsn, "@"); i >= 0 {
-			return "…" + dsn[i:]
+	if err != nil || u.Scheme == "" {
+		if i := strings.LastIndex(dsn, "@"); i >= 0 && err != nil {
+			return system.Redacted + dsn[i:]
 		}
 		return dsn
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
+	return system.RedactURL(u)
 }
 
 // redactErr keeps a driver's error from repeating the password.
@@ -178,7 +172,7 @@ func redactErr(err error, dsn string) error {
 	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+	return errors.New(strings.ReplaceAll(err.Error(), pw, system.Redacted))
 }
 
 // migrations are applied in order, each once, recorded in

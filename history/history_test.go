@@ -77,7 +77,7 @@ func testStore(t *testing.T, dsn string) {
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := Open(ctx, "postgres://perf:s3cret@127.0.0.1:1/perf?connect_timeout=2")
-	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "perf:xxxxx@") {
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "perf:REDACTED@") {
 		t.Errorf("unreachable postgres: %v (want an error naming it, password redacted)", err)
 	}
 	dir := t.TempDir()
@@ -154,8 +154,8 @@ func TestRegressions(t *testing.T) {
 
 func TestRedactDSN(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://perf:pw@db:5432/perf":             "postgres://perf:xxxxx@db:5432/perf",
-		"postgres://db/perf?user=perf&password=pw":    "postgres://db/perf?password=xxxxx&user=perf",
+		"postgres://perf:pw@db:5432/perf":             "postgres://perf:REDACTED@db:5432/perf",
+		"postgres://db/perf?user=perf&password=pw":    "postgres://db/perf?password=REDACTED&user=perf",
 		"postgres:///perf?host=/tmp/sock":             "postgres:///perf?host=/tmp/sock",
 		"/home/me/.local/share/perfdoctor/history.db": "/home/me/.local/share/perfdoctor/history.db",
 	} {

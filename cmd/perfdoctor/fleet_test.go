@@ -180,3 +180,53 @@ func deref(p *float64) float64 {
 	}
 	return *p
 }
+
+// TestFleetBadInput: the contract for bad input, without any server.
+func TestFleetBadInput(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"fleet"}, exitUsage, "fleet needs --prometheus URL"},
+		{[]string{"fleet", "--prometheus", "http://127.0.0.1:1", "--match", "team"}, exitUsage, "--match: label matcher"},
+		{[]string{"fleet", "--prometheus", "http://127.0.0.1:1", "-f", "pdf"}, exitUsage, `unknown --format "pdf"`},
+		{[]string{"fleet", "--prometheus", "http://127.0.0.1:1", "--hottest", "0", "--sample", "0"}, exitUsage, "collect at least one instance"},
+		{[]string{"fleet", "--prometheus", "prom:9090"}, exitError, "want http(s)://host:port"},
+		{[]string{"fleet", "--prometheus", "http://u:s3cret@127.0.0.1:1", "-o", filepath.Join(t.TempDir(), "o")}, exitError, "http://u:REDACTED@127.0.0.1:1: targets:"},
+		{[]string{"history", "--db", db, "-f", "xml"}, exitUsage, `unknown --format "xml"`},
+		{[]string{"history", "nosuch", "--db", db}, exitError, `nothing recorded for "nosuch"`},
+		{[]string{"history", "record", "--db", db, filepath.Join(t.TempDir(), "missing")}, exitError, "missing"},
+		{[]string{"history", "record", "--db", db}, exitUsage, "needs at least one PATH"},
+	} {
+		code, _, stderr := perfdoctor(t, tc.args...)
+		if code != tc.code || strings.Count(stderr, "\n") > 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "s3cret") {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, tc.code, tc.want, stderr)
+		}
+	}
+}
+
+// TestHistoryRecordBundle records a single target's bundle, twice, and
+// reads it back.
+func TestHistoryRecordBundle(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	dir := t.TempDir()
+	writeProfile(t, dir, "cpu.pb.gz", gcHeavy(300))
+	for i := 0; i < 2; i++ {
+		if code, _, stderr := perfdoctor(t, "history", "record", "--db", db, "--target", "api-1", dir); code != 0 || !strings.Contains(stderr, "recorded run") {
+			t.Fatalf("history record: exit %d\n%s", code, stderr)
+		}
+	}
+	code, stdout, stderr := perfdoctor(t, "history", "--db", db, "-f", "json")
+	var runs []history.Run
+	if code != 0 || json.Unmarshal([]byte(stdout), &runs) != nil || len(runs) != 2 || runs[0].Target != "api-1" || runs[0].Kind != history.KindTarget {
+		t.Fatalf("history JSON: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if len(runs[1].Findings) == 0 || runs[1].Findings[0].Class != "gc-pressure" {
+		t.Errorf("recorded findings: %+v", runs[1].Findings)
+	}
+	if code, stdout, _ := perfdoctor(t, "history", "--regressions", "--db", db); code != 0 || !strings.Contains(stdout, "no regressions") {
+		t.Errorf("the same bundle twice: exit %d\n%s", code, stdout)
+	}
+}

@@ -75,7 +75,7 @@ resource (a class absent from a run counts as 0 there). For cron or CI.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", "", "history database: a file (default "+defaultDBHelp()+") or postgres://user@host/db")
+	cmd.PersistentFlags().StringVar(&db, "db", "", "history database: a file (default "+defaultDBHelp()+") or postgres://user@host/db")
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text or json")
 	cmd.Flags().IntVar(&last, "last", 10, "runs per target to show and to take the noise from (0: all)")
 	cmd.Flags().BoolVar(&regressions, "regressions", false, "exit with code 4 when a finding grew beyond its noise in a target's latest run")
