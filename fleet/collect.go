@@ -71,12 +71,11 @@ const (
 // Collected is what happened to one instance.
 type Collected struct {
 	*Instance
-	Picked   string        `json:"picked,omitempty"` // hottest or sample
-	Status   string        `json:"status"`
-	Error    string        `json:"error,omitempty"`
-	Bundle   string        `json:"bundle,omitempty"`
-	Took     time.Duration `json:"-"`
-	manifest *bundle.Manifest
+	Picked string // hottest or sample
+	Status string
+	Error  string
+	Bundle string
+	Took   time.Duration
 }
 
 // Pick chooses which instances of s to collect: the Hottest first (by CPU;
@@ -108,9 +107,9 @@ func Pick(s *Service, hottest, sample int, rng *rand.Rand) []*Collected {
 	return out
 }
 
-// Collect runs the plan over the fleet and returns, per service, every
-// instance with what happened to it. It never fails as a whole for an
-// instance: failures are recorded on the instance.
+// collectAll runs the plan over the fleet and returns, per service, every
+// instance with what happened to it. An instance's failure is recorded on
+// the instance; the rest goes on.
 func (p Plan) collectAll(ctx context.Context, f *Fleet) (map[string][]*Collected, error) {
 	if p.OutDir == "" {
 		return nil, errors.New("fleet: no output directory")
@@ -225,7 +224,6 @@ func (p Plan) collectOne(ctx context.Context, c *Collected) {
 		Logger:   p.Logger,
 	})
 	c.Took = time.Since(start)
-	c.manifest = m
 	switch {
 	case m != nil && err == nil && !m.Partial:
 		c.Status = StatusOK

@@ -62,14 +62,14 @@ type Discovery struct {
 
 // Instance is one scrape target of a service.
 type Instance struct {
-	Service  string            `json:"-"`
-	Name     string            `json:"instance"` // the target's instance label
-	Labels   map[string]string `json:"-"`
-	Pprof    string            `json:"pprof_url"` // credentials redacted
-	pprofRaw string            // with credentials, for requests
-	Health   string            `json:"health"`    // Prometheus' view: up, down, unknown
-	LastErr  string            `json:"-"`         // Prometheus' last scrape error
-	CPU      float64           `json:"cpu_cores"` // from Prometheus; -1 when it has no CPUMetric series
+	Service  string
+	Name     string // the target's instance label
+	Labels   map[string]string
+	Pprof    string  // credentials redacted
+	pprofRaw string  // with credentials, for requests
+	Health   string  // Prometheus' view: up, down, unknown
+	LastErr  string  // Prometheus' last scrape error
+	CPU      float64 // from Prometheus; -1 when it has no CPUMetric series
 }
 
 // HasCPU reports whether Prometheus gave the instance's CPU.

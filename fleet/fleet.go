@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -236,6 +235,9 @@ func diagnoseService(name string, cs []*Collected, outDir, tool string) *Service
 					top := res.Findings[0]
 					ir.Top = &TopFinding{Rule: top.Rule, Class: top.Class, Impact: top.Impact}
 				}
+				if len(bundles) == 0 {
+					sd.Representative = c.Name // the hottest collected
+				}
 				bundles = append(bundles, c.Bundle)
 				cpus = append(cpus, cpu)
 				sd.Collected++
@@ -264,7 +266,6 @@ func (sd *ServiceDiag) diagnoseMerged(bundles []string, cpus []*profile.Profile,
 	if err != nil {
 		return fmt.Errorf("service %s: %w", sd.Name, err)
 	}
-	sd.Representative = sd.Instances[slices.IndexFunc(sd.Instances, func(i InstanceReport) bool { return i.Bundle == rel(outDir, bundles[0]) })].Instance
 	if len(cpus) > 1 {
 		merged, err := profile.Merge(cpus)
 		if err != nil {

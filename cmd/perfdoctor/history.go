@@ -36,6 +36,9 @@ resource (a class absent from a run counts as 0 there). For cron or CI.`,
 			if format != "text" && format != "json" {
 				return usageError{fmt.Errorf("unknown --format %q (want text or json)", format)}
 			}
+			if regressions && !cmd.Flags().Changed("last") {
+				last = history.Baseline + 1 // the latest run and its whole baseline
+			}
 			store, err := history.Open(cmd.Context(), db)
 			if err != nil {
 				return err
