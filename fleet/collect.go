@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -76,6 +77,7 @@ type Collected struct {
 	Error  string
 	Bundle string
 	Took   time.Duration
+	dir    string // where its bundle goes
 }
 
 // Pick chooses which instances of s to collect: the Hottest first (by CPU;
@@ -142,10 +144,14 @@ func (p Plan) collectAll(ctx context.Context, f *Fleet) (map[string][]*Collected
 
 	result := map[string][]*Collected{}
 	var jobs []*Collected
+	services := dirNames{}
 	for _, s := range f.Services {
+		s.dir = filepath.Join(p.OutDir, services.unique(s.Name))
 		cs := Pick(s, p.Hottest, p.Sample, rng)
 		result[s.Name] = cs
+		instances := dirNames{}
 		for _, c := range cs {
+			c.dir = filepath.Join(s.dir, "instances", instances.unique(c.Name))
 			if c.Picked != "" {
 				jobs = append(jobs, c)
 			}
@@ -198,11 +204,18 @@ func interleave(jobs []*Collected) []*Collected {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// fileName makes a label value safe as one path element.
-func fileName(s string) string {
+// dirNames makes label values safe and distinct as path elements: "a/b"
+// and "a-b" both become a-b, so the second gets a-b-2.
+type dirNames map[string]int
+
+func (d dirNames) unique(s string) string {
 	n := unsafeName.ReplaceAllString(s, "-")
 	if n == "" || n == "." || n == ".." {
 		n = "_"
+	}
+	d[n]++
+	if d[n] > 1 {
+		n += "-" + strconv.Itoa(d[n])
 	}
 	return n
 }
@@ -211,7 +224,7 @@ func (p Plan) collectOne(ctx context.Context, c *Collected) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, p.TargetTimeout)
 	defer cancel()
-	dir := filepath.Join(p.OutDir, fileName(c.Service), "instances", fileName(c.Name))
+	dir := c.dir
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		c.Status, c.Error = StatusFailed, err.Error()
 		return

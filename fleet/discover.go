@@ -79,6 +79,7 @@ func (i *Instance) HasCPU() bool { return i.CPU >= 0 }
 type Service struct {
 	Name      string
 	Instances []*Instance // hottest first, instances without CPU last
+	dir       string      // where its bundles and reports go
 }
 
 // Fleet is what discovery found.

@@ -182,7 +182,7 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 		r.Match = opt.Match.String()
 	}
 	for _, s := range f.Services {
-		sd := diagnoseService(s.Name, byService[s.Name], p.OutDir, opt.Tool)
+		sd := diagnoseService(s.Name, s.dir, byService[s.Name], p.OutDir, opt.Tool)
 		for _, in := range sd.Instances {
 			if in.Picked != "" && in.Status != StatusOK {
 				r.Partial = true
@@ -205,7 +205,7 @@ func orDefault[T comparable](v, def T) T {
 
 // diagnoseService diagnoses each collected instance alone (for outliers)
 // and the service as one: the instances' CPU profiles merged.
-func diagnoseService(name string, cs []*Collected, outDir, tool string) *ServiceDiag {
+func diagnoseService(name, dir string, cs []*Collected, outDir, tool string) *ServiceDiag {
 	sd := &ServiceDiag{Name: name, Findings: []rules.Finding{}, Instances: []InstanceReport{}}
 	var bundles []string
 	var cpus []*profile.Profile
@@ -250,7 +250,7 @@ func diagnoseService(name string, cs []*Collected, outDir, tool string) *Service
 		sd.Error = "no instance could be collected"
 		return sd
 	}
-	if err := sd.diagnoseMerged(bundles, cpus, filepath.Join(outDir, fileName(name)), outDir, tool); err != nil {
+	if err := sd.diagnoseMerged(bundles, cpus, dir, outDir, tool); err != nil {
 		sd.Error = err.Error()
 		return sd
 	}

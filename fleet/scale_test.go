@@ -109,7 +109,8 @@ type fakeFleet struct {
 	inFlight, maxIn atomic.Int64
 	profiles        atomic.Int64
 	hold            atomic.Bool
-	stall           sync.Map // host:port -> never answer the CPU profile
+	stall           sync.Map    // host:port -> never answer the CPU profile
+	noCPU           atomic.Bool // Prometheus has no process_cpu_seconds_total
 }
 
 func newFakeFleet(t testing.TB, targets, perService int, hold bool) *fakeFleet {
@@ -169,6 +170,10 @@ func newFakeFleet(t testing.TB, targets, perService int, hold bool) *fakeFleet {
 		case "/api/v1/targets":
 			w.Write(targetsDoc)
 		case "/api/v1/query":
+			if f.noCPU.Load() {
+				w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
+				return
+			}
 			w.Write(queryDoc)
 		default:
 			http.NotFound(w, r)
@@ -338,5 +343,35 @@ func TestFailuresRecorded(t *testing.T) {
 	cut := byName[slow.Listener.Addr().String()]
 	if cut.Status != StatusFailed || !strings.Contains(cut.Error, "per-target timeout") {
 		t.Errorf("slow instance: %s %q", cut.Status, cut.Error)
+	}
+}
+
+// TestCPUFromProfiles: without process_cpu_seconds_total in Prometheus, the
+// collected instances' cores come from their CPU profiles, and the others
+// weigh as their mean.
+func TestCPUFromProfiles(t *testing.T) {
+	f := newFakeFleet(t, 4, 4, false)
+	f.noCPU.Store(true)
+	rep, err := Run(context.Background(), Options{
+		Discovery: Discovery{Prometheus: f.api.URL},
+		Plan:      Plan{Hottest: 2, Duration: time.Second, OutDir: t.TempDir(), Collect: remote(t)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Services[0]
+	var measured []float64
+	for _, in := range s.Instances {
+		if in.Picked != "" {
+			if in.Cores == nil || in.CPUSource != CPUFromProfile || *in.Cores <= 0 {
+				t.Fatalf("collected instance %s: cores %v from %q", in.Instance, in.Cores, in.CPUSource)
+			}
+			measured = append(measured, *in.Cores)
+		} else if in.Cores != nil {
+			t.Errorf("uncollected instance %s has cores %v", in.Instance, *in.Cores)
+		}
+	}
+	if want := 2 * (measured[0] + measured[1]); s.CPUSource != CPUFromProfile || s.Cores < want*0.999 || s.Cores > want*1.001 {
+		t.Errorf("service: %v cores from %s, want %v (4 instances at the mean of 2)", s.Cores, s.CPUSource, want)
 	}
 }
