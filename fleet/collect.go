@@ -109,13 +109,9 @@ func Pick(s *Service, hottest, sample int, rng *rand.Rand) []*Collected {
 	return out
 }
 
-// collectAll runs the plan over the fleet and returns, per service, every
-// instance with what happened to it. An instance's failure is recorded on
-// the instance; the rest goes on.
-func (p Plan) collectAll(ctx context.Context, f *Fleet) (map[string][]*Collected, error) {
-	if p.OutDir == "" {
-		return nil, errors.New("fleet: no output directory")
-	}
+// withDefaults fills in what the plan leaves zero; the seed too, so that
+// the report can give it.
+func (p Plan) withDefaults() Plan {
 	if p.Concurrency <= 0 {
 		p.Concurrency = DefaultConcurrency
 	}
@@ -134,11 +130,17 @@ func (p Plan) collectAll(ctx context.Context, f *Fleet) (map[string][]*Collected
 	if p.Collect == nil {
 		p.Collect = collect.Collect
 	}
-	seed := p.Seed
-	if seed == 0 {
-		seed = rand.Uint64()
+	if p.Seed == 0 {
+		p.Seed = rand.Uint64()
 	}
-	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	return p
+}
+
+// collectAll runs the plan over the fleet and returns, per service, every
+// instance with what happened to it. An instance's failure is recorded on
+// the instance; the rest goes on.
+func (p Plan) collectAll(ctx context.Context, f *Fleet) map[string][]*Collected {
+	rng := rand.New(rand.NewPCG(p.Seed, p.Seed>>1|1))
 	ctx, cancel := context.WithTimeout(ctx, p.Budget)
 	defer cancel()
 
@@ -177,7 +179,7 @@ func (p Plan) collectAll(ctx context.Context, f *Fleet) (map[string][]*Collected
 		}()
 	}
 	wg.Wait()
-	return result, nil
+	return result
 }
 
 // interleave orders the jobs round-robin across services, keeping each

@@ -157,25 +157,20 @@ func matchNote(m Matchers) string {
 // Diagnose collects and diagnoses a discovered fleet.
 func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 	start := time.Now()
-	p := opt.Plan
-	if p.Seed == 0 {
-		p.Seed = uint64(start.UnixNano())
+	p := opt.Plan.withDefaults()
+	if p.OutDir == "" {
+		return nil, errors.New("fleet: no output directory")
 	}
 	if err := os.MkdirAll(p.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
-	byService, err := p.collectAll(ctx, f)
-	if err != nil {
-		return nil, err
-	}
+	byService := p.collectAll(ctx, f)
 	r := &Report{
 		SchemaVersion: SchemaVersion, Tool: opt.Tool, Prometheus: f.Prometheus, GroupBy: f.GroupBy,
 		CPUQuery: f.CPUQuery, Start: start, Ungrouped: f.Ungrouped, Dir: p.OutDir, Savings: []Saving{},
 		Plan: PlanSummary{
-			Hottest: p.Hottest, Sample: p.Sample, Seed: p.Seed, Concurrency: orDefault(p.Concurrency, DefaultConcurrency),
-			DurationSeconds:      orDefault(p.Duration, DefaultDuration).Seconds(),
-			TargetTimeoutSeconds: orDefault(p.TargetTimeout, orDefault(p.Duration, DefaultDuration)+30*time.Second).Seconds(),
-			BudgetSeconds:        orDefault(p.Budget, DefaultBudget).Seconds(),
+			Hottest: p.Hottest, Sample: p.Sample, Seed: p.Seed, Concurrency: p.Concurrency,
+			DurationSeconds: p.Duration.Seconds(), TargetTimeoutSeconds: p.TargetTimeout.Seconds(), BudgetSeconds: p.Budget.Seconds(),
 		},
 	}
 	if len(opt.Match) > 0 {
@@ -193,14 +188,6 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 	r.Savings = rankSavings(r.Services)
 	r.End = time.Now()
 	return r, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // diagnoseService diagnoses each collected instance alone (for outliers)
