@@ -271,15 +271,16 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 
 	// The end-of-window items wait for both the CPU profile and the window,
 	// so a CPU profile that fails early still leaves a window to measure.
-	windowDone := time.After(c.window)
-	for cpuDone != nil || windowDone != nil {
+	// (Own copies: the CPU goroutine still closes cpuDone after a cancel.)
+	waitCPU, waitWindow := cpuDone, time.After(c.window)
+	for waitCPU != nil || waitWindow != nil {
 		select {
-		case <-cpuDone:
-			cpuDone = nil
-		case <-windowDone:
-			windowDone = nil
+		case <-waitCPU:
+			waitCPU = nil
+		case <-waitWindow:
+			waitWindow = nil
 		case <-ctx.Done():
-			cpuDone, windowDone = nil, nil
+			waitCPU, waitWindow = nil, nil
 		}
 	}
 	c.phase.Store(1)

@@ -16,12 +16,16 @@ go mod download
 #              the software cpu-clock event works without hardware counters
 #   JDK 17     javac, jcmd and jfr: the JFR converter, collect --jfr, casebook/java
 #   wrk        the reference the load generator is measured against
+#   prometheus the fleet test's real Prometheus (cmd/perfdoctor TestFleet*)
+#   postgresql the history store's PostgreSQL (a throwaway cluster per test)
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 { command -v javac && command -v jfr; } >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+{ command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update

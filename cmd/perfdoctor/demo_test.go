@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/perfdoctor/perfdoctor/internal/fleettest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 const asCLI = "PERFDOCTOR_TEST_AS_CLI"
 
 func TestMain(m *testing.M) {
+	fleettest.MaybeServe() // this binary also plays the fleet test's services
 	if os.Getenv(asCLI) == "1" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

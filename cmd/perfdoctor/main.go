@@ -109,6 +109,7 @@ Start with:  perfdoctor demo`,
 		a.diffCommand(), a.viewCommand(),
 		a.sysCommand(),
 		a.loadCommand(), a.runCommand(), a.verifyCommand(),
+		a.fleetCommand(), a.historyCommand(),
 	)
 	return root
 }

@@ -1,0 +1,413 @@
+// Package fleettest starts the real parts the fleet and history tests run
+// against, on loopback: casebook services as separate processes exporting
+// client_golang's process metrics, a Prometheus scraping them, and a
+// throwaway PostgreSQL cluster. A tool that is missing skips the test on a
+// developer's machine and fails it under CI, where scripts/test.sh
+// installs it.
+package fleettest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/perfdoctor/perfdoctor/casebook/serve"
+	"github.com/perfdoctor/perfdoctor/load"
+)
+
+// serviceEnv, set in a test binary's environment, makes MaybeServe run a
+// service instead of the tests: "CASE VARIANT RATE".
+const serviceEnv = "PERFDOCTOR_FLEETTEST_SERVICE"
+
+// maxServiceLife stops a service whose test died without stopping it.
+const maxServiceLife = 5 * time.Minute
+
+// MaybeServe, called first in TestMain, turns the test binary into a
+// service when Service started it: the casebook case on its own listeners,
+// its process metrics on a third, and a steady open-loop load on itself.
+// It prints "ready metrics=URL pprof=URL" and serves until SIGTERM.
+func MaybeServe() {
+	spec := os.Getenv(serviceEnv)
+	if spec == "" {
+		return
+	}
+	os.Exit(runService(spec))
+}
+
+func runService(spec string) int {
+	f := strings.Fields(spec)
+	if len(f) != 3 {
+		fmt.Fprintf(os.Stderr, "%s=%q: want CASE VARIANT RATE\n", serviceEnv, spec)
+		return 2
+	}
+	rate, err := strconv.ParseFloat(f[2], 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, maxServiceLife)
+	defer cancel()
+	svc, err := serve.Start(ctx, f[0], f[1], "", "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	go http.Serve(ln, mux)
+	go func() {
+		if _, err := load.Run(ctx, load.Config{URL: svc.AppURL, Rate: rate, Concurrency: 4, Duration: maxServiceLife}); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+		}
+	}()
+	fmt.Printf("ready metrics=http://%s pprof=%s\n", ln.Addr(), svc.PprofURL)
+	<-ctx.Done()
+	svc.Close()
+	return 0
+}
+
+// InCI reports whether the tests run under CI ($CI set).
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v != "" && v != "0" && v != "false"
+}
+
+// Missing skips the test, or fails it under CI, for a missing tool.
+func Missing(t testing.TB, what, install string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("CI is set and %s is missing: scripts/test.sh installs %s", what, install)
+	}
+	t.Skipf("skipped: %s is missing (apt-get install %s)", what, install)
+}
+
+// Service is a running service process.
+type Service struct {
+	Metrics string // http://host:port serving /metrics
+	Pprof   string // http://host:port serving /debug/pprof/
+}
+
+// StartService runs a casebook case as a separate process (this test
+// binary again, through MaybeServe) loaded at rate requests per second,
+// stopped with the test.
+func StartService(t testing.TB, caseName, variant string, rate float64) *Service {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %g", serviceEnv, caseName, variant, rate))
+	cmd.Stderr = os.Stderr
+	line := startProcess(t, cmd, "ready ", 30*time.Second)
+	s := &Service{}
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, "metrics="); ok {
+			s.Metrics = v
+		}
+		if v, ok := strings.CutPrefix(f, "pprof="); ok {
+			s.Pprof = v
+		}
+	}
+	if s.Metrics == "" || s.Pprof == "" {
+		t.Fatalf("service %s/%s printed %q", caseName, variant, line)
+	}
+	return s
+}
+
+// startProcess runs cmd until the test ends (SIGTERM, then SIGKILL after
+// 5 s) and returns the rest of its first stdout line starting with prefix.
+func startProcess(t testing.TB, cmd *exec.Cmd, prefix string, timeout time.Duration) string {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopProcess(cmd) })
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				ready <- rest
+				break
+			}
+		}
+		close(ready)
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case rest, ok := <-ready:
+		if !ok {
+			t.Fatalf("%s exited before it was ready", cmd.Path)
+		}
+		return rest
+	case <-time.After(timeout):
+		t.Fatalf("%s was not ready within %s", cmd.Path, timeout)
+	}
+	return ""
+}
+
+func stopProcess(cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Target is one scrape target of a Prometheus job.
+type Target struct {
+	Address string            // host:port of /metrics
+	Labels  map[string]string // extra target labels
+}
+
+// Prometheus runs Debian's prometheus scraping jobs (name -> targets) every
+// second, and returns its base URL once every target has been scraped at
+// least 8 times: rate() divides by its whole range, so a range of up to 5s
+// then measures the instances' true CPU rate.
+func Prometheus(t testing.TB, jobs map[string][]Target) string {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		Missing(t, "prometheus", "prometheus")
+	}
+	dir := t.TempDir()
+	type staticConfig struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels,omitempty"`
+	}
+	type scrapeConfig struct {
+		JobName       string         `json:"job_name"`
+		StaticConfigs []staticConfig `json:"static_configs"`
+	}
+	cfg := struct {
+		Global        map[string]string `json:"global"`
+		ScrapeConfigs []scrapeConfig    `json:"scrape_configs"`
+	}{Global: map[string]string{"scrape_interval": "1s", "scrape_timeout": "1s"}}
+	n := 0
+	for job, ts := range jobs {
+		sc := scrapeConfig{JobName: job}
+		for _, tg := range ts {
+			sc.StaticConfigs = append(sc.StaticConfigs, staticConfig{Targets: []string{tg.Address}, Labels: tg.Labels})
+			n++
+		}
+		cfg.ScrapeConfigs = append(cfg.ScrapeConfigs, sc)
+	}
+	// YAML is a superset of JSON.
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopProcess(cmd) })
+	base := "http://" + addr
+	q := url.Values{"query": {"count_over_time(process_cpu_seconds_total[1m]) >= 8"}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var doc struct {
+			Data struct {
+				Result []json.RawMessage `json:"result"`
+			} `json:"data"`
+		}
+		resp, err := http.Get(base + "/api/v1/query?" + q.Encode())
+		if err == nil {
+			json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			if len(doc.Data.Result) >= n {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus at %s: not all %d targets were scraped 8 times within 60s (last error: %v)", base, n, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago, for servers
+// that cannot report the port they picked.
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Postgres runs a throwaway cluster (initdb in a temporary directory,
+// listening only on a unix socket there) and returns its postgres:// URL.
+// As root it runs the server as the user nobody, since postgres refuses
+// root.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	initdb, postgres := pgTool("initdb"), pgTool("postgres")
+	if initdb == "" || postgres == "" {
+		Missing(t, "PostgreSQL's initdb and postgres", "postgresql")
+	}
+	dir, err := os.MkdirTemp("", "perfdoctor-pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
+	for _, d := range []string{data, sock} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asUser := func(cmd *exec.Cmd) *exec.Cmd { return cmd }
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("nobody")
+		if err != nil {
+			t.Fatalf("running postgres as root needs the user nobody: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		for _, d := range []string{dir, data, sock} {
+			if err := os.Chown(d, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		asUser = func(cmd *exec.Cmd) *exec.Cmd {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+			cmd.Env = append(os.Environ(), "HOME="+dir)
+			return cmd
+		}
+	}
+	if out, err := asUser(exec.Command(initdb, "-D", data, "-U", "perfdoctor", "--auth=trust", "--no-sync", "-E", "UTF8")).CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	cmd := asUser(exec.Command(postgres, "-D", data, "-k", sock, "-c", "listen_addresses=", "-c", "fsync=off", "-p", "5432"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopProcess(cmd) })
+	dsn := "postgres:///postgres?host=" + url.QueryEscape(sock) + "&port=5432&user=perfdoctor&sslmode=disable"
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := db.Ping()
+		if err == nil {
+			return dsn
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("postgres did not accept connections within 30s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// pgTool finds a PostgreSQL server program: on PATH, else where Debian's
+// packages put them (/usr/lib/postgresql/VERSION/bin), newest first.
+func pgTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	ms, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	best, bestV := "", -1
+	for _, m := range ms {
+		v, err := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(m))))
+		if err == nil && v > bestV {
+			best, bestV = m, v
+		}
+	}
+	return best
+}
+
+// FleetSchema compiles docs/fleet.schema.json from the docs directory,
+// with the single-target report's schema it refers to for findings. For
+// the fleet report's tests and the CLI's end-to-end test.
+func FleetSchema(t testing.TB, docs string) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	f, err := os.Open(filepath.Join(docs, "report.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("https://github.com/perfdoctor/perfdoctor/docs/report.schema.json", rep); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(filepath.Join(docs, "fleet.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ValidateFleetJSON fails the test when doc does not match the schema.
+func ValidateFleetJSON(t testing.TB, s *jsonschema.Schema, doc []byte) {
+	t.Helper()
+	if err := s.Validate(jsonDoc(t, doc)); err != nil {
+		t.Errorf("fleet report does not match docs/fleet.schema.json: %v", err)
+	}
+}
+
+func jsonDoc(t testing.TB, b []byte) any {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
