@@ -18,6 +18,7 @@ func TestViolations(t *testing.T) {
 		Below: map[string]string{"gc-pressure": "regexp-compile-hot"}}
 	churn := serve.Case{Class: "connection-churn", Below: map[string]string{"kernel-network-overhead": "connection-churn"}}
 	control := serve.Case{}
+	job := serve.Case{Class: "compression-level", FixedKeepsClass: "compressing is the job"}
 	for _, tc := range []struct {
 		name     string
 		c        serve.Case
@@ -46,6 +47,10 @@ func TestViolations(t *testing.T) {
 			[]string{"connection-churn still reported at medium"}},
 		{"fixed: anything high", churn, "fixed", []harness.Finding{f("gc-pressure", "high", .3, "cpu")},
 			[]string{"unexpected high finding"}},
+		{"fixed keeps the class that is its job", job, "fixed", []harness.Finding{
+			f("compression-level", "high", .3, "cpu"), f("hot-function", "low", .1, "cpu")}, nil},
+		{"fixed keeps its class, not another high", job, "fixed", []harness.Finding{
+			f("compression-level", "high", .3, "cpu"), f("gc-pressure", "high", .2, "cpu")}, []string{"unexpected high finding"}},
 		{"control quiet", control, "bad", []harness.Finding{f("hot-function", "low", .3, "cpu")}, nil},
 		{"control medium", control, "fixed", []harness.Finding{f("scheduling-latency", "medium", .97, "latency")},
 			[]string{"unexpected medium finding"}},
