@@ -36,6 +36,13 @@ const (
 	PerfFile       = "perf.pb.gz"
 	ExceptionsFile = "exceptions.pb.gz" // JVM: where exceptions were thrown
 	JVMFile        = "jvm.json"         // JVM: the JFR recording's summary
+	// Goroutines at the start of the window, the runtime's own leak
+	// profile (Go >= 1.27, or 1.26 with GOEXPERIMENT=goroutineleakprofile)
+	// and every goroutine's stack with its wait time and creating site
+	// (goroutine?debug=2) at the end.
+	GoroutineStartFile = "goroutine-0.pb.gz"
+	GoroutineLeakFile  = "goroutineleak.pb.gz"
+	GoroutineStackFile = "goroutines.txt"
 )
 
 // Item status values in the manifest.

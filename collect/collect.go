@@ -31,6 +31,7 @@ const (
 	kindMetrics                 // heap?debug=1, kept as parsed RuntimeStats
 	kindSystem                  // a /proc snapshot, local targets only
 	kindPerf                    // perf stacks of a local target
+	kindText                    // served text kept as is (goroutine?debug=2)
 )
 
 // item is one thing to collect.
@@ -227,6 +228,11 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 		heapStart    = item{name: "heap-start", file: bundle.HeapStartFile, kind: kindProfile, endpoint: "heap"}
 		metricsStart = item{name: "metrics-start", file: bundle.MetricsStartFile, kind: kindMetrics, endpoint: "heap", params: debug1}
 		systemStart  = item{name: "system-start", file: bundle.SystemStartFile, kind: kindSystem}
+		// Goroutines at both ends tell growth by stack; the leak profile
+		// (where served) is the runtime's proof of goroutines blocked forever.
+		goroutineStart = item{name: "goroutine-start", file: bundle.GoroutineStartFile, kind: kindProfile, endpoint: "goroutine"}
+		goroutineLeak  = item{name: "goroutineleak", file: bundle.GoroutineLeakFile, kind: kindProfile, endpoint: "goroutineleak"}
+		goroutineText  = item{name: "goroutine-stacks", file: bundle.GoroutineStackFile, kind: kindText, endpoint: "goroutine", params: url.Values{"debug": {"2"}}}
 		// Lock profiles count from process start; over the window (the
 		// handler's delta) they give a rate of contention for any target.
 		locks = []item{
@@ -242,7 +248,8 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 		}
 	)
 	series := c.heapSeries()
-	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], locks[0], locks[1], metricsStart, end[3], systemStart, end[4]}
+	end = append(end, goroutineLeak, goroutineText)
+	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], locks[0], locks[1], metricsStart, end[3], systemStart, end[4], goroutineStart, goroutineLeak, goroutineText}
 	order = append(order, series...)
 	perfItem := item{name: "perf", file: bundle.PerfFile, kind: kindPerf, length: c.window}
 	if c.Perf {
@@ -273,6 +280,7 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 		c.skip("trace", "disabled")
 	}
 	wg.Go(func() { c.do(ctx, metricsStart) })
+	wg.Go(func() { c.do(ctx, goroutineStart) })
 	for _, it := range locks {
 		wg.Go(func() { c.do(ctx, it) })
 	}
@@ -408,6 +416,10 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 		return writeJSON(path, st)
 	}
 	body, err := c.get(ctx, c.endpointURL(it.endpoint, it.params), it.length+c.Timeout, c.MaxBytes)
+	var se *statusError
+	if it.endpoint == "goroutineleak" && errors.As(err, &se) && strings.HasPrefix(se.status, "404") {
+		return 0, nil, &skipError{"the target does not serve goroutineleak (Go >= 1.27, or 1.26 built with GOEXPERIMENT=goroutineleakprofile)"}
+	}
 	if err != nil {
 		return 0, nil, err
 	}

@@ -6,6 +6,7 @@ var Classes = []string{
 	// Go runtime
 	"gc-pressure", "gc-scan-heavy-heap", "scheduler-overhead", "goroutine-churn",
 	"scheduling-latency", "lock-contention", "oversized-allocation", "memory-growth",
+	"goroutine-leak",
 	// Libraries on the hot path
 	"metrics-summary-cost", "unbatched-producer", "reflection-serialization",
 	"compression-level", "syscall-per-write", "connection-churn", "string-formatting",

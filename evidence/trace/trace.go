@@ -56,6 +56,22 @@ type Summary struct {
 
 	Goroutines Goroutines
 	GC         GC
+
+	// Waits are the places goroutines blocked at (the first frame outside
+	// the runtime, sync and time), most blocked first: a queue that drains
+	// wakes its waiters, a leak never does. At most MaxSites.
+	Waits []WaitSite
+}
+
+// WaitSite is one place goroutines blocked at in the window.
+type WaitSite struct {
+	Frame  Frame
+	Reason string // the runtime's block reason at the first block seen here
+	// Blocked counts goroutines blocked here: those that blocked in the
+	// window and those already blocked here when the trace began.
+	Blocked int
+	Woken   int // made runnable again within the window
+	Still   int // still blocked here at the end of the window
 }
 
 // Goroutines is goroutine creation, lifetime and count over the window.
@@ -245,6 +261,7 @@ type goroutine struct {
 	censored bool        // since is the trace's start, not a real transition
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
+	wait     int32       // index into analyzer.waits while blocked, or -1
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -272,6 +289,9 @@ type analyzer struct {
 	sites       []Site
 	siteIndex   map[string]int32
 	stackCache  map[siteKey]int32 // per generation: stacks are tables of one generation
+	waits       []WaitSite
+	waitIndex   map[Frame]int32
+	waitCache   map[xtrace.Stack]int32 // per generation, like stackCache
 }
 
 func newAnalyzer() *analyzer {
@@ -290,6 +310,8 @@ func newAnalyzer() *analyzer {
 		assists:    map[xtrace.GoID]xtrace.Time{},
 		siteIndex:  map[string]int32{},
 		stackCache: map[siteKey]int32{},
+		waitIndex:  map[Frame]int32{},
+		waitCache:  map[xtrace.Stack]int32{},
 	}
 }
 
@@ -308,6 +330,7 @@ func (a *analyzer) event(ev xtrace.Event) {
 	case xtrace.EventSync:
 		a.syncTime = t
 		clear(a.stackCache)
+		clear(a.waitCache)
 	case xtrace.EventMetric:
 		m := ev.Metric()
 		if m.Value.Kind() != xtrace.ValueUint64 {
@@ -393,7 +416,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		if to == xtrace.GoNotExist {
 			return
 		}
-		g = &goroutine{site: -1}
+		g = &goroutine{site: -1, wait: -1}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.Max = max(a.sum.Goroutines.Max, a.live)
@@ -411,12 +434,13 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 			g.state = to
 			if to == xtrace.GoWaiting {
 				g.reason = st.Reason // often empty: the reason is not repeated in status events
+				a.blockAt(g, st)
 			}
 			return
 		}
 	case g == nil:
 		// A goroutine we did not see start: from here on it is known.
-		g = &goroutine{site: -1, since: t, censored: true}
+		g = &goroutine{site: -1, wait: -1, since: t, censored: true}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.AtStart++
@@ -429,6 +453,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 	switch to {
 	case xtrace.GoWaiting:
 		g.reason = st.Reason
+		a.blockAt(g, st)
 		if st.Reason == "forever" {
 			a.exit(id, g, t, false)
 		}
@@ -466,6 +491,10 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		}
 		g.netReady = false
 	case xtrace.GoWaiting:
+		if g.wait >= 0 && to != xtrace.GoUndetermined && to != xtrace.GoNotExist {
+			a.waits[g.wait].Woken++
+		}
+		g.wait = -1
 		c := Category(g.reason)
 		a.sum.Blocked[c] += d
 		a.sum.BlockedByReason[g.reason] += d
@@ -540,12 +569,61 @@ func (a *analyzer) site(ev xtrace.Event, st xtrace.StateTransition) int32 {
 	return i
 }
 
+// blockAt records where g blocked: the first frame of its stack outside
+// the runtime, sync and time, so that a channel send, a semaphore acquire
+// and a WaitGroup wait are each named by the code that waits.
+func (a *analyzer) blockAt(g *goroutine, st xtrace.StateTransition) {
+	i, ok := a.waitCache[st.Stack]
+	if !ok {
+		i = -1
+		for f := range st.Stack.Frames() {
+			if WaitMechanics(f.Func) {
+				continue
+			}
+			fr := Frame{Func: f.Func, File: f.File, Line: int64(f.Line)}
+			j, known := a.waitIndex[fr]
+			if !known {
+				if len(a.waits) >= MaxSites {
+					break
+				}
+				j = int32(len(a.waits))
+				a.waits = append(a.waits, WaitSite{Frame: fr, Reason: st.Reason})
+				a.waitIndex[fr] = j
+			}
+			i = j
+			break
+		}
+		a.waitCache[st.Stack] = i
+	}
+	g.wait = i
+	if i >= 0 {
+		a.waits[i].Blocked++
+	}
+}
+
+// WaitMechanics reports frames that are the mechanics of blocking, not the
+// code that blocks.
+func WaitMechanics(fn string) bool {
+	for _, p := range []string{"runtime.", "sync.", "internal/", "time.Sleep", "sync/atomic."} {
+		if strings.HasPrefix(fn, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *analyzer) finish() *Summary {
 	s := &a.sum
 	end := a.last
 	for _, g := range a.gs {
+		if g.state == xtrace.GoWaiting && g.wait >= 0 {
+			a.waits[g.wait].Still++
+		}
 		a.leave(g, xtrace.GoUndetermined, end)
 	}
+	waits := a.waits
+	sort.SliceStable(waits, func(i, j int) bool { return waits[i].Blocked > waits[j].Blocked })
+	s.Waits = waits
 	if a.gcActive {
 		s.GC.MarkTime += end.Sub(a.gcStart)
 	}

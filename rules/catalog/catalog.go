@@ -15,6 +15,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/gclog"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
 	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
+	"github.com/perfdoctor/perfdoctor/rules/goroutineleak"
 	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
 	"github.com/perfdoctor/perfdoctor/rules/jvmboxing"
 	"github.com/perfdoctor/perfdoctor/rules/jvmdeadlock"
@@ -60,6 +61,7 @@ func All() []*rules.Rule {
 		lockcontention.Rule,
 		oversized.Rule,
 		memgrowth.Rule,
+		goroutineleak.Rule,
 		scheduler.Rule,
 		goroutinechurn.Rule,
 		schedlatency.Rule,
