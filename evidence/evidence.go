@@ -41,8 +41,8 @@ const (
 	// GoroutineLeak is the runtime's goroutineleak profile: goroutines its
 	// leak-detecting GC cycle proved blocked forever (Go >= 1.27).
 	GoroutineLeak Kind = "goroutineleak"
-	Mutex     Kind = "mutex"
-	Block     Kind = "block"
+	Mutex         Kind = "mutex"
+	Block         Kind = "block"
 	// Perf is a whole-stack profile from Linux perf (kernel frames included),
 	// converted from `perf script` output.
 	Perf Kind = "perf"
