@@ -104,6 +104,7 @@ func TestCasebook(t *testing.T) {
 		t.Run(name+"/bad", func(t *testing.T) {
 			findings := diagnoseUnderLoad(t, start(t, name, "bad"))
 			defer func() { card.add(name, "bad", c.Class, findings, !t.Failed()) }()
+			never(t, findings, c.Never)
 			if c.Class == "" {
 				quiet(t, findings, "")
 				return
@@ -118,6 +119,7 @@ func TestCasebook(t *testing.T) {
 		t.Run(name+"/fixed", func(t *testing.T) {
 			findings := diagnoseUnderLoad(t, start(t, name, "fixed"))
 			defer func() { card.add(name, "fixed", c.Class, findings, !t.Failed()) }()
+			never(t, findings, c.Never)
 			quiet(t, findings, c.Class)
 		})
 	}
@@ -132,6 +134,16 @@ func quiet(t *testing.T, findings []harness.Finding, class string) {
 		}
 		if f.Severity == "high" || (class == "" && f.Severity == "medium") {
 			t.Errorf("unexpected %s finding: %+v", f.Severity, f)
+		}
+	}
+}
+
+// never checks that class (if any) is not reported at all.
+func never(t *testing.T, findings []harness.Finding, class string) {
+	t.Helper()
+	for _, f := range findings {
+		if class != "" && f.Class == class {
+			t.Errorf("%s reported (%s), which this case must never be: %s", f.Class, f.Severity, f.Summary)
 		}
 	}
 }

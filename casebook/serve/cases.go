@@ -15,6 +15,9 @@ type Case struct {
 	// end. The e2e test skips it with this reason and the scorecard lists it
 	// as a known gap, so it stays visible until a rule change clears it.
 	Pending string
+	// Never is a class neither variant may report at any severity: a
+	// backlog that drains must not be called a goroutine leak.
+	Never string
 	// Build returns the variant's handler and an optional cleanup. It may
 	// change process-wide settings (GC, GOMAXPROCS): one service per process.
 	Build func(variant string, o Options) (http.Handler, func() error, error)

@@ -1,0 +1,117 @@
+// Package g2backlog is the casebook's backlog: a goroutine pile-up that is
+// not a leak. Every fourth request records an audit event; in the bad
+// variant each event gets a goroutine that waits for one of two writer
+// slots and then writes for a millisecond. Under load events arrive faster
+// than two writers drain them, so goroutines pile up at the semaphore, but
+// they are served in turn and the pile drains once the load falls: a
+// throughput limit. perfdoctor must not call it a goroutine leak.
+//
+// The fixed variant bounds the queue: a buffered channel read by the two
+// writers, dropping (and counting) events when it is full.
+//
+// This is "any Go service": it imports nothing from perfdoctor.
+package g2backlog
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Variants.
+const (
+	Bad   = "bad"
+	Fixed = "fixed"
+)
+
+const (
+	writers    = 2
+	writeTime  = time.Millisecond
+	AuditEvery = 4
+	queueLen   = 256
+)
+
+// Handler is the audited service.
+type Handler struct {
+	bounded bool
+	seq     atomic.Uint64
+	sem     chan struct{} // bad: writer slots
+	queue   chan event    // fixed: the bounded queue
+	done    chan struct{}
+	Written atomic.Uint64
+	Dropped atomic.Uint64
+}
+
+type event struct {
+	seq  uint64
+	body []byte
+}
+
+// NewHandler returns the variant's service; Close stops its writers.
+func NewHandler(variant string) (*Handler, error) {
+	h := &Handler{sem: make(chan struct{}, writers), done: make(chan struct{})}
+	switch variant {
+	case Bad:
+	case Fixed:
+		h.bounded = true
+		h.queue = make(chan event, queueLen)
+		for range writers {
+			go h.writer()
+		}
+	default:
+		return nil, fmt.Errorf("g2backlog: unknown variant %q (want %q or %q)", variant, Bad, Fixed)
+	}
+	return h, nil
+}
+
+// Close stops the fixed variant's writers; the bad variant's queued
+// goroutines finish on their own.
+func (h *Handler) Close() error {
+	close(h.done)
+	return nil
+}
+
+// ServeHTTP answers at once and records an audit event for one request in
+// AuditEvery.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	seq := h.seq.Add(1)
+	if seq%AuditEvery == 0 {
+		ev := event{seq: seq, body: make([]byte, 512)}
+		if h.bounded {
+			select {
+			case h.queue <- ev:
+			default:
+				h.Dropped.Add(1)
+			}
+		} else {
+			go h.audit(ev)
+		}
+	}
+	fmt.Fprintf(w, "ok %d\n", seq)
+}
+
+// audit waits for a writer slot, then writes.
+func (h *Handler) audit(ev event) {
+	h.sem <- struct{}{}
+	h.write(ev)
+	<-h.sem
+}
+
+func (h *Handler) writer() {
+	for {
+		select {
+		case ev := <-h.queue:
+			h.write(ev)
+		case <-h.done:
+			return
+		}
+	}
+}
+
+// write stands for a slow downstream (an audit store).
+func (h *Handler) write(ev event) {
+	time.Sleep(writeTime)
+	ev.body[0] = byte(ev.seq)
+	h.Written.Add(1)
+}
