@@ -1,13 +1,13 @@
 // Package g2backlog is the casebook's backlog: a goroutine pile-up that is
-// not a leak. Every fourth request records an audit event; in the bad
-// variant each event gets a goroutine that waits for one of two writer
-// slots and then writes for a millisecond. Under load events arrive faster
-// than two writers drain them, so goroutines pile up at the semaphore, but
+// not a leak. One request in AuditEvery records an audit event; in the bad
+// variant each event gets a goroutine that waits for the writer slot and
+// then writes for 5 ms. Under load events arrive faster than the writer
+// drains them (at most 200/s), so goroutines pile up at the semaphore, but
 // they are served in turn and the pile drains once the load falls: a
 // throughput limit. perfdoctor must not call it a goroutine leak.
 //
-// The fixed variant bounds the queue: a buffered channel read by the two
-// writers, dropping (and counting) events when it is full.
+// The fixed variant bounds the queue: a buffered channel read by the
+// writer, dropping (and counting) events when it is full.
 //
 // This is "any Go service": it imports nothing from perfdoctor.
 package g2backlog
@@ -26,9 +26,9 @@ const (
 )
 
 const (
-	writers    = 2
-	writeTime  = time.Millisecond
-	AuditEvery = 4
+	writers    = 1
+	writeTime  = 5 * time.Millisecond
+	AuditEvery = 64
 	queueLen   = 256
 )
 
@@ -77,7 +77,7 @@ func (h *Handler) Close() error {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := h.seq.Add(1)
 	if seq%AuditEvery == 0 {
-		ev := event{seq: seq, body: make([]byte, 512)}
+		ev := event{seq: seq, body: make([]byte, 64)}
 		if h.bounded {
 			select {
 			case h.queue <- ev:

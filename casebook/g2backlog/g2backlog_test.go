@@ -15,7 +15,7 @@ func TestEventsDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const n = 400
+		const n = 20 * AuditEvery
 		for range n {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))

@@ -262,6 +262,10 @@ type goroutine struct {
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
 	wait     int32       // index into analyzer.waits while blocked, or -1
+	// unplaced is set when g was woken from a wait the trace gave no stack
+	// for (a goroutine first described lazily, by its wake): the next stack
+	// it shows places that wake.
+	unplaced bool
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -291,6 +295,7 @@ type analyzer struct {
 	stackCache  map[siteKey]int32 // per generation: stacks are tables of one generation
 	waits       []WaitSite
 	waitIndex   map[Frame]int32
+	waitFuncs   map[string]int32 // a wait site of each function
 	waitCache   map[xtrace.Stack]int32 // per generation, like stackCache
 }
 
@@ -311,6 +316,7 @@ func newAnalyzer() *analyzer {
 		siteIndex:  map[string]int32{},
 		stackCache: map[siteKey]int32{},
 		waitIndex:  map[Frame]int32{},
+		waitFuncs:  map[string]int32{},
 		waitCache:  map[xtrace.Stack]int32{},
 	}
 }
@@ -448,6 +454,9 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 	default:
 		a.leave(g, to, t)
 	}
+	if g.unplaced && from == xtrace.GoRunning {
+		a.placeWake(g, ev.Stack())
+	}
 
 	g.state, g.since, g.censored = to, t, false
 	switch to {
@@ -491,9 +500,11 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		}
 		g.netReady = false
 	case xtrace.GoWaiting:
-		if g.wait >= 0 && to != xtrace.GoUndetermined && to != xtrace.GoNotExist {
+		woken := to != xtrace.GoUndetermined && to != xtrace.GoNotExist
+		if g.wait >= 0 && woken {
 			a.waits[g.wait].Woken++
 		}
+		g.unplaced = g.wait < 0 && woken && g.censored
 		g.wait = -1
 		c := Category(g.reason)
 		a.sum.Blocked[c] += d
@@ -589,6 +600,9 @@ func (a *analyzer) blockAt(g *goroutine, st xtrace.StateTransition) {
 				j = int32(len(a.waits))
 				a.waits = append(a.waits, WaitSite{Frame: fr, Reason: st.Reason})
 				a.waitIndex[fr] = j
+				if _, ok := a.waitFuncs[fr.Func]; !ok {
+					a.waitFuncs[fr.Func] = j
+				}
 			}
 			i = j
 			break
@@ -598,6 +612,28 @@ func (a *analyzer) blockAt(g *goroutine, st xtrace.StateTransition) {
 	g.wait = i
 	if i >= 0 {
 		a.waits[i].Blocked++
+	}
+}
+
+// placeWake credits a wake whose wait the trace did not place to the wait
+// site of a caller on g's next stack (the innermost application frame is
+// where g is now, not where it waited): a goroutine woken from a queue is
+// next seen working below the function that waited.
+func (a *analyzer) placeWake(g *goroutine, st xtrace.Stack) {
+	g.unplaced = false
+	first := true
+	for f := range st.Frames() {
+		if WaitMechanics(f.Func) {
+			continue
+		}
+		if first {
+			first = false
+			continue
+		}
+		if i, ok := a.waitFuncs[f.Func]; ok {
+			a.waits[i].Woken++
+			return
+		}
 	}
 }
 
