@@ -295,7 +295,7 @@ type analyzer struct {
 	stackCache  map[siteKey]int32 // per generation: stacks are tables of one generation
 	waits       []WaitSite
 	waitIndex   map[Frame]int32
-	waitFuncs   map[string]int32 // a wait site of each function
+	waitFuncs   map[string]int32       // a wait site of each function
 	waitCache   map[xtrace.Stack]int32 // per generation, like stackCache
 }
 
