@@ -114,17 +114,19 @@ func cpuNow() time.Duration {
 }
 
 // BenchmarkServiceLoad drives the service with 4 concurrent keep-alive
-// clients, without and with the agent.
+// clients: without the agent, with it armed (flight recorder on, as with
+// any CaptureDir), and armed without the flight recorder.
 func BenchmarkServiceLoad(b *testing.B) {
-	for _, withAgent := range []bool{false, true} {
-		name := "without-agent"
-		if withAgent {
-			name = "with-agent"
-		}
+	for _, name := range []string{"without-agent", "with-agent", "with-agent-no-flight-recorder"} {
 		b.Run(name, func(b *testing.B) {
 			url := service(b)
-			if withAgent {
+			switch name {
+			case "with-agent":
 				startFakeB(b, armed(b))
+			case "with-agent-no-flight-recorder":
+				o := armed(b)
+				o.NoFlightRecorder = true
+				startFakeB(b, o)
 			}
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 			b.SetParallelism(2) // 2 × GOMAXPROCS clients
@@ -173,8 +175,8 @@ func BenchmarkIdle(b *testing.B) {
 }
 
 // BenchmarkCapture is the CPU one capture costs beyond its CPU profile's
-// window (which is set to 100 ms here): MemStats twice, seven profiles, the
-// JSON files and the rotation.
+// window (which is set to 100 ms here): the flight recorder's snapshot,
+// MemStats twice, seven profiles, the JSON files and the rotation.
 func BenchmarkCapture(b *testing.B) {
 	o := armed(b)
 	o.CaptureCPU = 100 * time.Millisecond

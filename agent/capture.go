@@ -48,6 +48,7 @@ type captureSpec struct {
 	maxCount   int
 	cpuSeconds func() (user, sys float64, maxRSS uint64)
 	rss        func() uint64
+	flight     *flightRecorder // nil: no trace
 }
 
 // capture writes a perfdoctor bundle into a temporary directory under
@@ -100,6 +101,16 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 		return memStats(maxRSS)
 	}
 
+	// The flight recorder's window first: it ends at the trigger, before
+	// the capture's own profiling changes what the process does.
+	if spec.flight != nil {
+		t0 := time.Now()
+		err := spec.flight.snapshot(filepath.Join(tmp, bundle.TraceFile))
+		add("trace", bundle.TraceFile, t0, err)
+		if err == nil {
+			m.Trace = &bundle.TraceWindow{Source: "flight recorder", End: t0, MinAge: bundle.Duration(spec.flight.age)}
+		}
+	}
 	t0 := time.Now()
 	add("metrics-start", bundle.MetricsStartFile, t0, bundle.WriteJSONAtomic(filepath.Join(tmp, bundle.MetricsStartFile), stats()))
 	writeProfile("heap-start", bundle.HeapStartFile)

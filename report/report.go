@@ -45,6 +45,9 @@ type Inputs struct {
 	Metrics       bool            `json:"metrics"`
 	System        bool            `json:"system"`
 	Trace         bool            `json:"trace"`
+	// TraceWindow is set when the trace is not of the collection window:
+	// the agent's flight recorder, ending at the trigger.
+	TraceWindow *TraceWindow `json:"trace_window,omitempty"`
 	Load          bool            `json:"load"`
 	Partial       bool            `json:"partial"`
 	Failed        []FailedItem    `json:"failed"`
@@ -54,6 +57,13 @@ type Inputs struct {
 	Runtime *RuntimeFigures `json:"runtime,omitempty"`
 	// JVM describes the JVM when the evidence came from a JFR recording.
 	JVM *JVMInfo `json:"jvm,omitempty"`
+}
+
+// TraceWindow is where the execution trace lies in time.
+type TraceWindow struct {
+	Source  string    `json:"source"`
+	End     time.Time `json:"end"`
+	Seconds float64   `json:"seconds"`
 }
 
 // RuntimeFigures are the collector and scheduler over the window, each from
@@ -156,6 +166,12 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 	}
 	if in.Skipped == nil {
 		in.Skipped = []evidence.File{}
+	}
+	if m := ev.Manifest; m != nil && m.Trace != nil && in.Trace {
+		in.TraceWindow = &TraceWindow{Source: m.Trace.Source, End: m.Trace.End}
+		if s, err := ev.Trace(); err == nil {
+			in.TraceWindow.Seconds = s.Window.Seconds()
+		}
 	}
 	for k := range ev.Profiles {
 		in.Profiles = append(in.Profiles, string(k))

@@ -112,7 +112,11 @@ func describeInputs(in Inputs) string {
 	if in.System {
 		parts = append(parts, "/proc snapshot")
 	}
-	if in.Trace {
+	switch {
+	case in.TraceWindow != nil:
+		parts = append(parts, fmt.Sprintf("execution trace (%s: the %.1fs before the trigger at %s)",
+			in.TraceWindow.Source, in.TraceWindow.Seconds, in.TraceWindow.End.UTC().Format("15:04:05.000Z")))
+	case in.Trace:
 		parts = append(parts, "execution trace")
 	}
 	if in.Load {
