@@ -206,6 +206,7 @@ func systemSnapshot(spec captureSpec) *bundle.SystemSnapshot {
 			RSSBytes:         spec.rss(),
 			CPUsAllowed:      runtime.NumCPU(),
 			GoEnv:            goEnv,
+			Build:            ownBuild(),
 		},
 	}
 	if exe, err := os.Executable(); err == nil {

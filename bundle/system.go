@@ -128,19 +128,21 @@ type Conntrack struct {
 
 // ProcessInfo describes the target process.
 type ProcessInfo struct {
-	PID              int     `json:"pid"`
-	Comm             string  `json:"comm"`
-	Cmdline          string  `json:"cmdline"` // credentials redacted
-	Executable       string  `json:"executable,omitempty"`
-	GoVersion        string  `json:"go_version,omitempty"` // from the binary's build info
-	StartTime        float64 `json:"start_time"`           // seconds since the Unix epoch
-	UserCPUSeconds   float64 `json:"user_cpu_seconds"`
-	SystemCPUSeconds float64 `json:"system_cpu_seconds"`
-	RSSBytes         uint64  `json:"rss_bytes"`
-	Threads          int     `json:"threads"`
-	OpenFDs          int     `json:"open_fds"`
-	FDLimit          uint64  `json:"fd_limit"`
-	VoluntaryCtxt    uint64  `json:"voluntary_ctxt_switches"` // of all threads
+	PID        int    `json:"pid"`
+	Comm       string `json:"comm"`
+	Cmdline    string `json:"cmdline"` // credentials redacted
+	Executable string `json:"executable,omitempty"`
+	GoVersion  string `json:"go_version,omitempty"` // from the binary's build info
+	// Build is the executable's build information, for Go programs.
+	Build            *BuildInfo `json:"build,omitempty"`
+	StartTime        float64    `json:"start_time"` // seconds since the Unix epoch
+	UserCPUSeconds   float64    `json:"user_cpu_seconds"`
+	SystemCPUSeconds float64    `json:"system_cpu_seconds"`
+	RSSBytes         uint64     `json:"rss_bytes"`
+	Threads          int        `json:"threads"`
+	OpenFDs          int        `json:"open_fds"`
+	FDLimit          uint64     `json:"fd_limit"`
+	VoluntaryCtxt    uint64     `json:"voluntary_ctxt_switches"` // of all threads
 
 	NonvoluntaryCtxt uint64 `json:"nonvoluntary_ctxt_switches"`
 	CPUsAllowed      int    `json:"cpus_allowed,omitempty"` // affinity mask size

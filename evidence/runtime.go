@@ -183,6 +183,22 @@ func goAtLeast(version string, minor int) bool {
 	return err != nil || n >= minor
 }
 
+// Build is the target's build information: from its executable (a local
+// target) or from the agent's metrics (a remote one); nil when unknown.
+func (e *Evidence) Build() *bundle.BuildInfo {
+	for _, snap := range []*bundle.SystemSnapshot{e.SystemEnd, e.SystemStart} {
+		if snap != nil && snap.Process != nil && snap.Process.Build != nil {
+			return snap.Process.Build
+		}
+	}
+	for _, m := range []*bundle.RuntimeStats{e.MetricsEnd, e.MetricsStart} {
+		if m != nil && m.Runtime != nil && m.Runtime.Build != nil {
+			return m.Runtime.Build
+		}
+	}
+	return nil
+}
+
 // runtime/metrics names the evidence reads.
 const (
 	MetricGCCycles       = "/gc/cycles/total:gc-cycles"

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -37,21 +38,24 @@ type Report struct {
 
 // Inputs summarises the evidence the diagnosis read.
 type Inputs struct {
-	Sources       []string        `json:"sources"`
-	Target        string          `json:"target,omitempty"`
-	Profiles      []string        `json:"profiles"`
-	CPUSamples    int64           `json:"cpu_samples"`
-	WindowSeconds float64         `json:"window_seconds"`
-	Metrics       bool            `json:"metrics"`
-	System        bool            `json:"system"`
-	Trace         bool            `json:"trace"`
+	Sources       []string `json:"sources"`
+	Target        string   `json:"target,omitempty"`
+	Profiles      []string `json:"profiles"`
+	CPUSamples    int64    `json:"cpu_samples"`
+	WindowSeconds float64  `json:"window_seconds"`
+	Metrics       bool     `json:"metrics"`
+	System        bool     `json:"system"`
+	Trace         bool     `json:"trace"`
 	// TraceWindow is set when the trace is not of the collection window:
 	// the agent's flight recorder, ending at the trigger.
 	TraceWindow *TraceWindow `json:"trace_window,omitempty"`
-	Load          bool            `json:"load"`
-	Partial       bool            `json:"partial"`
-	Failed        []FailedItem    `json:"failed"`
-	Skipped       []evidence.File `json:"skipped"`
+	// Build is the target's build information, when its executable or
+	// the agent gave it.
+	Build   *bundle.BuildInfo `json:"build,omitempty"`
+	Load    bool              `json:"load"`
+	Partial bool              `json:"partial"`
+	Failed  []FailedItem      `json:"failed"`
+	Skipped []evidence.File   `json:"skipped"`
 	// Runtime holds the scheduler and collector figures of the window, when
 	// an execution trace, runtime/metrics or a gctrace log gave any.
 	Runtime *RuntimeFigures `json:"runtime,omitempty"`
@@ -163,6 +167,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Trace:         ev.TracePath != "",
 		Load:          ev.LoadPath != "",
 		JVM:           jvmInfo(ev),
+		Build:         ev.Build(),
 	}
 	if in.Skipped == nil {
 		in.Skipped = []evidence.File{}

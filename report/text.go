@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -18,6 +19,9 @@ func WriteText(w io.Writer, r *Report) error {
 	in := r.Inputs
 	fmt.Fprintf(bw, "perfdoctor: %s from %s\n", plural(len(r.Findings), "finding"), strings.Join(in.Sources, ", "))
 	fmt.Fprintf(bw, "  evidence: %s\n", describeInputs(in))
+	if in.Build != nil {
+		fmt.Fprintf(bw, "  build: %s\n", describeBuild(in.Build))
+	}
 	if rt := in.Runtime; rt != nil {
 		fmt.Fprintf(bw, "  runtime: %s\n", describeRuntime(rt))
 	}
@@ -188,4 +192,28 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// describeBuild is the target's build in one line: toolchain, experiments,
+// the collector, PGO and the modules its Go makes redundant.
+func describeBuild(b *bundle.BuildInfo) string {
+	parts := []string{b.GoVersion + " (" + b.Source + ")"}
+	if len(b.Experiments) > 0 {
+		parts = append(parts, "GOEXPERIMENT="+strings.Join(b.Experiments, ","))
+	}
+	if b.GreenTea() {
+		parts = append(parts, "Green Tea GC")
+	} else {
+		parts = append(parts, "classic GC (no Green Tea)")
+	}
+	if b.PGO != "" {
+		parts = append(parts, "PGO "+filepath.Base(b.PGO))
+	} else {
+		parts = append(parts, "no PGO")
+	}
+	for _, r := range b.Redundant() {
+		mod, _, _ := strings.Cut(r, ": ")
+		parts = append(parts, "redundant "+mod)
+	}
+	return strings.Join(parts, ", ")
 }

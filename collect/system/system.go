@@ -279,6 +279,7 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 		fail("go version", err)
 	} else {
 		p.GoVersion = bi.GoVersion
+		p.Build = bundle.NewBuildInfo(bi, "executable")
 	}
 	return p
 }

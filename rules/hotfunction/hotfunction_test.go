@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -110,5 +111,29 @@ func TestNativeSystemCallsChargedToTheCaller(t *testing.T) {
 	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p}), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !strings.HasPrefix(res.Findings[0].Summary, "serve uses 70%") {
 		t.Fatalf("want serve charged with its system calls, got %+v", res.Findings)
+	}
+}
+
+// The build information changes the advice: PGO is suggested only for a
+// known build without it.
+func TestSuggestsPGOWhenTheBuildHasNone(t *testing.T) {
+	cpu := testprof.Build(testprof.Stack{Value: 400, Funcs: []string{"example.com/svc.hashAll", "main.main"}})
+	for _, tc := range []struct {
+		build *bundle.BuildInfo
+		want  bool
+	}{
+		{nil, false},
+		{&bundle.BuildInfo{GoVersion: "go1.27.0", Source: "executable"}, true},
+		{&bundle.BuildInfo{GoVersion: "go1.27.0", PGO: "/src/default.pgo", Source: "executable"}, false},
+	} {
+		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+		ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Build: tc.build}}
+		res := rules.Run(ev, []*rules.Rule{Rule})
+		if len(res.Findings) != 1 {
+			t.Fatalf("got %+v", res.Findings)
+		}
+		if got := strings.Contains(res.Findings[0].Fix, "default.pgo"); got != tc.want {
+			t.Errorf("build %+v: PGO advice %v, want %v", tc.build, got, tc.want)
+		}
 	}
 }

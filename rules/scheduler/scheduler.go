@@ -102,7 +102,7 @@ func check(pass *rules.Pass) error {
 	if over {
 		want := int(limit + 0.999)
 		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", s.GOMAXPROCS, limitName, rules.Percent(share))
-		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
+		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s%s", want, limitName, rules.RedundantModules(pass.Evidence), f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
 		f.Severity = max(f.Severity+1, rules.Medium)
 		f.Severity = min(f.Severity, rules.High)
