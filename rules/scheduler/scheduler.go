@@ -91,6 +91,7 @@ func check(pass *rules.Pass) error {
 	if s.GOMAXPROCS > 0 {
 		f.Evidence = append(f.Evidence, rules.Count("GOMAXPROCS", float64(s.GOMAXPROCS), ""), rules.Text("GOMAXPROCS source", s.GOMAXPROCSSrc))
 	}
+	f.Evidence = append(f.Evidence, schedState(pass.Evidence)...)
 	if s.NumCPU > 0 {
 		f.Evidence = append(f.Evidence, rules.Count("CPUs the process may use", float64(s.NumCPU), ""))
 	}
@@ -110,4 +111,25 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
+}
+
+// schedState is the scheduler's state at the end of the window: from Go
+// 1.26's runtime/metrics (goroutines waiting for a P, in system calls or
+// cgo, the runtime's threads) when the agent served them, else the thread
+// count of the /proc snapshot.
+func schedState(ev *evidence.Evidence) []rules.Fact {
+	var facts []rules.Fact
+	rw, ok := ev.Runtime()
+	if ok && rw.Has(evidence.MetricGoroutinesRunnable) {
+		facts = append(facts,
+			rules.Count("goroutines waiting for a P (runtime/metrics)", rw.Runnable, ""),
+			rules.Count("goroutines in system calls or cgo (runtime/metrics)", rw.NotInGo, ""))
+	}
+	switch {
+	case ok && rw.Has(evidence.MetricThreads):
+		facts = append(facts, rules.Count("OS threads (runtime/metrics)", rw.Threads, ""))
+	case ev.SystemEnd != nil && ev.SystemEnd.Process != nil && ev.SystemEnd.Process.Threads > 0:
+		facts = append(facts, rules.Count("OS threads (/proc)", float64(ev.SystemEnd.Process.Threads), ""))
+	}
+	return facts
 }
