@@ -114,6 +114,7 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 	t0 := time.Now()
 	add("metrics-start", bundle.MetricsStartFile, t0, bundle.WriteJSONAtomic(filepath.Join(tmp, bundle.MetricsStartFile), stats()))
 	writeProfile("heap-start", bundle.HeapStartFile)
+	writeProfile("goroutine-start", bundle.GoroutineStartFile)
 
 	// Contended locks are only recorded while mutex profiling is on; turn
 	// it on for the window when the program has not, and restore it after.
@@ -138,6 +139,16 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 	for _, name := range []string{"heap", "allocs", "goroutine", "mutex", "block"} {
 		writeProfile(name, name+".pb.gz")
 	}
+	// The runtime's proof of leaked goroutines (Go >= 1.27, or 1.26 with
+	// GOEXPERIMENT=goroutineleakprofile), and every goroutine's wait time
+	// and creating site.
+	if pprof.Lookup("goroutineleak") != nil {
+		writeProfile("goroutineleak", bundle.GoroutineLeakFile)
+	}
+	t0 = time.Now()
+	add("goroutine-stacks", bundle.GoroutineStackFile, t0, writeTo(filepath.Join(tmp, bundle.GoroutineStackFile), func(f *os.File) error {
+		return pprof.Lookup("goroutine").WriteTo(f, 2)
+	}))
 	t0 = time.Now()
 	add("metrics-end", bundle.MetricsEndFile, t0, bundle.WriteJSONAtomic(filepath.Join(tmp, bundle.MetricsEndFile), stats()))
 	t0 = time.Now()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -45,10 +46,16 @@ func TestCaptureIsDiagnosable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []evidence.Kind{evidence.CPU, evidence.Heap, evidence.HeapStart, evidence.Allocs, evidence.Goroutine, evidence.Mutex, evidence.Block} {
+	for _, k := range []evidence.Kind{evidence.CPU, evidence.Heap, evidence.HeapStart, evidence.Allocs, evidence.Goroutine, evidence.GoroutineStart, evidence.Mutex, evidence.Block} {
 		if ev.Profile(k) == nil {
 			t.Errorf("no %s profile", k)
 		}
+	}
+	if ev.GoroutineStacks == nil {
+		t.Error("no goroutine dump")
+	}
+	if served := pprof.Lookup("goroutineleak") != nil; served != (ev.Profile(evidence.GoroutineLeak) != nil) {
+		t.Errorf("goroutineleak profile in the runtime %v, in the capture %v", served, !served)
 	}
 	if skipped := ev.Skipped(); len(skipped) > 0 {
 		t.Errorf("files not understood: %+v", skipped)
