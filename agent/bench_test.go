@@ -189,3 +189,44 @@ func BenchmarkCapture(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpuNow()-c0)/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkFlightRecorder is the flight recorder's cost on the work it
+// records most densely: goroutine hand-offs (each is a trace event). One
+// op is a request handed to a worker goroutine and answered over
+// channels, plus a little hashing; "on" runs the agent's recorder.
+func BenchmarkFlightRecorder(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			if on {
+				fr, err := startFlight(10*time.Second, 32<<20)
+				if err != nil {
+					b.Skip(err)
+				}
+				defer fr.stop()
+			}
+			reqs, resps := make(chan uint64), make(chan uint64)
+			go func() {
+				for x := range reqs {
+					for range 200 {
+						x ^= x << 13
+						x ^= x >> 7
+						x ^= x << 17
+					}
+					resps <- x
+				}
+			}()
+			defer close(reqs)
+			c0 := cpuNow()
+			var x uint64 = 1
+			for b.Loop() {
+				reqs <- x
+				x = <-resps
+			}
+			b.ReportMetric(float64(cpuNow()-c0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
