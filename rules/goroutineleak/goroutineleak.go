@@ -41,7 +41,8 @@ execution trace then tells a leak from a backlog: goroutines of a leak block at
 that point and are never woken; a queue that drains wakes its waiters (at
 least 10, and 1% of those still waiting) and is left to memory-growth. The
 goroutine dump (goroutine?debug=2) names the go statement that created them
-and how long they have waited (from one minute on). The heap they hold is the
+and how long they have waited (from one minute on); without it, the trace
+names the go statement of those it saw created. The heap they hold is the
 in-use heap allocated under the blocking function. Severity: proven leaks
 high from 100 goroutines or when growing, medium from 10; inferred leaks high
 from 100 goroutines of growth that the trace never woke, else medium;
@@ -172,6 +173,9 @@ func finding(ev *evidence.Evidence, g *group, total int64, verdict string, prove
 		sev = rules.Medium
 	}
 	site, waited := creation(ev.GoroutineStacks, g.at)
+	if site.Func == "" {
+		site = traceCreation(ev, g.entry)
+	}
 	f := rules.Finding{
 		Severity:    sev,
 		Impact:      float64(count) / float64(max(total, count, 1)),
@@ -342,6 +346,27 @@ func creation(d *goroutines.Dump, f evidence.Frame) (goroutines.Frame, time.Dura
 		}
 	}
 	return best, longest
+}
+
+// traceCreation is the go statement the execution trace saw start most
+// goroutines running entry, when there is no goroutine dump (the collector
+// skips it for many goroutines: it stops the world).
+func traceCreation(ev *evidence.Evidence, entry string) goroutines.Frame {
+	sum, err := ev.Trace()
+	if err != nil || entry == "" {
+		return goroutines.Frame{}
+	}
+	best := -1
+	for i, s := range sum.Goroutines.Sites {
+		if s.Entry == entry && len(s.Stack) > 0 && (best < 0 || s.Created > sum.Goroutines.Sites[best].Created) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return goroutines.Frame{}
+	}
+	f := sum.Goroutines.Sites[best].Stack[0]
+	return goroutines.Frame{Func: f.Func, File: f.File, Line: f.Line}
 }
 
 func blockedAt(g goroutines.Goroutine, f evidence.Frame) bool {

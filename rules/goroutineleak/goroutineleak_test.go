@@ -239,3 +239,24 @@ func TestNeedsAStartOrLeakProfile(t *testing.T) {
 		t.Errorf("want not checked, got %+v %+v", res.Findings, res.NotChecked)
 	}
 }
+
+// Without the goroutine dump (skipped for many goroutines) the trace names
+// the go statement.
+func TestGoStatementFromTheTrace(t *testing.T) {
+	var release func()
+	base := runtime.NumGoroutine()
+	ev := observe(t, func() {
+		release = startLeak(300)
+		waitParked(t, base+300)
+	})
+	defer release()
+	ev.GoroutineStacks = nil
+	res := run(ev)
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res.Findings)
+	}
+	f := res.Findings[0]
+	if len(f.Locations) < 2 || !strings.HasSuffix(f.Locations[1].Function, ".startLeak") || f.Locations[1].Line == 0 {
+		t.Errorf("go statement not named from the trace: %+v", f.Locations)
+	}
+}
