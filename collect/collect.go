@@ -469,6 +469,10 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 		if err := checkTrace(body); err != nil {
 			return 0, nil, err
 		}
+	case kindText:
+		if !bytes.HasPrefix(body, []byte("goroutine ")) {
+			return 0, nil, fmt.Errorf("%s did not serve a goroutine dump", it.endpoint)
+		}
 	}
 	// The original bytes are kept: `go tool pprof` reads them as served.
 	if err := bundle.WriteFileAtomic(path, body); err != nil {
