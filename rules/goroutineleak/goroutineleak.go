@@ -100,7 +100,7 @@ func (g *group) growth() int64 { return g.end - g.start }
 func check(p *rules.Pass) error {
 	ev := p.Evidence
 	end := ev.Profile(evidence.Goroutine)
-	total := sum(end)
+	total := goroutineTotal(end)
 	groups := map[string]*group{}
 	add(groups, end, func(g *group, n int64) { g.end += n })
 	leakProfile := ev.Profile(evidence.GoroutineLeak)
@@ -115,7 +115,7 @@ func check(p *rules.Pass) error {
 		p.Skip("needs the goroutine profile at the start of the window or the goroutineleak profile (perfdoctor collect takes both where served)")
 		return nil
 	}
-	sum, _ := ev.Trace()
+	ts, _ := ev.Trace()
 	var found []*group
 	verdicts := map[*group]string{}
 	for _, g := range groups {
@@ -126,14 +126,14 @@ func check(p *rules.Pass) error {
 				verdicts[g] = "proven: the runtime's leak detector found them unreachable"
 			}
 		case g.growth() >= minGrowth && !network(g.op):
-			w, seen := wait(sum, g.at)
+			w, seen := wait(ts, g.at)
 			if seen && w.Woken >= minWoken && float64(w.Woken) >= wokenShare*float64(w.Still) {
 				continue // a queue that drains: memory-growth's backlog
 			}
 			found = append(found, g)
 			switch {
-			case sum != nil:
-				verdicts[g] = fmt.Sprintf("inferred: %d more at the end of the window, and the %s trace woke none blocked there", g.growth(), rules.RoundDuration(sum.Window))
+			case ts != nil:
+				verdicts[g] = fmt.Sprintf("inferred: %d more at the end of the window, and the %s trace woke none blocked there", g.growth(), rules.RoundDuration(ts.Window))
 			default:
 				verdicts[g] = fmt.Sprintf("inferred: %d more at the end of the window; no trace to tell a leak from a backlog", g.growth())
 			}
@@ -149,7 +149,7 @@ func check(p *rules.Pass) error {
 		if i == maxGroups {
 			break
 		}
-		p.Report(finding(ev, g, total, verdicts[g], leakProfile != nil, sum != nil))
+		p.Report(finding(ev, g, total, verdicts[g], leakProfile != nil, ts != nil))
 	}
 	return nil
 }
@@ -408,7 +408,7 @@ func heapUnder(p *profile.Profile, fn string) int64 {
 	return n
 }
 
-func sum(p *profile.Profile) int64 {
+func goroutineTotal(p *profile.Profile) int64 {
 	var n int64
 	for _, s := range p.Sample {
 		if len(s.Value) > 0 {
