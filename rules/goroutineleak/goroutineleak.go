@@ -133,7 +133,11 @@ func check(p *rules.Pass) error {
 			found = append(found, g)
 			switch {
 			case ts != nil:
-				verdicts[g] = fmt.Sprintf("inferred: %d more at the end of the window, and the %s trace woke none blocked there", g.growth(), rules.RoundDuration(ts.Window))
+				woke := "none"
+				if w.Woken > 0 {
+					woke = fmt.Sprintf("only %d", w.Woken)
+				}
+				verdicts[g] = fmt.Sprintf("inferred: %d more at the end of the window, and the %s trace woke %s of those blocked there", g.growth(), rules.RoundDuration(ts.Window), woke)
 			default:
 				verdicts[g] = fmt.Sprintf("inferred: %d more at the end of the window; no trace to tell a leak from a backlog", g.growth())
 			}
