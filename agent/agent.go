@@ -66,6 +66,14 @@ type Options struct {
 	WatchInterval   time.Duration // default 5s
 	// Triggers arms the watcher; nil uses DefaultTriggers.
 	Triggers *Triggers
+	// With CaptureDir, the agent runs the runtime's flight recorder (one
+	// per process) so each capture starts with the execution trace of the
+	// FlightRecorderAge (default 10s) before its trigger, held in at most
+	// about FlightRecorderMaxBytes (default 32 MiB) of memory.
+	// NoFlightRecorder leaves it off.
+	NoFlightRecorder       bool
+	FlightRecorderAge      time.Duration
+	FlightRecorderMaxBytes uint64
 
 	// CgroupFS and ProcCgroup locate the cgroup mount and this process's
 	// cgroup file; defaults /sys/fs/cgroup and /proc/self/cgroup. For tests
@@ -105,6 +113,12 @@ func (o *Options) setDefaults() {
 	if o.WatchInterval <= 0 {
 		o.WatchInterval = 5 * time.Second
 	}
+	if o.FlightRecorderAge <= 0 {
+		o.FlightRecorderAge = 10 * time.Second
+	}
+	if o.FlightRecorderMaxBytes == 0 {
+		o.FlightRecorderMaxBytes = 32 << 20
+	}
 	if o.CgroupFS == "" {
 		o.CgroupFS = "/sys/fs/cgroup"
 	}
@@ -139,6 +153,8 @@ type Agent struct {
 	last       Reading
 	captures   []CaptureRecord
 	capturing  atomic.Bool
+	flight     *flightRecorder // nil when off
+	flightErr  string
 }
 
 // ErrNotLoopback is returned by Start for a non-loopback address without
@@ -250,6 +266,14 @@ func (a *Agent) setup() {
 		a.watch = newWatcher(a.triggers)
 		a.watch.observe(a.sampler.sample()) // the origin for the first rate
 		cleanStale(a.opts.CaptureDir)
+		if !a.opts.NoFlightRecorder {
+			fr, err := startFlight(a.opts.FlightRecorderAge, a.opts.FlightRecorderMaxBytes)
+			if err != nil {
+				a.flightErr = err.Error()
+				a.log.Warn("agent: no flight recorder; captures will have no trace", "err", err)
+			}
+			a.flight = fr
+		}
 	}
 }
 
@@ -331,7 +355,7 @@ func (a *Agent) runCapture(ctx context.Context, t *Trigger) CaptureRecord {
 	a.mu.Unlock()
 	rec, err := capture(ctx, captureSpec{
 		dir: a.opts.CaptureDir, cpu: a.opts.CaptureCPU, trigger: t, limits: lim,
-		cpuSeconds: processCPU, rss: a.sampler.rss,
+		cpuSeconds: processCPU, rss: a.sampler.rss, flight: a.flight,
 	})
 	if err != nil {
 		rec.Error = err.Error()
@@ -390,6 +414,9 @@ func (a *Agent) Close() error {
 		err = a.srv.Close()
 	}
 	a.wg.Wait()
+	if a.flight != nil {
+		a.flight.stop()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.tuner != nil {
@@ -415,7 +442,8 @@ type Status struct {
 	MemoryLimit *MemoryLimitDecision `json:"memory_limit,omitempty"` // nil unless Options.MemoryLimit
 	GOGC        *GOGCDecision        `json:"gogc,omitempty"`         // nil unless Options.GOGCTuner
 	Watch       *WatchStatus         `json:"watch,omitempty"`        // nil unless Options.CaptureDir
-	Captures    []CaptureRecord      `json:"captures,omitempty"`     // this process's, oldest first
+	Flight      *FlightStatus        `json:"flight_recorder,omitempty"`
+	Captures    []CaptureRecord      `json:"captures,omitempty"` // this process's, oldest first
 }
 
 // WatchStatus is the watcher's state.
@@ -443,6 +471,10 @@ func (a *Agent) Status() Status {
 			Interval: a.opts.WatchInterval, Triggers: a.triggers, Last: a.last,
 			Baseline: a.watch.baselines(), LastTrigger: a.watch.lastFired,
 			Capturing: a.capturing.Load(), Dir: a.opts.CaptureDir,
+		}
+		st.Flight = &FlightStatus{On: a.flight != nil, Error: a.flightErr}
+		if a.flight != nil {
+			st.Flight.MinAge, st.Flight.MaxBytes = a.opts.FlightRecorderAge, a.opts.FlightRecorderMaxBytes
 		}
 	}
 	return st

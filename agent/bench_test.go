@@ -114,17 +114,19 @@ func cpuNow() time.Duration {
 }
 
 // BenchmarkServiceLoad drives the service with 4 concurrent keep-alive
-// clients, without and with the agent.
+// clients: without the agent, with it armed (flight recorder on, as with
+// any CaptureDir), and armed without the flight recorder.
 func BenchmarkServiceLoad(b *testing.B) {
-	for _, withAgent := range []bool{false, true} {
-		name := "without-agent"
-		if withAgent {
-			name = "with-agent"
-		}
+	for _, name := range []string{"without-agent", "with-agent", "with-agent-no-flight-recorder"} {
 		b.Run(name, func(b *testing.B) {
 			url := service(b)
-			if withAgent {
+			switch name {
+			case "with-agent":
 				startFakeB(b, armed(b))
+			case "with-agent-no-flight-recorder":
+				o := armed(b)
+				o.NoFlightRecorder = true
+				startFakeB(b, o)
 			}
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 			b.SetParallelism(2) // 2 × GOMAXPROCS clients
@@ -173,8 +175,8 @@ func BenchmarkIdle(b *testing.B) {
 }
 
 // BenchmarkCapture is the CPU one capture costs beyond its CPU profile's
-// window (which is set to 100 ms here): MemStats twice, seven profiles, the
-// JSON files and the rotation.
+// window (which is set to 100 ms here): the flight recorder's snapshot,
+// MemStats twice, seven profiles, the JSON files and the rotation.
 func BenchmarkCapture(b *testing.B) {
 	o := armed(b)
 	o.CaptureCPU = 100 * time.Millisecond
@@ -186,4 +188,45 @@ func BenchmarkCapture(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(cpuNow()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkFlightRecorder is the flight recorder's cost on the work it
+// records most densely: goroutine hand-offs (each is a trace event). One
+// op is a request handed to a worker goroutine and answered over
+// channels, plus a little hashing; "on" runs the agent's recorder.
+func BenchmarkFlightRecorder(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			if on {
+				fr, err := startFlight(10*time.Second, 32<<20)
+				if err != nil {
+					b.Skip(err)
+				}
+				defer fr.stop()
+			}
+			reqs, resps := make(chan uint64), make(chan uint64)
+			go func() {
+				for x := range reqs {
+					for range 200 {
+						x ^= x << 13
+						x ^= x >> 7
+						x ^= x << 17
+					}
+					resps <- x
+				}
+			}()
+			defer close(reqs)
+			c0 := cpuNow()
+			var x uint64 = 1
+			for b.Loop() {
+				reqs <- x
+				x = <-resps
+			}
+			b.ReportMetric(float64(cpuNow()-c0)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

@@ -48,6 +48,7 @@ type captureSpec struct {
 	maxCount   int
 	cpuSeconds func() (user, sys float64, maxRSS uint64)
 	rss        func() uint64
+	flight     *flightRecorder // nil: no trace
 }
 
 // capture writes a perfdoctor bundle into a temporary directory under
@@ -87,9 +88,20 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 		return memStats(maxRSS)
 	}
 
+	// The flight recorder's window first: it ends at the trigger, before
+	// the capture's own profiling changes what the process does.
+	if spec.flight != nil {
+		t0 := time.Now()
+		err := spec.flight.snapshot(w.Path(bundle.TraceFile))
+		add("trace", bundle.TraceFile, t0, err)
+		if err == nil {
+			m.Trace = &bundle.TraceWindow{Source: "flight recorder", End: t0, MinAge: bundle.Duration(spec.flight.age)}
+		}
+	}
 	t0 := time.Now()
 	w.AddJSON("metrics-start", bundle.MetricsStartFile, stats(), time.Since(t0))
 	writeProfile("heap-start", bundle.HeapStartFile)
+	writeProfile("goroutine-start", bundle.GoroutineStartFile)
 
 	// Contended locks are only recorded while mutex profiling is on; turn
 	// it on for the window when the program has not, and restore it after.
@@ -114,6 +126,16 @@ func capture(ctx context.Context, spec captureSpec) (CaptureRecord, error) {
 	for _, name := range []string{"heap", "allocs", "goroutine", "mutex", "block"} {
 		writeProfile(name, name+".pb.gz")
 	}
+	// The runtime's proof of leaked goroutines (Go >= 1.27, or 1.26 with
+	// GOEXPERIMENT=goroutineleakprofile), and every goroutine's wait time
+	// and creating site.
+	if pprof.Lookup("goroutineleak") != nil {
+		writeProfile("goroutineleak", bundle.GoroutineLeakFile)
+	}
+	t0 = time.Now()
+	add("goroutine-stacks", bundle.GoroutineStackFile, t0, writeTo(w.Path(bundle.GoroutineStackFile), func(f *os.File) error {
+		return pprof.Lookup("goroutine").WriteTo(f, 2)
+	}))
 	t0 = time.Now()
 	w.AddJSON("metrics-end", bundle.MetricsEndFile, stats(), time.Since(t0))
 	t0 = time.Now()
@@ -180,6 +202,7 @@ func systemSnapshot(spec captureSpec) *bundle.SystemSnapshot {
 			RSSBytes:         spec.rss(),
 			CPUsAllowed:      runtime.NumCPU(),
 			GoEnv:            goEnv,
+			Build:            ownBuild(),
 		},
 	}
 	if exe, err := os.Executable(); err == nil {

@@ -1,16 +1,21 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/report"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 func captureAgent(t *testing.T, dir string, o Options) *Agent {
@@ -41,10 +46,16 @@ func TestCaptureIsDiagnosable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []evidence.Kind{evidence.CPU, evidence.Heap, evidence.HeapStart, evidence.Allocs, evidence.Goroutine, evidence.Mutex, evidence.Block} {
+	for _, k := range []evidence.Kind{evidence.CPU, evidence.Heap, evidence.HeapStart, evidence.Allocs, evidence.Goroutine, evidence.GoroutineStart, evidence.Mutex, evidence.Block} {
 		if ev.Profile(k) == nil {
 			t.Errorf("no %s profile", k)
 		}
+	}
+	if ev.GoroutineStacks == nil {
+		t.Error("no goroutine dump")
+	}
+	if served := pprof.Lookup("goroutineleak") != nil; served != (ev.Profile(evidence.GoroutineLeak) != nil) {
+		t.Errorf("goroutineleak profile in the runtime %v, in the capture %v", served, !served)
 	}
 	if skipped := ev.Skipped(); len(skipped) > 0 {
 		t.Errorf("files not understood: %+v", skipped)
@@ -180,5 +191,77 @@ func TestStaleTempCleaned(t *testing.T) {
 	captureAgent(t, dir, Options{})
 	if _, err := os.Stat(filepath.Join(dir, ".tmp-capture-123")); !os.IsNotExist(err) {
 		t.Error("stale temp dir kept")
+	}
+}
+
+// beforeTrigger is work done in the seconds before a capture: the flight
+// recorder's trace must show its goroutines.
+func beforeTrigger(n int) {
+	done := make(chan struct{}, n)
+	for range n {
+		go func() { time.Sleep(time.Millisecond); done <- struct{}{} }()
+	}
+	for range n {
+		<-done
+	}
+}
+
+// A capture starts with the flight recorder's trace: the seconds before the
+// trigger, which the capture's own window cannot see.
+func TestCaptureHasTheTraceBeforeTheTrigger(t *testing.T) {
+	dir := t.TempDir()
+	a := captureAgent(t, dir, Options{FlightRecorderAge: 2 * time.Second})
+	if st := a.Status(); st.Flight == nil || !st.Flight.On {
+		t.Fatalf("flight recorder not on: %+v", st.Flight)
+	}
+	// A second agent in the process must not take the recorder.
+	b := captureAgent(t, t.TempDir(), Options{})
+	if st := b.Status(); st.Flight == nil || st.Flight.On || st.Flight.Error != errFlightTaken.Error() {
+		t.Errorf("second agent's flight recorder: %+v", st.Flight)
+	}
+	beforeTrigger(300)
+	time.Sleep(50 * time.Millisecond)
+	rec, err := a.Capture(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.ReadManifest(rec.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Trace == nil || m.Trace.Source != "flight recorder" || m.Trace.End.Before(rec.Time) || m.Trace.End.Sub(rec.Time) > time.Second {
+		t.Fatalf("manifest trace window %+v, capture at %s", m.Trace, rec.Time)
+	}
+	ev, err := evidence.Load(rec.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := ev.Trace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, s := range sum.Goroutines.Sites {
+		for _, f := range s.Stack {
+			if strings.HasSuffix(f.Func, ".beforeTrigger") {
+				created += s.Created
+				break
+			}
+		}
+	}
+	if created < 300 {
+		t.Errorf("the trace shows %d of the 300 goroutines started before the trigger", created)
+	}
+	// diagnose reads the capture with the trace window ending at the trigger.
+	r := report.New("perfdoctor", ev, rules.Run(ev, catalog.All()))
+	if w := r.Inputs.TraceWindow; w == nil || !w.End.Equal(m.Trace.End) || w.Seconds <= 0 {
+		t.Fatalf("report trace window %+v, manifest %+v", w, m.Trace)
+	}
+	var text bytes.Buffer
+	if err := report.WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "flight recorder: the ") || !strings.Contains(text.String(), "before the trigger at") {
+		t.Errorf("text report does not place the trace before the trigger:\n%s", text.String())
 	}
 }

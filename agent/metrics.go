@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -42,6 +43,7 @@ func Snapshot() *bundle.RuntimeMetrics {
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		GOGC:       100,
 		GOMEMLIMIT: debug.SetMemoryLimit(-1),
+		Build:      ownBuild(),
 	}
 	for _, s := range samples {
 		switch s.Value.Kind() {
@@ -63,6 +65,12 @@ func Snapshot() *bundle.RuntimeMetrics {
 	}
 	return m
 }
+
+// ownBuild is this program's build information, read once.
+var ownBuild = sync.OnceValue(func() *bundle.BuildInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return bundle.NewBuildInfo(bi, "agent")
+})
 
 // gogcFromMetric converts /gc/gogc:percent, where GOGC=off (-1) shows as a
 // wrapped uint64.

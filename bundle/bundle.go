@@ -36,6 +36,13 @@ const (
 	PerfFile       = "perf.pb.gz"
 	ExceptionsFile = "exceptions.pb.gz" // JVM: where exceptions were thrown
 	JVMFile        = "jvm.json"         // JVM: the JFR recording's summary
+	// Goroutines at the start of the window, the runtime's own leak
+	// profile (Go >= 1.27, or 1.26 with GOEXPERIMENT=goroutineleakprofile)
+	// and every goroutine's stack with its wait time and creating site
+	// (goroutine?debug=2) at the end.
+	GoroutineStartFile = "goroutine-0.pb.gz"
+	GoroutineLeakFile  = "goroutineleak.pb.gz"
+	GoroutineStackFile = "goroutines.txt"
 )
 
 // Item status values in the manifest.
@@ -60,6 +67,19 @@ type Manifest struct {
 	Runtime RuntimeInfo  `json:"runtime"`
 	PID     int          `json:"pid,omitempty"` // local targets only
 	Load    *LoadSummary `json:"load,omitempty"`
+	// Trace says what window the execution trace covers when it is not
+	// the end of the collection window: the agent's flight recorder holds
+	// the seconds before a trigger. Nil for a trace taken during the window.
+	Trace *TraceWindow `json:"trace,omitempty"`
+}
+
+// TraceWindow is where an execution trace's window lies in time.
+type TraceWindow struct {
+	Source string    `json:"source"` // "flight recorder"
+	End    time.Time `json:"end"`    // the trace ends here: the trigger
+	// MinAge is the recorder's setting: the trace reaches back at least
+	// this far, when the process ran that long.
+	MinAge Duration `json:"min_age"`
 }
 
 // Item is one thing collection tried to produce.

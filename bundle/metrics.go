@@ -22,6 +22,9 @@ type RuntimeMetrics struct {
 	GOMAXPROCS int                  `json:"gomaxprocs,omitempty"`
 	GOGC       int                  `json:"gogc,omitempty"`       // percent; -1 = off
 	GOMEMLIMIT int64                `json:"gomemlimit,omitempty"` // bytes; math.MaxInt64 = none
+	// Build is the program's build information (the agent reads its own),
+	// which is how a remote target reveals it.
+	Build *BuildInfo `json:"build,omitempty"`
 }
 
 // Histogram is a runtime/metrics Float64Histogram. Buckets are the

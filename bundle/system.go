@@ -133,22 +133,16 @@ type ProcessInfo struct {
 	Cmdline    string `json:"cmdline"` // credentials redacted
 	Executable string `json:"executable,omitempty"`
 	GoVersion  string `json:"go_version,omitempty"` // from the binary's build info
-	// MainModule and MainVersion are the build info's main module path and
-	// version ("(devel)" for a build from a checkout), MainPackage its main
-	// package's path (the only one a GOPATH-mode build, such as Debian's,
-	// records): rules tell the program's own code from its dependencies'
-	// with them.
-	MainModule       string  `json:"main_module,omitempty"`
-	MainVersion      string  `json:"main_version,omitempty"`
-	MainPackage      string  `json:"main_package,omitempty"`
-	StartTime        float64 `json:"start_time"` // seconds since the Unix epoch
-	UserCPUSeconds   float64 `json:"user_cpu_seconds"`
-	SystemCPUSeconds float64 `json:"system_cpu_seconds"`
-	RSSBytes         uint64  `json:"rss_bytes"`
-	Threads          int     `json:"threads"`
-	OpenFDs          int     `json:"open_fds"`
-	FDLimit          uint64  `json:"fd_limit"`
-	VoluntaryCtxt    uint64  `json:"voluntary_ctxt_switches"` // of all threads
+	// Build is the executable's build information, for Go programs.
+	Build            *BuildInfo `json:"build,omitempty"`
+	StartTime        float64    `json:"start_time"` // seconds since the Unix epoch
+	UserCPUSeconds   float64    `json:"user_cpu_seconds"`
+	SystemCPUSeconds float64    `json:"system_cpu_seconds"`
+	RSSBytes         uint64     `json:"rss_bytes"`
+	Threads          int        `json:"threads"`
+	OpenFDs          int        `json:"open_fds"`
+	FDLimit          uint64     `json:"fd_limit"`
+	VoluntaryCtxt    uint64     `json:"voluntary_ctxt_switches"` // of all threads
 
 	NonvoluntaryCtxt uint64 `json:"nonvoluntary_ctxt_switches"`
 	CPUsAllowed      int    `json:"cpus_allowed,omitempty"` // affinity mask size

@@ -83,10 +83,17 @@ func TestCollectLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Partial || len(m.Items) != 12 {
+	if m.Partial || len(m.Items) != 15 {
 		t.Errorf("partial=%v items=%d", m.Partial, len(m.Items))
 	}
+	servesLeaks := rpprof.Lookup("goroutineleak") != nil // Go >= 1.27, or 1.26 with the experiment
 	for _, it := range m.Items {
+		if it.Name == "goroutineleak" && !servesLeaks {
+			if it.Status != bundle.StatusSkipped || !strings.Contains(it.Error, "does not serve goroutineleak") {
+				t.Errorf("item goroutineleak on %s: %s %s, want skipped", runtime.Version(), it.Status, it.Error)
+			}
+			continue
+		}
 		if it.Status != bundle.StatusOK {
 			t.Errorf("item %s: %s %s", it.Name, it.Status, it.Error)
 		}
@@ -106,7 +113,7 @@ func TestCollectLocal(t *testing.T) {
 	if len(disk.Items) != len(m.Items) || disk.PID != m.PID {
 		t.Errorf("manifest on disk differs: %+v", disk)
 	}
-	for _, name := range []string{bundle.CPUFile, bundle.HeapFile, bundle.HeapStartFile, bundle.AllocsFile, bundle.GoroutineFile, bundle.MutexFile, bundle.BlockFile} {
+	for _, name := range []string{bundle.CPUFile, bundle.HeapFile, bundle.HeapStartFile, bundle.AllocsFile, bundle.GoroutineFile, bundle.GoroutineStartFile, bundle.MutexFile, bundle.BlockFile} {
 		f, err := os.Open(filepath.Join(out, name))
 		if err != nil {
 			t.Error(err)

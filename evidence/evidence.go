@@ -21,6 +21,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
+	"github.com/perfdoctor/perfdoctor/evidence/goroutines"
 	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
@@ -34,9 +35,14 @@ const (
 	Heap      Kind = "heap"       // in-use heap at the end of the window
 	HeapStart Kind = "heap-start" // in-use heap at the start of the window
 	Allocs    Kind = "allocs"
-	Goroutine Kind = "goroutine"
-	Mutex     Kind = "mutex"
-	Block     Kind = "block"
+	Goroutine Kind = "goroutine" // at the end of the window
+	// GoroutineStart is the goroutine profile at the start of the window.
+	GoroutineStart Kind = "goroutine-start"
+	// GoroutineLeak is the runtime's goroutineleak profile: goroutines its
+	// leak-detecting GC cycle proved blocked forever (Go >= 1.27).
+	GoroutineLeak Kind = "goroutineleak"
+	Mutex         Kind = "mutex"
+	Block         Kind = "block"
 	// Perf is a whole-stack profile from Linux perf (kernel frames included),
 	// converted from `perf script` output.
 	Perf Kind = "perf"
@@ -74,6 +80,9 @@ type Evidence struct {
 	// JVM is what a JFR recording says about the JVM (configuration,
 	// collector, exceptions, threads); nil for other targets.
 	JVM *jfr.Summary
+	// GoroutineStacks is a goroutine dump (goroutine?debug=2) taken at the
+	// end of the window: wait times and creating sites; nil if none.
+	GoroutineStacks *goroutines.Dump
 
 	stacksOnce      sync.Once
 	cpuStacks       *Stacks
@@ -429,6 +438,13 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 		return "memstats", nil
 	case formatJSON:
 		return e.readJSON(path, data, metrics)
+	case formatGoroutineDump:
+		d, err := goroutines.Parse(bytes.NewReader(data))
+		if err != nil {
+			return "", err
+		}
+		e.GoroutineStacks = d
+		return "goroutine-stacks", nil
 	case formatPerfScript:
 		// JIT maps in this machine's /tmp need not be the recording's.
 		p, err := perfscript.Parse(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
@@ -475,8 +491,18 @@ func (e *Evidence) perfAsCPU() {
 	}
 }
 
-// addProfile files p as kind, merging it with one already loaded.
+// addProfile files p as kind, merging it with one already loaded. Two
+// goroutine profiles are the two ends of the window instead: counts at
+// instants do not add up.
 func (e *Evidence) addProfile(kind Kind, p *profile.Profile) (string, error) {
+	if prev := e.Profiles[Goroutine]; kind == Goroutine && prev != nil {
+		if p.TimeNanos < prev.TimeNanos {
+			e.Profiles[GoroutineStart] = p
+			return string(GoroutineStart), nil
+		}
+		e.Profiles[GoroutineStart], e.Profiles[Goroutine] = prev, p
+		return string(kind), nil
+	}
 	if prev := e.Profiles[kind]; prev != nil {
 		merged, err := profile.Merge([]*profile.Profile{prev, p})
 		if err != nil {
@@ -500,6 +526,7 @@ const (
 	formatPerfScript
 	formatJFR
 	formatFolded
+	formatGoroutineDump
 )
 
 func sniff(data []byte) format {
@@ -519,6 +546,8 @@ func sniff(data []byte) format {
 		return formatProfile
 	case perfscript.Looks(data):
 		return formatPerfScript
+	case goroutines.Looks(data):
+		return formatGoroutineDump
 	}
 	return sniffJVM(data)
 }
@@ -564,6 +593,8 @@ func classify(p *profile.Profile, path string) (Kind, error) {
 		return Heap, nil
 	case has("goroutine"):
 		return Goroutine, nil
+	case has("goroutineleak"):
+		return GoroutineLeak, nil
 	case has("exceptions"):
 		return Exceptions, nil
 	case has("contentions") && isJFRMonitor(p):

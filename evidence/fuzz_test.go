@@ -23,6 +23,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"num_gc": 3, "source": "x"}`))
 	f.Add([]byte(`{"machine": {"num_cpu": 2}}`))
 	f.Add([]byte{0x0a, 0x02, 0x08, 0x01})
+	f.Add([]byte("goroutine 7 [chan send, 3 minutes]:\nmain.work(...)\n\t/src/main.go:14\ncreated by main.handle in goroutine 1\n\t/src/main.go:18 +0x76\n"))
 	f.Add([]byte("demo 77/77 1.5: 10 cpu-clock:\n\tffff81 tcp_v4_connect+0x1 ([kernel.kallsyms])\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "in")

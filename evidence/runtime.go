@@ -183,6 +183,22 @@ func goAtLeast(version string, minor int) bool {
 	return err != nil || n >= minor
 }
 
+// Build is the target's build information: from its executable (a local
+// target) or from the agent's metrics (a remote one); nil when unknown.
+func (e *Evidence) Build() *bundle.BuildInfo {
+	for _, snap := range []*bundle.SystemSnapshot{e.SystemEnd, e.SystemStart} {
+		if snap != nil && snap.Process != nil && snap.Process.Build != nil {
+			return snap.Process.Build
+		}
+	}
+	for _, m := range []*bundle.RuntimeStats{e.MetricsEnd, e.MetricsStart} {
+		if m != nil && m.Runtime != nil && m.Runtime.Build != nil {
+			return m.Runtime.Build
+		}
+	}
+	return nil
+}
+
 // runtime/metrics names the evidence reads.
 const (
 	MetricGCCycles       = "/gc/cycles/total:gc-cycles"
@@ -198,6 +214,11 @@ const (
 	MetricGoroutines     = "/sched/goroutines:goroutines"
 	MetricGoroutinesMade = "/sched/goroutines-created:goroutines" // Go >= 1.26
 	MetricHeapAllocs     = "/gc/heap/allocs:bytes"
+	// Go >= 1.26: goroutines by state and the threads the runtime owns.
+	MetricGoroutinesRunnable = "/sched/goroutines/runnable:goroutines"
+	MetricGoroutinesWaiting  = "/sched/goroutines/waiting:goroutines"
+	MetricGoroutinesNotInGo  = "/sched/goroutines/not-in-go:goroutines"
+	MetricThreads            = "/sched/threads/total:threads"
 )
 
 // RuntimeWindow is what two runtime/metrics snapshots (served by the agent)
@@ -225,6 +246,9 @@ type RuntimeWindow struct {
 	GoroutinesEnd     float64
 	GoroutinesCreated float64 // in the window (Go >= 1.26)
 	AllocBytes        float64 // allocated in the window
+	// At the end of the window (Go >= 1.26): goroutines waiting for a P,
+	// parked, in system calls or cgo, and the runtime's threads.
+	Runnable, Waiting, NotInGo, Threads float64
 
 	has map[string]bool
 }
@@ -301,6 +325,8 @@ func (e *Evidence) Runtime() (RuntimeWindow, bool) {
 		}
 	}
 	w.GoroutinesEnd = end(MetricGoroutines)
+	w.Runnable, w.Waiting = end(MetricGoroutinesRunnable), end(MetricGoroutinesWaiting)
+	w.NotInGo, w.Threads = end(MetricGoroutinesNotInGo), end(MetricThreads)
 	if v, ok := a.Values[MetricGoroutines]; ok {
 		w.GoroutinesStart = v
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -41,23 +42,36 @@ type Report struct {
 
 // Inputs summarises the evidence the diagnosis read.
 type Inputs struct {
-	Sources       []string        `json:"sources"`
-	Target        string          `json:"target,omitempty"`
-	Profiles      []string        `json:"profiles"`
-	CPUSamples    int64           `json:"cpu_samples"`
-	WindowSeconds float64         `json:"window_seconds"`
-	Metrics       bool            `json:"metrics"`
-	System        bool            `json:"system"`
-	Trace         bool            `json:"trace"`
-	Load          bool            `json:"load"`
-	Partial       bool            `json:"partial"`
-	Failed        []FailedItem    `json:"failed"`
-	Skipped       []evidence.File `json:"skipped"`
+	Sources       []string `json:"sources"`
+	Target        string   `json:"target,omitempty"`
+	Profiles      []string `json:"profiles"`
+	CPUSamples    int64    `json:"cpu_samples"`
+	WindowSeconds float64  `json:"window_seconds"`
+	Metrics       bool     `json:"metrics"`
+	System        bool     `json:"system"`
+	Trace         bool     `json:"trace"`
+	// TraceWindow is set when the trace is not of the collection window:
+	// the agent's flight recorder, ending at the trigger.
+	TraceWindow *TraceWindow `json:"trace_window,omitempty"`
+	// Build is the target's build information, when its executable or
+	// the agent gave it.
+	Build   *bundle.BuildInfo `json:"build,omitempty"`
+	Load    bool              `json:"load"`
+	Partial bool              `json:"partial"`
+	Failed  []FailedItem      `json:"failed"`
+	Skipped []evidence.File   `json:"skipped"`
 	// Runtime holds the scheduler and collector figures of the window, when
 	// an execution trace, runtime/metrics or a gctrace log gave any.
 	Runtime *RuntimeFigures `json:"runtime,omitempty"`
 	// JVM describes the JVM when the evidence came from a JFR recording.
 	JVM *JVMInfo `json:"jvm,omitempty"`
+}
+
+// TraceWindow is where the execution trace lies in time.
+type TraceWindow struct {
+	Source  string    `json:"source"`
+	End     time.Time `json:"end"`
+	Seconds float64   `json:"seconds"`
 }
 
 // RuntimeFigures are the collector and scheduler over the window, each from
@@ -158,9 +172,16 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		Trace:         ev.TracePath != "",
 		Load:          ev.Load != nil,
 		JVM:           jvmInfo(ev),
+		Build:         ev.Build(),
 	}
 	if in.Skipped == nil {
 		in.Skipped = []evidence.File{}
+	}
+	if m := ev.Manifest; m != nil && m.Trace != nil && in.Trace {
+		in.TraceWindow = &TraceWindow{Source: m.Trace.Source, End: m.Trace.End}
+		if s, err := ev.Trace(); err == nil {
+			in.TraceWindow.Seconds = s.Window.Seconds()
+		}
 	}
 	for k := range ev.Profiles {
 		in.Profiles = append(in.Profiles, string(k))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -19,6 +20,9 @@ func WriteText(w io.Writer, r *Report) error {
 	in := r.Inputs
 	fmt.Fprintf(bw, "perfdoctor: %s from %s\n", plural(len(r.Findings), "finding"), strings.Join(in.Sources, ", "))
 	fmt.Fprintf(bw, "  evidence: %s\n", describeInputs(in))
+	if in.Build != nil {
+		fmt.Fprintf(bw, "  build: %s\n", describeBuild(in.Build))
+	}
 	if rt := in.Runtime; rt != nil {
 		fmt.Fprintf(bw, "  runtime: %s\n", describeRuntime(rt))
 	}
@@ -124,7 +128,11 @@ func describeInputs(in Inputs) string {
 	if in.System {
 		parts = append(parts, "/proc snapshot")
 	}
-	if in.Trace {
+	switch {
+	case in.TraceWindow != nil:
+		parts = append(parts, fmt.Sprintf("execution trace (%s: the %.1fs before the trigger at %s)",
+			in.TraceWindow.Source, in.TraceWindow.Seconds, in.TraceWindow.End.UTC().Format("15:04:05.000Z")))
+	case in.Trace:
 		parts = append(parts, "execution trace")
 	}
 	if in.Load {
@@ -229,4 +237,28 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// describeBuild is the target's build in one line: toolchain, experiments,
+// the collector, PGO and the modules its Go makes redundant.
+func describeBuild(b *bundle.BuildInfo) string {
+	parts := []string{b.GoVersion + " (" + b.Source + ")"}
+	if len(b.Experiments) > 0 {
+		parts = append(parts, "GOEXPERIMENT="+strings.Join(b.Experiments, ","))
+	}
+	if b.GreenTea() {
+		parts = append(parts, "Green Tea GC")
+	} else {
+		parts = append(parts, "classic GC (no Green Tea)")
+	}
+	if b.PGO != "" {
+		parts = append(parts, "PGO "+filepath.Base(b.PGO))
+	} else {
+		parts = append(parts, "no PGO")
+	}
+	for _, r := range b.Redundant() {
+		mod, _, _ := strings.Cut(r, ": ")
+		parts = append(parts, "redundant "+mod)
+	}
+	return strings.Join(parts, ", ")
 }

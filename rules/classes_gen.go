@@ -28,6 +28,7 @@ var Classes = []string{
 	"lock-contention",
 	"oversized-allocation",
 	"memory-growth",
+	"goroutine-leak",
 	"connection-churn",
 	"ephemeral-port-exhaustion",
 	"kernel-network-overhead",

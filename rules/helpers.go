@@ -92,3 +92,14 @@ func SiteName(f evidence.Frame) string {
 	}
 	return name
 }
+
+// RedundantModules is advice to remove the modules the target's Go makes
+// redundant (automaxprocs on Go >= 1.25), from its build information; ""
+// when there are none or the build is not known.
+func RedundantModules(ev *evidence.Evidence) string {
+	r := ev.Build().Redundant()
+	if len(r) == 0 {
+		return ""
+	}
+	return "Remove " + strings.Join(r, "; ") + ". "
+}

@@ -67,16 +67,17 @@ func Owners(ev *evidence.Evidence) *CodeOwners {
 			continue
 		}
 		p := snap.Process
+		b := p.Build
 		switch {
-		case o.Main != "":
-		case p.MainModule != "":
-			o.Main, o.Source = p.MainModule, "the executable's build info"
-			if v := p.MainVersion; v != "" && v != "(devel)" {
-				o.Program = fmt.Sprintf("%s %s is a released build", p.MainModule, v)
+		case o.Main != "" || b == nil:
+		case b.Main != "":
+			o.Main, o.Source = b.Main, "the executable's build info"
+			if v := b.MainVersion; v != "" && v != "(devel)" {
+				o.Program = fmt.Sprintf("%s %s is a released build", b.Main, v)
 			}
-		case p.MainPackage != "":
+		case b.MainPackage != "":
 			// A GOPATH-mode build records the main package only.
-			o.Main, o.Source = moduleRoot(p.MainPackage), "the executable's main package, read up to its repository"
+			o.Main, o.Source = moduleRoot(b.MainPackage), "the executable's main package, read up to its repository"
 		}
 		for _, pre := range systemPrefixes {
 			if o.Program == "" && strings.HasPrefix(p.Executable, pre) {

@@ -70,7 +70,7 @@ func TestOwnersFromBuildInfo(t *testing.T) {
 	caddyhttp := frame("github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP", "/build/caddy/modules/caddyhttp/server.go")
 	zap := frame("go.uber.org/zap/zapcore.(*ioCore).Write", "/build/_build/src/go.uber.org/zap/zapcore/core.go")
 
-	own := rules.Owners(withProc(&bundle.ProcessInfo{MainModule: "github.com/caddyserver/caddy/v2", MainVersion: "(devel)", Executable: "/home/me/caddy/caddy"}))
+	own := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "(devel)"}, Executable: "/home/me/caddy/caddy"}))
 	if w := own.Of(caddyhttp); w.Owner != rules.OwnerMain {
 		t.Errorf("caddyhttp in a checkout build: %+v", w)
 	}
@@ -85,7 +85,7 @@ func TestOwnersFromBuildInfo(t *testing.T) {
 	}
 
 	// The same program installed from the distribution: nothing in it is the user's to edit.
-	packaged := rules.Owners(withProc(&bundle.ProcessInfo{MainModule: "github.com/caddyserver/caddy/v2", Executable: "/usr/bin/caddy"}))
+	packaged := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2"}, Executable: "/usr/bin/caddy"}))
 	if fix, _ := packaged.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "/usr/bin/caddy") {
 		t.Errorf("packaged program: %q", fix)
 	}
@@ -94,7 +94,7 @@ func TestOwnersFromBuildInfo(t *testing.T) {
 	if fix, _ := noInfo.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("packaged program without build info: %q", fix)
 	}
-	released := rules.Owners(withProc(&bundle.ProcessInfo{MainModule: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.2", Executable: "/opt/caddy"}))
+	released := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.2"}, Executable: "/opt/caddy"}))
 	if fix, _ := released.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("released build: %q", fix)
 	}
@@ -154,8 +154,7 @@ func TestOwnersOfADistributionBuild(t *testing.T) {
 	}
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	// As collect/system reads /usr/bin/prometheus's build info.
-	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{
-		MainPackage: "github.com/prometheus/prometheus/cmd/prometheus", Executable: "/usr/bin/prometheus"}}
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{MainPackage: "github.com/prometheus/prometheus/cmd/prometheus"}, Executable: "/usr/bin/prometheus"}}
 	o := rules.Owners(ev)
 	if o.Main != "github.com/prometheus/prometheus" || !strings.Contains(o.Program, "/usr/bin/prometheus") {
 		t.Fatalf("main %q program %q", o.Main, o.Program)

@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 
 # Go modules.
 go mod download
+# The newest Go, from the module proxy: runtime frame families are checked
+# against its symbols, and the casebook e2e runs its services on it as well.
+export PERFDOCTOR_NEWEST_GO="${PERFDOCTOR_NEWEST_GO:-go1.27.0}"
+GOTOOLCHAIN="$PERFDOCTOR_NEWEST_GO" go version
 
 # Debian packages the tests use, installed in one step when missing. On a
 # developer's machine without root the tests that need them skip; under CI
@@ -75,6 +79,9 @@ go vet ./...
 # The end-to-end casebook tests start services and load them: give them time
 # on a 2-core machine, and keep package runs to the core count.
 go test -count=1 -timeout 15m ./... "$@"
+# The casebook again with every service built by the newest Go (perfdoctor
+# itself stays on the installed one), on the same harness.
+PERFDOCTOR_CASEBOOK_GO="$PERFDOCTOR_NEWEST_GO" go test -count=1 -timeout 15m -run 'TestCasebook$' ./casebook/e2e
 # The load generator against wrk, briefly: the ratio is for the log (a
 # shared CI machine is too noisy to gate on; docs/load.md has the figures).
 if command -v wrk >/dev/null 2>&1; then

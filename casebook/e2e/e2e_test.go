@@ -181,11 +181,22 @@ func expect(t *testing.T, c serve.Case, variant string, findings []harness.Findi
 // nothing above low on either variant.
 func violations(c serve.Case, variant string, findings []harness.Finding) []string {
 	var out []string
+	for _, f := range findings {
+		if c.Never != "" && f.Class == c.Never {
+			out = append(out, fmt.Sprintf("%s reported (%s): this case must never be called that: %s", f.Class, f.Severity, f.Summary))
+		}
+	}
 	if c.Class == "" || variant != "bad" {
 		if variant == "fixed" && c.FixedKeepsClass != "" {
 			findings = slices.DeleteFunc(slices.Clone(findings), func(f harness.Finding) bool { return f.Class == c.Class })
 		}
-		return append(out, quiet(findings, c.Class)...)
+		class := c.Class
+		if class == "" {
+			// A control; with Never, a case of what that class must not be
+			// mistaken for, whose own symptoms may show at medium.
+			class = c.Never
+		}
+		return append(out, quiet(findings, class)...)
 	}
 	rank := func(class string) int {
 		for i, f := range findings {
@@ -236,6 +247,16 @@ func quiet(findings []harness.Finding, class string) []string {
 		}
 	}
 	return out
+}
+
+// never checks that class (if any) is not reported at all.
+func never(t *testing.T, findings []harness.Finding, class string) {
+	t.Helper()
+	for _, f := range findings {
+		if class != "" && f.Class == class {
+			t.Errorf("%s reported (%s), which this case must never be: %s", f.Class, f.Severity, f.Summary)
+		}
+	}
 }
 
 // scorecard is one line per case and variant: what was expected, what came

@@ -51,6 +51,9 @@ func TestViolations(t *testing.T) {
 			f("compression-level", "high", .3, "cpu"), f("hot-function", "low", .1, "cpu")}, nil},
 		{"fixed keeps its class, not another high", job, "fixed", []harness.Finding{
 			f("compression-level", "high", .3, "cpu"), f("gc-pressure", "high", .2, "cpu")}, []string{"unexpected high finding"}},
+		{"backlog called a leak", serve.Case{Never: "goroutine-leak"}, "bad", []harness.Finding{f("goroutine-leak", "low", .3, "memory")},
+			[]string{"goroutine-leak reported (low): this case must never be called that"}},
+		{"backlog with its own symptom at medium", serve.Case{Never: "goroutine-leak"}, "bad", []harness.Finding{f("memory-growth", "medium", .3, "memory")}, nil},
 		{"control quiet", control, "bad", []harness.Finding{f("hot-function", "low", .3, "cpu")}, nil},
 		{"control medium", control, "fixed", []harness.Finding{f("scheduling-latency", "medium", .97, "latency")},
 			[]string{"unexpected medium finding"}},

@@ -30,6 +30,9 @@ type Case struct {
 	// tests use (0: their default). A control saturated by many connections
 	// sets it.
 	Concurrency int
+	// Never is a class neither variant may report at any severity: a
+	// backlog that drains must not be called a goroutine leak.
+	Never string
 	// Build returns the variant's handler and an optional cleanup. It may
 	// change process-wide settings (GC, GOMAXPROCS): one service per process.
 	Build func(variant string, o Options) (http.Handler, func() error, error)

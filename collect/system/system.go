@@ -279,7 +279,7 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 		fail("go version", err)
 	} else {
 		p.GoVersion = bi.GoVersion
-		p.MainModule, p.MainVersion, p.MainPackage = bi.Main.Path, bi.Main.Version, bi.Path
+		p.Build = bundle.NewBuildInfo(bi, "executable")
 	}
 	return p
 }

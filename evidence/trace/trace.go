@@ -62,6 +62,22 @@ type Summary struct {
 
 	Goroutines Goroutines
 	GC         GC
+
+	// Waits are the places goroutines blocked at (the first frame outside
+	// the runtime, sync and time), most blocked first: a queue that drains
+	// wakes its waiters, a leak never does. At most MaxSites.
+	Waits []WaitSite
+}
+
+// WaitSite is one place goroutines blocked at in the window.
+type WaitSite struct {
+	Frame  Frame
+	Reason string // the runtime's block reason at the first block seen here
+	// Blocked counts goroutines blocked here: those that blocked in the
+	// window and those already blocked here when the trace began.
+	Blocked int
+	Woken   int // made runnable again within the window
+	Still   int // still blocked here at the end of the window
 }
 
 // Goroutines is goroutine creation, lifetime and count over the window.
@@ -263,6 +279,11 @@ type goroutine struct {
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
 	lock     int32       // while blocked on a lock: index into analyzer.locks + 1; else 0
+	wait     int32       // index into analyzer.waits while blocked, or -1
+	// unplaced is set when g was woken from a wait the trace gave no stack
+	// for (a goroutine first described lazily, by its wake): the next stack
+	// it shows places that wake.
+	unplaced bool
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -293,6 +314,10 @@ type analyzer struct {
 	locks       []LockSite
 	lockIndex   map[Frame]int32
 	lockCache   map[xtrace.Stack]int32 // blocking stack -> lock index + 1, 0 if not a lock
+	waits       []WaitSite
+	waitIndex   map[Frame]int32
+	waitFuncs   map[string]int32       // a wait site of each function
+	waitCache   map[xtrace.Stack]int32 // per generation, like stackCache
 }
 
 func newAnalyzer() *analyzer {
@@ -313,6 +338,9 @@ func newAnalyzer() *analyzer {
 		stackCache: map[siteKey]int32{},
 		lockIndex:  map[Frame]int32{},
 		lockCache:  map[xtrace.Stack]int32{},
+		waitIndex:  map[Frame]int32{},
+		waitFuncs:  map[string]int32{},
+		waitCache:  map[xtrace.Stack]int32{},
 	}
 }
 
@@ -332,6 +360,7 @@ func (a *analyzer) event(ev xtrace.Event) {
 		a.syncTime = t
 		clear(a.stackCache)
 		clear(a.lockCache)
+		clear(a.waitCache)
 	case xtrace.EventMetric:
 		m := ev.Metric()
 		if m.Value.Kind() != xtrace.ValueUint64 {
@@ -417,7 +446,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		if to == xtrace.GoNotExist {
 			return
 		}
-		g = &goroutine{site: -1}
+		g = &goroutine{site: -1, wait: -1}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.Max = max(a.sum.Goroutines.Max, a.live)
@@ -435,18 +464,22 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 			g.state = to
 			if to == xtrace.GoWaiting {
 				g.reason = st.Reason // often empty: the reason is not repeated in status events
+				a.blockAt(g, st)
 			}
 			return
 		}
 	case g == nil:
 		// A goroutine we did not see start: from here on it is known.
-		g = &goroutine{site: -1, since: t, censored: true}
+		g = &goroutine{site: -1, wait: -1, since: t, censored: true}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.AtStart++
 		a.sum.Goroutines.Max = max(a.sum.Goroutines.Max, a.live)
 	default:
 		a.leave(g, to, t)
+	}
+	if g.unplaced && from == xtrace.GoRunning {
+		a.placeWake(g, ev.Stack())
 	}
 
 	g.state, g.since, g.censored = to, t, false
@@ -457,6 +490,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		if Category(st.Reason) == ReasonSync {
 			g.lock = a.lockSite(ev.Stack())
 		}
+		a.blockAt(g, st)
 		if st.Reason == "forever" {
 			a.exit(id, g, t, false)
 		}
@@ -494,6 +528,12 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		}
 		g.netReady = false
 	case xtrace.GoWaiting:
+		woken := to != xtrace.GoUndetermined && to != xtrace.GoNotExist
+		if g.wait >= 0 && woken {
+			a.waits[g.wait].Woken++
+		}
+		g.unplaced = g.wait < 0 && woken && g.censored
+		g.wait = -1
 		c := Category(g.reason)
 		a.sum.Blocked[c] += d
 		a.sum.BlockedByReason[g.reason] += d
@@ -607,12 +647,86 @@ func (a *analyzer) lockSite(stk xtrace.Stack) int32 {
 	return i
 }
 
+// blockAt records where g blocked: the first frame of its stack outside
+// the runtime, sync and time, so that a channel send, a semaphore acquire
+// and a WaitGroup wait are each named by the code that waits.
+func (a *analyzer) blockAt(g *goroutine, st xtrace.StateTransition) {
+	i, ok := a.waitCache[st.Stack]
+	if !ok {
+		i = -1
+		for f := range st.Stack.Frames() {
+			if WaitMechanics(f.Func) {
+				continue
+			}
+			fr := Frame{Func: f.Func, File: f.File, Line: int64(f.Line)}
+			j, known := a.waitIndex[fr]
+			if !known {
+				if len(a.waits) >= MaxSites {
+					break
+				}
+				j = int32(len(a.waits))
+				a.waits = append(a.waits, WaitSite{Frame: fr, Reason: st.Reason})
+				a.waitIndex[fr] = j
+				if _, ok := a.waitFuncs[fr.Func]; !ok {
+					a.waitFuncs[fr.Func] = j
+				}
+			}
+			i = j
+			break
+		}
+		a.waitCache[st.Stack] = i
+	}
+	g.wait = i
+	if i >= 0 {
+		a.waits[i].Blocked++
+	}
+}
+
+// placeWake credits a wake whose wait the trace did not place to the wait
+// site of a caller on g's next stack (the innermost application frame is
+// where g is now, not where it waited): a goroutine woken from a queue is
+// next seen working below the function that waited.
+func (a *analyzer) placeWake(g *goroutine, st xtrace.Stack) {
+	g.unplaced = false
+	first := true
+	for f := range st.Frames() {
+		if WaitMechanics(f.Func) {
+			continue
+		}
+		if first {
+			first = false
+			continue
+		}
+		if i, ok := a.waitFuncs[f.Func]; ok {
+			a.waits[i].Woken++
+			return
+		}
+	}
+}
+
+// WaitMechanics reports frames that are the mechanics of blocking, not the
+// code that blocks.
+func WaitMechanics(fn string) bool {
+	for _, p := range []string{"runtime.", "sync.", "internal/", "time.Sleep", "sync/atomic."} {
+		if strings.HasPrefix(fn, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func (a *analyzer) finish() *Summary {
 	s := &a.sum
 	end := a.last
 	for _, g := range a.gs {
+		if g.state == xtrace.GoWaiting && g.wait >= 0 {
+			a.waits[g.wait].Still++
+		}
 		a.leave(g, xtrace.GoUndetermined, end)
 	}
+	waits := a.waits
+	sort.SliceStable(waits, func(i, j int) bool { return waits[i].Blocked > waits[j].Blocked })
+	s.Waits = waits
 	if a.gcActive {
 		s.GC.MarkTime += end.Sub(a.gcStart)
 	}

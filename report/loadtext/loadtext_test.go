@@ -12,7 +12,7 @@ import (
 func TestTables(t *testing.T) {
 	res := &load.Result{URL: "http://127.0.0.1:8080/", Mode: "open", Rate: 200, Concurrency: 4, Duration: 2 * time.Second,
 		Requests: 400, Errors: 1, ErrorsByKind: map[string]int64{"timeout": 1}, Throughput: 199.5,
-		Latency: load.Percentiles{P50: 1234 * time.Microsecond, P99: 9 * time.Millisecond, Max: 1500 * time.Millisecond},
+		Latency:  load.Percentiles{P50: 1234 * time.Microsecond, P99: 9 * time.Millisecond, Max: 1500 * time.Millisecond},
 		Timeline: []load.Second{{T: 0, OK: 199, P99: 9 * time.Millisecond}, {T: 1, OK: 200, Errors: 1}}}
 	var b strings.Builder
 	WriteResult(&b, res)

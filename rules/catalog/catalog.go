@@ -27,6 +27,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/lock001"
 	"github.com/perfdoctor/perfdoctor/rules/mem001"
 	"github.com/perfdoctor/perfdoctor/rules/mem002"
+	"github.com/perfdoctor/perfdoctor/rules/mem003"
 	"github.com/perfdoctor/perfdoctor/rules/net001"
 	"github.com/perfdoctor/perfdoctor/rules/net002"
 	"github.com/perfdoctor/perfdoctor/rules/net003"
@@ -65,6 +66,7 @@ func All() []*rules.Rule {
 		lock001.Rule,  // LOCK001 lock-contention
 		mem001.Rule,   // MEM001 oversized-allocation
 		mem002.Rule,   // MEM002 memory-growth
+		mem003.Rule,   // MEM003 goroutine-leak
 		net001.Rule,   // NET001 connection-churn
 		net002.Rule,   // NET002 ephemeral-port-exhaustion
 		net003.Rule,   // NET003 kernel-network-overhead

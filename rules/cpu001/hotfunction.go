@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -119,7 +120,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("CPU charged to the function", share),
 			rules.Share("CPU with the function on the stack (cum)", cum),
 		},
-		Fix:       pass.Rule.Doc.Fix,
+		Fix:       pass.Rule.Doc.Fix + pgoAdvice(pass.Evidence),
 		Locations: append(rules.Locations(lines, "hot line"), rules.Locations(callers, "caller")...),
 		Frames:    []string{top},
 	}
@@ -143,4 +144,14 @@ func check(pass *rules.Pass) error {
 	}}
 	pass.Report(f)
 	return nil
+}
+
+// pgoAdvice suggests profile-guided optimisation when the target's build
+// is known and did not use it: the CPU profile in hand is its input.
+func pgoAdvice(ev *evidence.Evidence) string {
+	b := ev.Build()
+	if b == nil || b.PGO != "" || bundle.GoMinor(b.GoVersion) < 21 {
+		return ""
+	}
+	return " The build does not use profile-guided optimisation: save a CPU profile taken under production load as default.pgo in the main package and rebuild (Go >= 1.21 uses it by default); it typically saves 2-14% of CPU by inlining and devirtualising the hot calls."
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -150,5 +151,29 @@ func TestDependencyHotFunctionGetsNoCodeEdit(t *testing.T) {
 	own := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, time.Second, 1, matchSlow)}), []*rules.Rule{Rule})
 	if len(own.Findings) == 1 && own.Findings[0].Fix != Rule.Doc.Fix {
 		t.Errorf("own code: fix %q", own.Findings[0].Fix)
+	}
+}
+
+// The build information changes the advice: PGO is suggested only for a
+// known build without it.
+func TestSuggestsPGOWhenTheBuildHasNone(t *testing.T) {
+	cpu := testprof.Build(testprof.Stack{Value: 400, Funcs: []string{"example.com/svc.hashAll", "main.main"}})
+	for _, tc := range []struct {
+		build *bundle.BuildInfo
+		want  bool
+	}{
+		{nil, false},
+		{&bundle.BuildInfo{GoVersion: "go1.27.0", Source: "executable"}, true},
+		{&bundle.BuildInfo{GoVersion: "go1.27.0", PGO: "/src/default.pgo", Source: "executable"}, false},
+	} {
+		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+		ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Build: tc.build}}
+		res := rules.Run(ev, []*rules.Rule{Rule})
+		if len(res.Findings) != 1 {
+			t.Fatalf("got %+v", res.Findings)
+		}
+		if got := strings.Contains(res.Findings[0].Fix, "default.pgo"); got != tc.want {
+			t.Errorf("build %+v: PGO advice %v, want %v", tc.build, got, tc.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -130,6 +131,17 @@ func check(pass *rules.Pass) error {
 	headroom, facts, caveats := advice.Text, advice.Facts, advice.Caveats
 	fix.WriteString(strings.Replace(headroom, "Then give the GC headroom", "Then, if memory allows, give the GC headroom for what remains", 1))
 	f.Evidence = append(f.Evidence, facts...)
+	if b := ev.Build(); b != nil && !b.GreenTea() {
+		switch minor := bundle.GoMinor(b.GoVersion); {
+		case minor >= 26:
+			fix.WriteString(" This build turns the Green Tea collector off (GOEXPERIMENT=nogreenteagc): rebuild without it; Green Tea marks small objects span by span and cuts the GC's scan cost on heaps like this one.")
+		case minor == 25:
+			fix.WriteString(" On Go 1.25, try the Green Tea collector (GOEXPERIMENT=greenteagc, the default from Go 1.26): it marks small objects span by span and cuts the GC's scan cost on heaps like this one.")
+		default:
+			fmt.Fprintf(&fix, " Built with %s: Go 1.26's default Green Tea collector marks small objects span by span and cuts the GC's scan cost on heaps like this one.", b.GoVersion)
+		}
+		f.Evidence = append(f.Evidence, rules.Text("Green Tea GC", "off ("+b.GoVersion+" "+strings.Join(b.Experiments, ",")+")"))
+	}
 	f.Fix = fix.String()
 	f.Example = "before: byName map[string]*User        // every key and *User scanned each cycle\nafter:  byID map[int64]int32; users []User // IDs index a slice of values; strings interned once"
 	if c.CyclesPerSec == 0 {

@@ -46,5 +46,5 @@ var SyscallFrames = evidence.FuncPrefix(
 	"syscall.Syscall", "syscall.RawSyscall", "syscall.syscall", "syscall.rawsyscall",
 	"internal/runtime/syscall.Syscall", "runtime/internal/syscall.Syscall",
 	"golang.org/x/sys/unix.Syscall", "golang.org/x/sys/unix.RawSyscall",
-	"runtime.write1", "runtime.read", "runtime.futex", "runtime.usleep", "runtime.epollwait", "runtime.netpoll",
+	"runtime.write1", "runtime.read", "runtime.futex", "runtime.usleep", "runtime.netpoll",
 )

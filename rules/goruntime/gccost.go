@@ -10,7 +10,7 @@ var ScanFrames = evidence.FuncPrefix(
 	"runtime.greyobject", "runtime.findObject", "runtime.markBits", "runtime.(*markBits)",
 	"runtime.(*mspan).markBitsForIndex", "runtime.(*gcBits)", "runtime.(*spanInlineMarkBits)",
 	"runtime.typePointers", "runtime.(*mspan).typePointersOf", "runtime.(*gcWork).tryGetSpan",
-	"runtime.extractHeapBitsSmall", "runtime.heapBitsSmallForAddr", "runtime.spanOf",
+	"runtime.extractHeapBitsSmall", "runtime.(*mspan).heapBitsSmallForAddr", "runtime.spanOf",
 )
 
 // When the GC's CPU counts as set by the live heap's scan rather than by the

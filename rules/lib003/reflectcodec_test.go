@@ -187,7 +187,7 @@ func TestPackagedProgramGetsNoCodeEdit(t *testing.T) {
 		edit bool
 	}{{"/usr/bin/etcd", false}, {"/src/etcd/bin/etcd", true}} {
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{MainModule: "go.etcd.io/etcd/server/v3", MainVersion: "(devel)", Executable: tc.exe}}
+		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "go.etcd.io/etcd/server/v3", MainVersion: "(devel)"}, Executable: tc.exe}}
 		res := rules.Run(ev, []*rules.Rule{Rule})
 		if len(res.Findings) != 1 {
 			t.Fatalf("%s: %+v", tc.exe, res)

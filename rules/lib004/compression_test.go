@@ -226,7 +226,7 @@ func TestDependencyCompressingGetsConfiguration(t *testing.T) {
 		stack(200, "main.work"),
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{MainModule: "github.com/caddyserver/caddy/v2", Executable: "/usr/bin/caddy"}}
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2"}, Executable: "/usr/bin/caddy"}}
 	f := one(t, rules.Run(ev, []*rules.Rule{Rule}))
 	if !strings.Contains(f.Fix, "not yours to edit") || !strings.Contains(f.Fix, "precompressed gzip") || strings.Contains(f.Fix, "sync.Pool") {
 		t.Errorf("caddy's own encoder: fix %q", f.Fix)

@@ -165,7 +165,7 @@ func TestThirdPartyProgramGetsConfiguration(t *testing.T) {
 		{"/home/dev/caddy/cmd/caddy/caddy", "(devel)", false}, // a caddy developer's own build
 	} {
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{MainModule: "github.com/caddyserver/caddy/v2", MainVersion: tc.version, Executable: tc.exe}}
+		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: tc.version}, Executable: tc.exe}}
 		res := rules.Run(ev, []*rules.Rule{Rule})
 		if len(res.Findings) != 1 {
 			t.Fatalf("%s: %+v", tc.exe, res)

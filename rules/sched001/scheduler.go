@@ -133,6 +133,7 @@ func check(pass *rules.Pass) error {
 	if used > 0 {
 		f.Evidence = append(f.Evidence, rules.Count("cores used (CPU profile)", math.Round(used*100)/100, "cores"))
 	}
+	f.Evidence = append(f.Evidence, schedState(pass.Evidence)...)
 	if s.NumCPU > 0 {
 		f.Evidence = append(f.Evidence, rules.Count("CPUs the process may use", float64(s.NumCPU), ""))
 	}
@@ -144,7 +145,7 @@ func check(pass *rules.Pass) error {
 	if over {
 		want := int(limit + 0.999)
 		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", procs, limitName, human.Percent(share))
-		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s", want, limitName, f.Fix)
+		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s%s", want, limitName, rules.RedundantModules(pass.Evidence), f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
 		// A setting fixes it without code: from 10% of CPU that is high.
 		f.Severity = max(rules.Grade(share, 0, overHighShare), rules.Medium)
@@ -159,4 +160,25 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
+}
+
+// schedState is the scheduler's state at the end of the window: from Go
+// 1.26's runtime/metrics (goroutines waiting for a P, in system calls or
+// cgo, the runtime's threads) when the agent served them, else the thread
+// count of the /proc snapshot.
+func schedState(ev *evidence.Evidence) []rules.Fact {
+	var facts []rules.Fact
+	rw, ok := ev.Runtime()
+	if ok && rw.Has(evidence.MetricGoroutinesRunnable) {
+		facts = append(facts,
+			rules.Count("goroutines waiting for a P (runtime/metrics)", rw.Runnable, ""),
+			rules.Count("goroutines in system calls or cgo (runtime/metrics)", rw.NotInGo, ""))
+	}
+	switch {
+	case ok && rw.Has(evidence.MetricThreads):
+		facts = append(facts, rules.Count("OS threads (runtime/metrics)", rw.Threads, ""))
+	case ev.SystemEnd != nil && ev.SystemEnd.Process != nil && ev.SystemEnd.Process.Threads > 0:
+		facts = append(facts, rules.Count("OS threads (/proc)", float64(ev.SystemEnd.Process.Threads), ""))
+	}
+	return facts
 }

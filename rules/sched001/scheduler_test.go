@@ -1,8 +1,10 @@
 package sched001
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -113,5 +115,38 @@ func TestPsFarAboveTheWorkWithoutProc(t *testing.T) {
 	ev.TraceSummary = &trace.Summary{GOMAXPROCS: 4}
 	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "exceeds") {
 		t.Fatalf("4 Ps for one core: %+v", res.Findings)
+	}
+}
+
+// Go 1.26's scheduler metrics, served by the agent, join the evidence; an
+// older target's threads come from /proc.
+func TestReadsSchedulerStateMetrics(t *testing.T) {
+	snap := func(at time.Time, values map[string]float64) *bundle.RuntimeStats {
+		return &bundle.RuntimeStats{Time: at, Runtime: &bundle.RuntimeMetrics{Time: at, Values: values}}
+	}
+	t0 := time.Unix(1700000000, 0)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)})
+	ev.MetricsStart = snap(t0, map[string]float64{evidence.MetricGoroutines: 10})
+	ev.MetricsEnd = snap(t0.Add(5*time.Second), map[string]float64{
+		evidence.MetricGoroutines: 40, evidence.MetricGoroutinesRunnable: 17,
+		evidence.MetricGoroutinesNotInGo: 3, evidence.MetricThreads: 9,
+	})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res.Findings)
+	}
+	got := map[string]float64{}
+	for _, f := range res.Findings[0].Evidence {
+		got[f.Name] = f.Num
+	}
+	if got["goroutines waiting for a P (runtime/metrics)"] != 17 || got["OS threads (runtime/metrics)"] != 9 || got["goroutines in system calls or cgo (runtime/metrics)"] != 3 {
+		t.Errorf("evidence %+v", res.Findings[0].Evidence)
+	}
+	// Without them (an older Go, or no agent), /proc's thread count.
+	ev = withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 0, nil)
+	ev.SystemEnd.Process.Threads = 12
+	res = rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || !slices.ContainsFunc(res.Findings[0].Evidence, func(f rules.Fact) bool { return f.Name == "OS threads (/proc)" && f.Num == 12 }) {
+		t.Errorf("older target: %+v", res.Findings)
 	}
 }

@@ -113,9 +113,15 @@ func check(pass *rules.Pass) error {
 	ts, traceErr := ev.Trace()
 	var created float64
 	var p99 time.Duration
+	createdSrc := ""
 	if ts != nil {
-		created = ts.Goroutines.CreatedPerSec
+		created, createdSrc = ts.Goroutines.CreatedPerSec, "trace"
 		p99 = ts.SchedLatency.P99
+	}
+	// Go >= 1.26 counts creations in runtime/metrics (the agent serves
+	// them): the whole window, where a trace sees only its end.
+	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricGoroutinesMade) && rw.Span > 0 {
+		created, createdSrc = rw.GoroutinesCreated/rw.Span.Seconds(), "runtime/metrics"
 	}
 	counts := churn >= minChurnShare || created >= minCreatedPerSec
 	costs := churn >= minChurnShare || churn+sched >= minCostShare || (ts != nil && p99 >= latencyP99)
@@ -147,6 +153,9 @@ func check(pass *rules.Pass) error {
 	}
 	if ts != nil && p99 >= latencyP99 && f.Severity < rules.Medium {
 		f.Severity = rules.Medium
+	}
+	if createdSrc == "runtime/metrics" {
+		f.Evidence = append(f.Evidence, rules.Count("goroutines created per second (runtime/metrics)", round(created), "/s"))
 	}
 	if ts != nil {
 		g := ts.Goroutines

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
@@ -264,5 +265,31 @@ func TestShortGoroutinesOwnWorkCounts(t *testing.T) {
 		if got := res.Findings[0].Impact; got < tc.impact-0.005 || got > tc.impact+0.005 {
 			t.Errorf("%s: impact %.3f, want %.3f", tc.name, got, tc.impact)
 		}
+	}
+}
+
+// Without a trace, Go 1.26's /sched/goroutines-created (served by the
+// agent) gives the creation rate over the whole window: 2 000 a second
+// with creation and scheduling at 6% of CPU is enough.
+func TestCreationRateFromRuntimeMetrics(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	snap := func(at time.Time, made float64) *bundle.RuntimeStats {
+		return &bundle.RuntimeStats{Time: at, Runtime: &bundle.RuntimeMetrics{Time: at, Values: map[string]float64{evidence.MetricGoroutinesMade: made}}}
+	}
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpuOf(2, 4, "main.limit")})
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Fatalf("no creation rate known: %+v", res.Findings)
+	}
+	ev.MetricsStart, ev.MetricsEnd = snap(t0, 1000), snap(t0.Add(5*time.Second), 11000)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("2000 goroutines/s from runtime/metrics: %+v", res.Findings)
+	}
+	found := false
+	for _, f := range res.Findings[0].Evidence {
+		found = found || (f.Name == "goroutines created per second (runtime/metrics)" && f.Num == 2000)
+	}
+	if !found || !strings.Contains(res.Findings[0].Summary, "2000 goroutines/s") {
+		t.Errorf("%s %+v", res.Findings[0].Summary, res.Findings[0].Evidence)
 	}
 }

@@ -198,7 +198,7 @@ func check(pass *rules.Pass) error {
 		f.Example = "systemd: CPUWeight=1000 for the service, CPUWeight=50 for batch jobs (or pin them apart with cpusets)"
 	case overQuota:
 		want := int(settings.CPUQuota + 0.999)
-		fmt.Fprintf(&fix, "GOMAXPROCS=%d exceeds the %.3g-core CPU quota: the kernel throttles the process's threads mid-work and runnable goroutines wait. Set GOMAXPROCS=%d (Go >= 1.25 follows the quota when GOMAXPROCS is not set in the environment; older: go.uber.org/automaxprocs). ", s.GOMAXPROCS, settings.CPUQuota, want)
+		fmt.Fprintf(&fix, "GOMAXPROCS=%d exceeds the %.3g-core CPU quota: the kernel throttles the process's threads mid-work and runnable goroutines wait. Set GOMAXPROCS=%d (Go >= 1.25 follows the quota when GOMAXPROCS is not set in the environment; older: go.uber.org/automaxprocs). %s", s.GOMAXPROCS, settings.CPUQuota, want, rules.RedundantModules(pass.Evidence))
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
 	case util >= saturated || util == 0:
 		if util == 0 {

@@ -72,7 +72,7 @@ func check(pass *rules.Pass) error {
 			rules.Count("throttled time per second", stalled, "s/s"),
 			rules.Text("cgroup", fmt.Sprintf("v%d %s", e.Version, e.Path)),
 		},
-		Fix: pass.Rule.Doc.Fix,
+		Fix: rules.RedundantModules(pass.Evidence) + pass.Rule.Doc.Fix,
 	}
 	if g := pass.Evidence.Settings(); g.GOMAXPROCS > 0 {
 		f.Evidence = append(f.Evidence, rules.Count("GOMAXPROCS", float64(g.GOMAXPROCS), ""))

@@ -23,6 +23,13 @@ import (
 // Perfdoctor is the import path of the perfdoctor command.
 const Perfdoctor = "github.com/perfdoctor/perfdoctor/cmd/perfdoctor"
 
+// ServiceToolchain names the environment variable that selects the Go
+// toolchain the services (every command but perfdoctor) are built with,
+// e.g. go1.27.0: the casebook must pass on the newest Go as on the
+// installed one. The go command fetches that toolchain from the module
+// proxy (scripts/test.sh does so ahead of the tests).
+const ServiceToolchain = "PERFDOCTOR_CASEBOOK_GO"
+
 // Main builds each command (import path -> where to store its binary's
 // path) into a temporary directory, runs the tests and removes the
 // directory. In -short mode it runs nothing: these tests start services
@@ -42,7 +49,12 @@ func Main(m *testing.M, suite string, builds map[string]*string) {
 	defer func() { os.RemoveAll(dir); os.Exit(code) }()
 	for pkg, path := range builds {
 		*path = filepath.Join(dir, filepath.Base(pkg))
-		if out, err := exec.Command("go", "build", "-o", *path, pkg).CombinedOutput(); err != nil {
+		build := exec.Command("go", "build", "-o", *path, pkg)
+		if v := os.Getenv(ServiceToolchain); v != "" && pkg != Perfdoctor {
+			build.Env = append(os.Environ(), "GOTOOLCHAIN="+v)
+			fmt.Printf("%s: building %s with %s\n", suite, pkg, v)
+		}
+		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
 			return
 		}
