@@ -32,7 +32,10 @@ and deflate at levels 2-9, and the level number itself is not in the profile;
 the share of deflate's time in findMatch hints at the hash-chain length (80%
 and above is typical of levels 7-9 on text). klauspost's flate shows levels
 1-6 as fastEncL1..L6 and 7-9 as deflateLazy; its zstd shows the speed by
-encoder type. Reports from 5% of CPU; below a high level (or where the level
+encoder type. Native codecs in perf's stacks count too: zlib (named
+frames, or time in a stripped libz.so), zstd, brotli's encoder, lz4 and
+libdeflate; zlib's deflate_slow (levels 4-9) is a costly level, and for nginx
+the prescription is nginx's (gzip_static, gzip_comp_level). Reports from 5% of CPU; below a high level (or where the level
 is unknown) the severity is at most low: a faster codec is an opportunity, not
 a misconfiguration.`,
 		Fix: `Lower the level or use a faster codec, chosen by measuring ratio and CPU on
@@ -151,6 +154,7 @@ func check(pass *rules.Pass) error {
 	cpu := pass.Evidence.CPUStacks()
 	share := cpu.Share(Frames)
 	if share < minShare {
+		checkNative(pass, cpu)
 		return nil
 	}
 	var best *variant

@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is CPU001.
@@ -37,7 +38,12 @@ and work that could be done once instead of per request.`,
 	Check:    check,
 }
 
-const minShare = 0.05
+const (
+	minShare = 0.05
+	// unsymbolizedNote is the share of samples ending in unnamed frames
+	// from which the report says so and how to name them.
+	unsymbolizedNote = 0.05
+)
 
 func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
@@ -55,18 +61,29 @@ func check(pass *rules.Pass) error {
 	// Kernel and shared-library frames (perf, folded stacks) are calls the
 	// code above them made: their time is charged to the application
 	// function that made them, as the Go standard library's is.
+	// Unsymbolized frames ("[unknown]") are never named: their time is
+	// charged to the first named frame above them, and samples with none
+	// are left out of the shares, which are computed on what is known.
 	system := pass.Evidence.SystemFrames()
-	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) })
+	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) && !families.Unsymbolized(fn) })
 	byFunc := map[string]int64{}
+	known := cpu.Total
 	for _, s := range cpu.Samples {
 		if !unexplained(s) {
 			continue
 		}
 		if f := appFrame(s); f != nil {
 			byFunc[f.Func] += s.Value
+		} else if len(s.Frames) > 0 && families.Unsymbolized(cpu.Frames[s.Frames[0]].Func) {
+			known -= s.Value
 		}
 	}
-	if len(byFunc) == 0 {
+	unknownLeaf := 1 - float64(known)/float64(cpu.Total) // no named frame to charge
+	if unknownLeaf >= unsymbolizedNote {
+		pass.Skip(fmt.Sprintf("%s of CPU samples end in unsymbolized frames ([unknown]) and are not charged to any function; to name them, %s",
+			rules.Percent(unknownLeaf), families.SymbolizeAdvice))
+	}
+	if len(byFunc) == 0 || known <= 0 {
 		return nil
 	}
 	names := make([]string, 0, len(byFunc))
@@ -80,11 +97,11 @@ func check(pass *rules.Pass) error {
 		return names[i] < names[j]
 	})
 	top := names[0]
-	share := float64(byFunc[top]) / float64(cpu.Total)
+	share := float64(byFunc[top]) / float64(known)
 	if share < minShare {
 		return nil
 	}
-	cum := cpu.Share(func(fn string) bool { return fn == top })
+	cum := cpu.Share(func(fn string) bool { return fn == top }) * float64(cpu.Total) / float64(known)
 	lines := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !unexplained(s) {
 			return nil
@@ -122,8 +139,12 @@ func check(pass *rules.Pass) error {
 		Locations: append(rules.Locations(lines, "hot line"), rules.Locations(callers, "caller")...),
 		Frames:    []string{top},
 	}
+	if unknownLeaf >= unsymbolizedNote {
+		f.Evidence = append(f.Evidence, rules.Share("CPU in unsymbolized frames, left out of the shares", unknownLeaf))
+		f.Caveats = append(f.Caveats, "Part of the CPU could not be named: "+families.SymbolizeAdvice+".")
+	}
 	for _, fn := range names[1:min(4, len(names))] {
-		s := float64(byFunc[fn]) / float64(cpu.Total)
+		s := float64(byFunc[fn]) / float64(known)
 		if s >= minShare/2 {
 			f.Evidence = append(f.Evidence, rules.Share("next: "+rules.ShortFunc(fn), s))
 		}

@@ -112,3 +112,42 @@ func TestNativeSystemCallsChargedToTheCaller(t *testing.T) {
 		t.Fatalf("want serve charged with its system calls, got %+v", res.Findings)
 	}
 }
+
+// perf names frames it cannot symbolize "[unknown]" (with the file when it
+// knows it): they are never the hot function, their time goes to the first
+// named frame above them, and the report says how much was unnamed.
+func TestNeverNamesUnsymbolizedFrames(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 500, Funcs: []string{"[unknown]", "[unknown]"}},
+		testprof.Stack{Value: 300, Funcs: []string{"[unknown]", "render_page", "main"}},
+		testprof.Stack{Value: 200, Funcs: []string{"other_work", "main"}},
+	)
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	for _, fn := range f.Frames {
+		if strings.Contains(fn, "unknown") {
+			t.Errorf("unsymbolized frame named as the hot function: %q", f.Summary)
+		}
+	}
+	// render_page has 300 of the 500 samples that have a name: 60%.
+	if f.Frames[0] != "render_page" || !strings.Contains(f.Summary, "60% of CPU") {
+		t.Errorf("want render_page at 60%% of the known CPU, got %q", f.Summary)
+	}
+	var noted bool
+	for _, e := range f.Evidence {
+		noted = noted || e.Name == "CPU in unsymbolized frames, left out of the shares" && e.Value == "50%"
+	}
+	if !noted || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "dbgsym") {
+		t.Errorf("the unsymbolized half is not reported with how to fix it: %+v %+v", f.Evidence, res.NotChecked)
+	}
+
+	// All of it unsymbolized: no finding, and the reason says why.
+	all := testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"[unknown]", "[unknown]"}})
+	res = rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: all}), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "100% of CPU samples end in unsymbolized frames") {
+		t.Errorf("all-unknown profile: %+v", res)
+	}
+}
