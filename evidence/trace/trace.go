@@ -56,6 +56,12 @@ type Summary struct {
 
 	Goroutines Goroutines
 	GC         GC
+
+	// Syscalls are the system calls made in the window by calling site,
+	// most time first (syscalls.go); SyscallsDropped counts calls whose
+	// site did not fit the bounded table.
+	Syscalls        []SyscallSite
+	SyscallsDropped int64
 }
 
 // Goroutines is goroutine creation, lifetime and count over the window.
@@ -245,6 +251,7 @@ type goroutine struct {
 	censored bool        // since is the trace's start, not a real transition
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
+	sys      int32       // index into analyzer.syscalls while in a system call, or -1
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -272,6 +279,9 @@ type analyzer struct {
 	sites       []Site
 	siteIndex   map[string]int32
 	stackCache  map[siteKey]int32 // per generation: stacks are tables of one generation
+	syscalls    []SyscallSite
+	sysIndex    map[string]int32
+	sysCache    map[xtrace.Stack]int32 // per generation, as stackCache
 }
 
 func newAnalyzer() *analyzer {
@@ -290,6 +300,8 @@ func newAnalyzer() *analyzer {
 		assists:    map[xtrace.GoID]xtrace.Time{},
 		siteIndex:  map[string]int32{},
 		stackCache: map[siteKey]int32{},
+		sysIndex:   map[string]int32{},
+		sysCache:   map[xtrace.Stack]int32{},
 	}
 }
 
@@ -308,6 +320,7 @@ func (a *analyzer) event(ev xtrace.Event) {
 	case xtrace.EventSync:
 		a.syncTime = t
 		clear(a.stackCache)
+		clear(a.sysCache)
 	case xtrace.EventMetric:
 		m := ev.Metric()
 		if m.Value.Kind() != xtrace.ValueUint64 {
@@ -393,7 +406,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		if to == xtrace.GoNotExist {
 			return
 		}
-		g = &goroutine{site: -1}
+		g = &goroutine{site: -1, sys: -1}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.Max = max(a.sum.Goroutines.Max, a.live)
@@ -416,7 +429,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		}
 	case g == nil:
 		// A goroutine we did not see start: from here on it is known.
-		g = &goroutine{site: -1, since: t, censored: true}
+		g = &goroutine{site: -1, sys: -1, since: t, censored: true}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.AtStart++
@@ -434,6 +447,8 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		}
 	case xtrace.GoRunnable:
 		g.netReady = from == xtrace.GoWaiting && g.reason == "network"
+	case xtrace.GoSyscall:
+		g.sys = a.syscallSite(ev, st)
 	case xtrace.GoNotExist:
 		a.exit(id, g, t, true)
 	}
@@ -478,6 +493,10 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		if site != nil {
 			site.Blocked += d
 		}
+		if !g.censored {
+			a.syscallDone(g.sys, d)
+		}
+		g.sys = -1
 	}
 }
 
@@ -565,6 +584,7 @@ func (a *analyzer) finish() *Summary {
 	sites := a.sites
 	sort.SliceStable(sites, func(i, j int) bool { return sites[i].Created > sites[j].Created })
 	s.Goroutines.Sites = sites
+	s.Syscalls = a.sortedSyscalls()
 	return s
 }
 
