@@ -17,6 +17,8 @@ var Classes = []string{
 	// Operating system and network
 	"ephemeral-port-exhaustion", "kernel-network-overhead", "conntrack-pressure",
 	"cpu-throttling", "fd-exhaustion", "listen-backlog", "path-bottleneck",
+	// Waiting: where requests spend time off the CPU
+	"sync-disk-write",
 }
 
 // KnownClass reports whether slug is one of Classes.

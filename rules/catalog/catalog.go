@@ -37,6 +37,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/scheduler"
 	"github.com/perfdoctor/perfdoctor/rules/stringfmt"
 	"github.com/perfdoctor/perfdoctor/rules/summarycost"
+	"github.com/perfdoctor/perfdoctor/rules/syncdisk"
 	"github.com/perfdoctor/perfdoctor/rules/syscallwrite"
 	"github.com/perfdoctor/perfdoctor/rules/throttling"
 )
@@ -70,6 +71,8 @@ func All() []*rules.Rule {
 		backlog.Rule,
 		throttling.Rule,
 		fdlimit.Rule,
+		// Waiting: disk
+		syncdisk.Rule,
 		// JVM
 		exceptioncost.Rule,
 		routingcost.Rule,
