@@ -214,7 +214,9 @@ func fromSamples(pass *rules.Pass) error {
 			"(at most one second of writes lost on a crash) unless each write must be durable before its reply, and keep " +
 			"the AOF on a device with low sync latency. " + fix
 	}
-	app := func(fn string) bool { return !nativeSync(fn) && !pass.Evidence.SystemFrames()(fn) && fn != "" && fn[0] != '[' }
+	app := func(fn string) bool {
+		return !nativeSync(fn) && !pass.Evidence.SystemFrames()(fn) && fn != "" && fn[0] != '['
+	}
 	callers := st.TopSites(3, st.CallerOf(nativeSync, app))
 	f := rules.Finding{
 		Severity:    min(rules.SeverityFor(share), rules.Medium),
