@@ -80,3 +80,14 @@ func LeafShare(st *evidence.Stacks, m evidence.Matcher) float64 {
 const SymbolizeAdvice = "install the debug symbols of the binaries and libraries involved (Debian's -dbgsym packages, " +
 	"or build with -g and do not strip), record with --call-graph dwarf when code lacks frame pointers, and for JIT " +
 	"runtimes write a perf map (/tmp/perf-PID.map: node --perf-basic-prof, -XX:+DumpPerfMapAtExit or async-profiler for the JVM)"
+
+// KernelStorage is the kernel's file system and block device work: page
+// cache writeback, journaling, fsync, the block layer and disk drivers
+// (virtio-blk's iowrite16 runs under ext4_writepages). Such time is disk,
+// never network.
+var KernelStorage = evidence.FuncPrefix(
+	"ext4_", "ext3_", "xfs_", "btrfs_", "f2fs_", "jbd2", "__jbd2", "iomap_", "filemap_fdatawrite", "filemap_write_and_wait",
+	"file_write_and_wait", "__filemap_fdatawrite", "do_writepages", "writeback_", "wb_writeback", "generic_perform_write",
+	"vfs_fsync", "do_fsync", "__x64_sys_fsync", "__x64_sys_fdatasync", "__arm64_sys_fsync", "__arm64_sys_fdatasync",
+	"submit_bio", "blk_", "__blk_", "bio_", "virtio_queue_rq", "virtblk_", "nvme_", "scsi_", "sd_", "ata_", "dm_",
+)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is NET003.
@@ -28,8 +29,13 @@ configuration), then make us efficient (code).`,
 when the CPUs were at least 30% busy. Kernel share = (system + irq + softirq)
 / busy time: medium from 60%, high from 75%. Skew: one CPU handling at least
 twice the NET_RX softirqs of the others on average while at least 25% of its
-time goes to soft interrupts (medium; high from 50%). With a perf profile the
-busiest kernel functions are named.`,
+time goes to soft interrupts (medium; high from 50%). When the target process
+is known, its own user and system time (/proc/PID/stat) replace the host's,
+with interrupts still host-wide (the kernel does not charge them to a
+process); the scope fact says which. With a perf profile the busiest kernel
+functions are named, and file system and block device work (ext4, jbd2,
+writeback, fsync, the block layer and disk drivers) is left out of the kernel
+share: it is disk, not network.`,
 		Fix: `Find where the kernel time goes (perf top, or perfdoctor collect --perf):
 connection setup and teardown (reuse connections), many small writes (buffer
 and batch), conntrack and bridge/NAT networking (host networking for hot
@@ -39,7 +45,7 @@ affinity, a multi-queue NIC).`,
 		After:  `docker run --network host svc  # or keep-alive to cut connection setup`,
 		Caveats: `A service that is all network I/O (a proxy) has a high kernel share by
 nature; compare with its throughput before acting. Host-wide: other processes
-count too.`,
+count too unless the process is known.`,
 		Since: "0.1",
 		Refs:  []string{"https://www.kernel.org/doc/html/latest/networking/scaling.html"},
 	},
@@ -74,6 +80,26 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	kernel := (t.System + t.IRQ + t.SoftIRQ) / busy
+	us, sy := t.User/busy, t.System/busy
+	scope := "host-wide: other processes count too"
+	// The target's own user and system time when its process is known;
+	// interrupts are not charged to a process, so they stay host-wide.
+	if pu, ps, ok := processTimes(d); ok && pu+ps > 0 {
+		own := pu + ps + t.IRQ + t.SoftIRQ
+		kernel = (ps + t.IRQ + t.SoftIRQ) / own
+		us, sy = pu/own, ps/own
+		scope = fmt.Sprintf("the process's own user and system time (pid %d); hard and soft interrupts host-wide", d.End.Process.PID)
+	}
+	// Perf tells file system and block device work from network work:
+	// disk time (an fsync's journal commit, writeback) is not this class.
+	var storage float64
+	st := pass.Evidence.PerfStacks()
+	if st != nil {
+		if k := st.Share(pass.Evidence.KernelFrames()); k > 0 {
+			storage = st.Share(families.KernelStorage) / k
+			kernel *= 1 - min(storage, 1)
+		}
+	}
 	skewCPU, skew, siOfCPU := hottestNetRx(d)
 
 	sev := rules.Grade(kernel, kernelMedium, kernelHigh)
@@ -90,15 +116,16 @@ func check(pass *rules.Pass) error {
 		Resource:    "cpu",
 		ImpactBasis: fmt.Sprintf("kernel share of busy CPU above the %.0f%% a busy network service spends anyway", normalKernel*100),
 		Summary: fmt.Sprintf("%s of busy CPU is kernel work (sy %s, si %s, us %s)", rules.Percent(kernel),
-			rules.Percent(t.System/busy), rules.Percent(t.SoftIRQ/busy), rules.Percent(t.User/busy)),
+			rules.Percent(sy), rules.Percent(t.SoftIRQ/busy), rules.Percent(us)),
 		Evidence: []rules.Fact{
 			rules.Share("kernel share of busy CPU (sy+irq+si)", kernel),
-			rules.Share("system (sy)", t.System/busy),
-			rules.Share("soft interrupts (si)", t.SoftIRQ/busy),
-			rules.Share("hard interrupts", t.IRQ/busy),
-			rules.Share("user (us)", t.User/busy),
+			rules.Share("system (sy)", sy),
+			rules.Share("soft interrupts (si, host-wide)", t.SoftIRQ/busy),
+			rules.Share("hard interrupts (host-wide)", t.IRQ/busy),
+			rules.Share("user (us)", us),
 			rules.Share("CPUs busy", busy/total),
 			rules.Share("steal", t.Steal/total),
+			rules.Text("scope", scope),
 		},
 		Fix: pass.Rule.Doc.Fix,
 	}
@@ -111,8 +138,18 @@ func check(pass *rules.Pass) error {
 		f.Impact = math.Max(f.Impact, siOfCPU/float64(len(d.CPUs)))
 		f.Fix = "Spread network soft interrupts: enable RPS/RFS (/sys/class/net/*/queues/rx-*/rps_cpus), set IRQ affinity across CPUs, or use a multi-queue NIC. " + f.Fix
 	}
-	if st := pass.Evidence.PerfStacks(); st != nil {
-		top := st.TopSites(6, st.First(pass.Evidence.KernelFrames()))
+	if storage > 0.01 {
+		f.Evidence = append(f.Evidence, rules.Share("kernel samples in file system and block device work (left out)", storage))
+	}
+	if st != nil {
+		notStorage := st.Has(families.KernelStorage)
+		first := st.First(pass.Evidence.KernelFrames())
+		top := st.TopSites(6, func(s evidence.Sample) *evidence.Frame {
+			if notStorage(s) {
+				return nil
+			}
+			return first(s)
+		})
 		if len(top) > 0 {
 			f.Evidence = append(f.Evidence, rules.Text("kernel functions in perf", rules.SiteList(top, 6)),
 				rules.Share("perf samples in network soft interrupts", st.Share(softirqFrames)))
@@ -121,6 +158,17 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
+}
+
+// processTimes is the target process's user and system CPU seconds over
+// the window (the per-CPU times are seconds too), when one process was
+// snapshotted at both ends.
+func processTimes(d *evidence.SystemDelta) (user, system float64, ok bool) {
+	a, b := d.Start.Process, d.End.Process
+	if a == nil || b == nil || a.PID != b.PID || b.UserCPUSeconds < a.UserCPUSeconds || b.SystemCPUSeconds < a.SystemCPUSeconds {
+		return 0, 0, false
+	}
+	return b.UserCPUSeconds - a.UserCPUSeconds, b.SystemCPUSeconds - a.SystemCPUSeconds, true
 }
 
 // hottestNetRx finds the CPU with the most NET_RX softirqs, how many times
