@@ -16,12 +16,14 @@ go mod download
 #              the software cpu-clock event works without hardware counters
 #   JDK 17     javac, jcmd and jfr: the JFR converter, collect --jfr, casebook/java
 #   wrk        the reference the load generator is measured against
+#   nginx-light the native compression case (casebook/native runs it on loopback)
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 { command -v javac && command -v jfr; } >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+{ command -v nginx || test -x /usr/sbin/nginx; } >/dev/null 2>&1 || missing+=(nginx-light)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update

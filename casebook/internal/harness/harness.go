@@ -138,7 +138,7 @@ type Location struct {
 
 // Finding is a finding as diagnose --format json writes it.
 type Finding struct {
-	Rule, Class, Severity, Summary string
+	Rule, Class, Severity, Summary, Fix string
 	Impact                         float64
 	Evidence                       []Fact
 	Locations                      []Location
