@@ -139,9 +139,9 @@ type Location struct {
 // Finding is a finding as diagnose --format json writes it.
 type Finding struct {
 	Rule, Class, Severity, Summary, Fix string
-	Impact                         float64
-	Evidence                       []Fact
-	Locations                      []Location
+	Impact                              float64
+	Evidence                            []Fact
+	Locations                           []Location
 }
 
 // Fact returns the evidence named name, failing the test without it.
