@@ -80,24 +80,37 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	kernel := (t.System + t.IRQ + t.SoftIRQ) / busy
-	us, sy := t.User/busy, t.System/busy
+	us, sy, si, irq := t.User/busy, t.System/busy, t.SoftIRQ/busy, t.IRQ/busy
 	scope := "host-wide: other processes count too"
 	// The target's own user and system time when its process is known;
 	// interrupts are not charged to a process, so they stay host-wide.
 	if pu, ps, ok := processTimes(d); ok && pu+ps > 0 {
 		own := pu + ps + t.IRQ + t.SoftIRQ
 		kernel = (ps + t.IRQ + t.SoftIRQ) / own
-		us, sy = pu/own, ps/own
+		us, sy, si, irq = pu/own, ps/own, t.SoftIRQ/own, t.IRQ/own
 		scope = fmt.Sprintf("the process's own user and system time (pid %d); hard and soft interrupts host-wide", d.End.Process.PID)
 	}
-	// Perf tells file system and block device work from network work:
-	// disk time (an fsync's journal commit, writeback) is not this class.
+	// perf tells file system and block device work (an fsync's journal
+	// commit, writeback, the disk driver) from network work: its share of
+	// the kernel samples is left out of the kernel share.
 	var storage float64
 	st := pass.Evidence.PerfStacks()
 	if st != nil {
-		if k := st.Share(pass.Evidence.KernelFrames()); k > 0 {
-			storage = st.Share(families.KernelStorage) / k
-			kernel *= 1 - min(storage, 1)
+		isKernel := st.FrameHits(pass.Evidence.KernelFrames())
+		inStorage := st.Has(families.KernelStorage)
+		var kernelLeaf, storageLeaf int64
+		for _, s := range st.Samples {
+			if len(s.Frames) == 0 || !isKernel[s.Frames[0]] {
+				continue
+			}
+			kernelLeaf += s.Value
+			if inStorage(s) {
+				storageLeaf += s.Value
+			}
+		}
+		if kernelLeaf > 0 {
+			storage = float64(storageLeaf) / float64(kernelLeaf)
+			kernel *= 1 - storage
 		}
 	}
 	skewCPU, skew, siOfCPU := hottestNetRx(d)
@@ -116,12 +129,12 @@ func check(pass *rules.Pass) error {
 		Resource:    "cpu",
 		ImpactBasis: fmt.Sprintf("kernel share of busy CPU above the %.0f%% a busy network service spends anyway", normalKernel*100),
 		Summary: fmt.Sprintf("%s of busy CPU is kernel work (sy %s, si %s, us %s)", rules.Percent(kernel),
-			rules.Percent(sy), rules.Percent(t.SoftIRQ/busy), rules.Percent(us)),
+			rules.Percent(sy), rules.Percent(si), rules.Percent(us)),
 		Evidence: []rules.Fact{
 			rules.Share("kernel share of busy CPU (sy+irq+si)", kernel),
 			rules.Share("system (sy)", sy),
-			rules.Share("soft interrupts (si, host-wide)", t.SoftIRQ/busy),
-			rules.Share("hard interrupts (host-wide)", t.IRQ/busy),
+			rules.Share("soft interrupts (si, host-wide)", si),
+			rules.Share("hard interrupts (host-wide)", irq),
 			rules.Share("user (us)", us),
 			rules.Share("CPUs busy", busy/total),
 			rules.Share("steal", t.Steal/total),
@@ -137,6 +150,9 @@ func check(pass *rules.Pass) error {
 			rules.Share("soft interrupt share of that CPU", siOfCPU))
 		f.Impact = math.Max(f.Impact, siOfCPU/float64(len(d.CPUs)))
 		f.Fix = "Spread network soft interrupts: enable RPS/RFS (/sys/class/net/*/queues/rx-*/rps_cpus), set IRQ affinity across CPUs, or use a multi-queue NIC. " + f.Fix
+	}
+	if storage >= 0.05 {
+		f.Summary += fmt.Sprintf("; the %s of kernel samples in file system and block device work is left out", rules.Percent(storage))
 	}
 	if storage > 0.01 {
 		f.Evidence = append(f.Evidence, rules.Share("kernel samples in file system and block device work (left out)", storage))

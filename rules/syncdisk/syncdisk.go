@@ -60,6 +60,7 @@ const (
 	mediumInFlight, highInFlight = 0.20, 0.50
 	minInFlight                  = 0.05
 	minCPUShare                  = 0.05
+	minSyncSamples               = 10 // a waiting process is on a CPU little: few samples are the norm
 	// groupCommitGain is the share of sync time group commit recovers:
 	// in case L1 it served 2.4x the requests on the same disk.
 	groupCommitGain = 0.5
@@ -201,7 +202,7 @@ func fromSamples(pass *rules.Pass) error {
 		st = pass.Evidence.CPUStacks()
 	}
 	share := st.Share(nativeSync)
-	if share < minCPUShare {
+	if share < minCPUShare || share*float64(st.Total) < minSyncSamples {
 		return nil
 	}
 	comm := ""
@@ -235,6 +236,10 @@ func fromSamples(pass *rules.Pass) error {
 	}
 	if comm != "" {
 		f.Evidence = append(f.Evidence, rules.Text("process", comm))
+	}
+	if d, ok := pass.Evidence.SystemDelta(); ok && d.Seconds > 0 && d.Start.Process != nil && d.End.Process != nil && d.Start.Process.PID == d.End.Process.PID {
+		cpu := (d.End.Process.UserCPUSeconds + d.End.Process.SystemCPUSeconds - d.Start.Process.UserCPUSeconds - d.Start.Process.SystemCPUSeconds) / d.Seconds
+		f.Evidence = append(f.Evidence, rules.Count("CPUs the process used (the rest of its time it waited)", cpu, ""))
 	}
 	pass.Report(f)
 	return nil
