@@ -57,11 +57,11 @@ type Summary struct {
 	Goroutines Goroutines
 	GC         GC
 
-	// Syscalls are the system calls made in the window by calling site,
-	// most time first (syscalls.go); SyscallsDropped counts calls whose
-	// site did not fit the bounded table.
-	Syscalls        []SyscallSite
-	SyscallsDropped int64
+	// Waits are the times goroutines waited off the CPU (system calls
+	// included) by reason and stack, most time first (waits.go);
+	// WaitsDropped counts waits whose site did not fit the bounded table.
+	Waits        []WaitSite
+	WaitsDropped int64
 }
 
 // Goroutines is goroutine creation, lifetime and count over the window.
@@ -251,7 +251,7 @@ type goroutine struct {
 	censored bool        // since is the trace's start, not a real transition
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
-	sys      int32       // index into analyzer.syscalls while in a system call, or -1
+	wait     int32       // index into analyzer.waits while waiting or in a system call, or -1
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -279,9 +279,9 @@ type analyzer struct {
 	sites       []Site
 	siteIndex   map[string]int32
 	stackCache  map[siteKey]int32 // per generation: stacks are tables of one generation
-	syscalls    []SyscallSite
-	sysIndex    map[string]int32
-	sysCache    map[xtrace.Stack]int32 // per generation, as stackCache
+	waits       []WaitSite
+	waitIndex   map[string]int32
+	waitCache   map[waitKey]int32 // per generation, as stackCache
 }
 
 func newAnalyzer() *analyzer {
@@ -300,8 +300,8 @@ func newAnalyzer() *analyzer {
 		assists:    map[xtrace.GoID]xtrace.Time{},
 		siteIndex:  map[string]int32{},
 		stackCache: map[siteKey]int32{},
-		sysIndex:   map[string]int32{},
-		sysCache:   map[xtrace.Stack]int32{},
+		waitIndex:  map[string]int32{},
+		waitCache:  map[waitKey]int32{},
 	}
 }
 
@@ -320,7 +320,7 @@ func (a *analyzer) event(ev xtrace.Event) {
 	case xtrace.EventSync:
 		a.syncTime = t
 		clear(a.stackCache)
-		clear(a.sysCache)
+		clear(a.waitCache)
 	case xtrace.EventMetric:
 		m := ev.Metric()
 		if m.Value.Kind() != xtrace.ValueUint64 {
@@ -406,7 +406,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		if to == xtrace.GoNotExist {
 			return
 		}
-		g = &goroutine{site: -1, sys: -1}
+		g = &goroutine{site: -1, wait: -1}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.Max = max(a.sum.Goroutines.Max, a.live)
@@ -429,7 +429,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		}
 	case g == nil:
 		// A goroutine we did not see start: from here on it is known.
-		g = &goroutine{site: -1, sys: -1, since: t, censored: true}
+		g = &goroutine{site: -1, wait: -1, since: t, censored: true}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.AtStart++
@@ -444,11 +444,13 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		g.reason = st.Reason
 		if st.Reason == "forever" {
 			a.exit(id, g, t, false)
+			break
 		}
+		g.wait = a.waitSite(ev, st, st.Reason)
 	case xtrace.GoRunnable:
 		g.netReady = from == xtrace.GoWaiting && g.reason == "network"
 	case xtrace.GoSyscall:
-		g.sys = a.syscallSite(ev, st)
+		g.wait = a.waitSite(ev, st, "syscall")
 	case xtrace.GoNotExist:
 		a.exit(id, g, t, true)
 	}
@@ -487,6 +489,10 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		if site != nil && c != ReasonRuntime {
 			site.Blocked += d
 		}
+		if !g.censored && c != ReasonRuntime {
+			a.waitDone(g.wait, d)
+		}
+		g.wait = -1
 	case xtrace.GoSyscall:
 		a.sum.Blocked[ReasonSyscall] += d
 		a.sum.BlockedByReason["syscall"] += d
@@ -494,9 +500,9 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 			site.Blocked += d
 		}
 		if !g.censored {
-			a.syscallDone(g.sys, d)
+			a.waitDone(g.wait, d)
 		}
-		g.sys = -1
+		g.wait = -1
 	}
 }
 
@@ -584,7 +590,7 @@ func (a *analyzer) finish() *Summary {
 	sites := a.sites
 	sort.SliceStable(sites, func(i, j int) bool { return sites[i].Created > sites[j].Created })
 	s.Goroutines.Sites = sites
-	s.Syscalls = a.sortedSyscalls()
+	s.Waits = a.sortedWaits()
 	return s
 }
 

@@ -91,7 +91,7 @@ type syncs struct {
 func collect(s *trace.Summary) syncs {
 	var out syncs
 	callers := map[trace.Frame]time.Duration{}
-	for _, site := range s.Syscalls {
+	for _, site := range s.Syscalls() {
 		if site.HasFunc(fileWrite) && !site.HasFunc(syncCall) {
 			out.writes += site.Count
 			continue
