@@ -62,6 +62,9 @@ type Summary struct {
 	// WaitsDropped counts waits whose site did not fit the bounded table.
 	Waits        []WaitSite
 	WaitsDropped int64
+	// Requests is the wall time of HTTP requests by handler and where it
+	// went (requests.go), most requests first; net/http servers only.
+	Requests []RequestPath
 }
 
 // Goroutines is goroutine creation, lifetime and count over the window.
@@ -252,6 +255,7 @@ type goroutine struct {
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
 	wait     int32       // index into analyzer.waits while waiting or in a system call, or -1
+	req      *request    // the HTTP request it is serving, if known
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -282,6 +286,8 @@ type analyzer struct {
 	waits       []WaitSite
 	waitIndex   map[string]int32
 	waitCache   map[waitKey]int32 // per generation, as stackCache
+	kinds       []siteKind        // per wait site
+	paths       map[string]*pathAcc
 }
 
 func newAnalyzer() *analyzer {
@@ -302,6 +308,7 @@ func newAnalyzer() *analyzer {
 		stackCache: map[siteKey]int32{},
 		waitIndex:  map[string]int32{},
 		waitCache:  map[waitKey]int32{},
+		paths:      map[string]*pathAcc{},
 	}
 }
 
@@ -447,10 +454,12 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 			break
 		}
 		g.wait = a.waitSite(ev, st, st.Reason)
+		a.waitBegins(g, g.wait, t)
 	case xtrace.GoRunnable:
 		g.netReady = from == xtrace.GoWaiting && g.reason == "network"
 	case xtrace.GoSyscall:
 		g.wait = a.waitSite(ev, st, "syscall")
+		a.waitBegins(g, g.wait, t)
 	case xtrace.GoNotExist:
 		a.exit(id, g, t, true)
 	}
@@ -491,6 +500,7 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		}
 		if !g.censored && c != ReasonRuntime {
 			a.waitDone(g.wait, d)
+			a.waitEnds(g, g.wait, d, t, to)
 		}
 		g.wait = -1
 	case xtrace.GoSyscall:
@@ -501,6 +511,7 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		}
 		if !g.censored {
 			a.waitDone(g.wait, d)
+			a.waitEnds(g, g.wait, d, t, to)
 		}
 		g.wait = -1
 	}
@@ -590,7 +601,9 @@ func (a *analyzer) finish() *Summary {
 	sites := a.sites
 	sort.SliceStable(sites, func(i, j int) bool { return sites[i].Created > sites[j].Created })
 	s.Goroutines.Sites = sites
-	s.Waits = a.sortedWaits()
+	var order []int
+	s.Waits, order = a.sortedWaits()
+	s.Requests = a.requestPaths(order)
 	return s
 }
 

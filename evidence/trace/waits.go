@@ -45,7 +45,7 @@ func (s WaitSite) HasFunc(match func(string) bool) bool {
 }
 
 const (
-	waitFrames = 32
+	waitFrames = 48
 	// MaxWaitSites bounds the table; waits at further sites are counted in
 	// Summary.WaitsDropped.
 	MaxWaitSites = 1024
@@ -83,6 +83,7 @@ func (a *analyzer) waitSite(ev xtrace.Event, st xtrace.StateTransition, reason s
 		} else {
 			i = int32(len(a.waits))
 			a.waits = append(a.waits, WaitSite{Reason: reason, Stack: frames})
+			a.kinds = append(a.kinds, classifySite(frames))
 			a.waitIndex[b.String()] = i
 		}
 	}
@@ -102,16 +103,26 @@ func (a *analyzer) waitDone(i int32, d time.Duration) {
 	s.Max = max(s.Max, d)
 }
 
-// sortedWaits returns the sites with waits, most time first.
-func (a *analyzer) sortedWaits() []WaitSite {
-	var out []WaitSite
-	for _, s := range a.waits {
+// sortedWaits returns the sites with waits, most time first, and for each
+// site of the table its index in that list (-1 if it had no waits).
+func (a *analyzer) sortedWaits() ([]WaitSite, []int) {
+	var idx []int
+	for i, s := range a.waits {
 		if s.Count > 0 {
-			out = append(out, s)
+			idx = append(idx, i)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Total > out[j].Total })
-	return out
+	sort.SliceStable(idx, func(i, j int) bool { return a.waits[idx[i]].Total > a.waits[idx[j]].Total })
+	out := make([]WaitSite, len(idx))
+	order := make([]int, len(a.waits))
+	for i := range order {
+		order[i] = -1
+	}
+	for j, i := range idx {
+		out[j] = a.waits[i]
+		order[i] = j
+	}
+	return out, order
 }
 
 // Syscalls are the wait sites in system calls.
