@@ -25,7 +25,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -98,36 +97,54 @@ func (h *Handler) call(ctx context.Context, part string) (string, error) {
 	return string(b), err
 }
 
-// hedged sends the call again if it is not answered within hedgeAfter and
-// returns the first reply.
-func (h *Handler) hedged(ctx context.Context, part string) (string, error) {
+// fanOut makes the calls in parallel, one goroutine each, and hedges any
+// call not answered within hedgeAfter with a second copy; the first reply
+// of each part wins (the context cancels the other when the request ends).
+func (h *Handler) fanOut(ctx context.Context, out []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type reply struct {
-		s   string
-		err error
+		part int
+		s    string
+		err  error
 	}
-	replies := make(chan reply, 2)
-	send := func() { s, err := h.call(ctx, part); replies <- reply{s, err} }
-	go send()
+	replies := make(chan reply, 2*len(parts))
+	send := func(i int) { s, err := h.call(ctx, parts[i]); replies <- reply{i, s, err} }
+	for i := range parts {
+		go send(i)
+	}
+	done := make([]bool, len(parts))
+	attempts := make([]int, len(parts))
+	for i := range attempts {
+		attempts[i] = 1
+	}
 	timer := time.NewTimer(hedgeAfter)
 	defer timer.Stop()
-	sent := 1
-	for {
+	var errs []error
+	for left := len(parts); left > 0; {
 		select {
 		case r := <-replies:
-			if r.err == nil || sent == 2 {
-				return r.s, r.err
+			attempts[r.part]--
+			switch {
+			case done[r.part]:
+			case r.err == nil:
+				out[r.part], done[r.part] = r.s, true
+				left--
+			case attempts[r.part] == 0:
+				errs = append(errs, r.err)
+				done[r.part] = true
+				left--
 			}
-			go send()
-			sent++
 		case <-timer.C:
-			if sent == 1 {
-				go send()
-				sent++
+			for i := range parts {
+				if !done[i] {
+					attempts[i]++
+					go send(i) // the hedge
+				}
 			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -140,17 +157,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	} else {
-		errs := make([]error, len(parts))
-		var wg sync.WaitGroup
-		for i, p := range parts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[i], errs[i] = h.hedged(r.Context(), p)
-			}()
-		}
-		wg.Wait()
-		err = errors.Join(errs...)
+		err = h.fanOut(r.Context(), out)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)

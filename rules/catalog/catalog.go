@@ -10,6 +10,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/compression"
 	"github.com/perfdoctor/perfdoctor/rules/connchurn"
 	"github.com/perfdoctor/perfdoctor/rules/conntrack"
+	"github.com/perfdoctor/perfdoctor/rules/downstream"
 	"github.com/perfdoctor/perfdoctor/rules/exceptioncost"
 	"github.com/perfdoctor/perfdoctor/rules/fdlimit"
 	"github.com/perfdoctor/perfdoctor/rules/gclog"
@@ -71,8 +72,9 @@ func All() []*rules.Rule {
 		backlog.Rule,
 		throttling.Rule,
 		fdlimit.Rule,
-		// Waiting: disk
+		// Waiting: disk, downstreams
 		syncdisk.Rule,
+		downstream.Rule,
 		// JVM
 		exceptioncost.Rule,
 		routingcost.Rule,
