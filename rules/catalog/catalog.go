@@ -14,6 +14,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/exceptioncost"
 	"github.com/perfdoctor/perfdoctor/rules/fdlimit"
 	"github.com/perfdoctor/perfdoctor/rules/gclog"
+	"github.com/perfdoctor/perfdoctor/rules/gcpause"
 	"github.com/perfdoctor/perfdoctor/rules/gcpressure"
 	"github.com/perfdoctor/perfdoctor/rules/goroutinechurn"
 	"github.com/perfdoctor/perfdoctor/rules/hotfunction"
@@ -72,9 +73,10 @@ func All() []*rules.Rule {
 		backlog.Rule,
 		throttling.Rule,
 		fdlimit.Rule,
-		// Waiting: disk, downstreams
+		// Waiting: disk, downstreams, pauses
 		syncdisk.Rule,
 		downstream.Rule,
+		gcpause.Rule,
 		// JVM
 		exceptioncost.Rule,
 		routingcost.Rule,
