@@ -38,11 +38,13 @@ type SiteTime struct {
 // into the unnamed path.
 const maxPaths = 64
 
-// request is one request in progress on a goroutine.
+// request is one request in progress on a goroutine. Its waits are few
+// sites (Site holds the table index while in progress): a slice, reused
+// across the goroutine's requests, beats a map per request.
 type request struct {
 	start   xtrace.Time
 	handler string
-	waits   map[int32]SiteTime
+	waits   []SiteTime
 }
 
 type pathAcc struct {
@@ -91,11 +93,11 @@ func classifySite(frames []Frame) siteKind {
 // waitBegins is called when g starts waiting at site i: a wait for the
 // next request ends the request in progress.
 func (a *analyzer) waitBegins(g *goroutine, i int32, t xtrace.Time) {
-	if i < 0 || g.req == nil || !a.kinds[i].idle {
+	if i < 0 || g.req == nil || g.req.start == 0 || !a.kinds[i].idle {
 		return
 	}
 	a.endRequest(g.req, t)
-	g.req = nil
+	g.req.start = 0 // ended; the struct is reused for the next request
 }
 
 // waitEnds is called when g's wait at site i of d ends at t, with the
@@ -107,16 +109,25 @@ func (a *analyzer) waitEnds(g *goroutine, i int32, d time.Duration, t xtrace.Tim
 	}
 	k := a.kinds[i]
 	switch {
-	case g.req != nil:
-		w := g.req.waits[i]
-		w.Count++
-		w.Total += d
-		g.req.waits[i] = w
+	case g.req != nil && g.req.start != 0:
+		r := g.req
+		j := 0
+		for j < len(r.waits) && r.waits[j].Site != int(i) {
+			j++
+		}
+		if j == len(r.waits) {
+			r.waits = append(r.waits, SiteTime{Site: int(i)})
+		}
+		r.waits[j].Count++
+		r.waits[j].Total += d
 		if g.req.handler == "" {
 			g.req.handler = k.handler
 		}
 	case k.idle && to != xtrace.GoUndetermined && to != xtrace.GoNotExist:
-		g.req = &request{start: t, waits: map[int32]SiteTime{}}
+		if g.req == nil {
+			g.req = &request{}
+		}
+		g.req.start, g.req.handler, g.req.waits = t, "", g.req.waits[:0]
 	}
 }
 
@@ -138,11 +149,11 @@ func (a *analyzer) endRequest(r *request, t xtrace.Time) {
 		}
 	}
 	p.latency.record(t.Sub(r.start))
-	for i, w := range r.waits {
-		acc := p.waits[i]
+	for _, w := range r.waits {
+		acc := p.waits[int32(w.Site)]
 		acc.Count += w.Count
 		acc.Total += w.Total
-		p.waits[i] = acc
+		p.waits[int32(w.Site)] = acc
 	}
 }
 
