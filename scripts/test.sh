@@ -16,8 +16,9 @@ go mod download
 #              the software cpu-clock event works without hardware counters
 #   JDK 17     javac, jcmd and jfr: the JFR converter, collect --jfr, casebook/java
 #   wrk        the reference the load generator is measured against
-#   nginx-light, redis-server  real servers the native cases run on loopback
-#              (casebook/native: nginx's gzip, redis's appendfsync)
+#   nginx-light, redis-server, etcd-server  real servers run on loopback by
+#              casebook/native (nginx's gzip, redis's appendfsync) and
+#              casebook/servers (etcd's WAL fdatasync)
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
@@ -26,6 +27,7 @@ command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null 2>&1 || missing+=(nginx-light)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update

@@ -31,8 +31,9 @@ when the CPUs were at least 30% busy. Kernel share = (system + irq + softirq)
 twice the NET_RX softirqs of the others on average while at least 25% of its
 time goes to soft interrupts (medium; high from 50%). When the target process
 is known, its own user and system time (/proc/PID/stat) replace the host's,
-with interrupts still host-wide (the kernel does not charge them to a
-process); the scope fact says which. With a perf profile the busiest kernel
+and the host's interrupt time, which the kernel charges to no process, is
+apportioned by the process's share of the host's user and system time; the
+scope fact says which. With a perf profile the busiest kernel
 functions are named, and file system and block device work (ext4, jbd2,
 writeback, fsync, the block layer and disk drivers) is left out of the kernel
 share: it is disk, not network.`,
@@ -84,11 +85,16 @@ func check(pass *rules.Pass) error {
 	scope := "host-wide: other processes count too"
 	// The target's own user and system time when its process is known;
 	// interrupts are not charged to a process, so they stay host-wide.
-	if pu, ps, ok := processTimes(d); ok && pu+ps > 0 {
-		own := pu + ps + t.IRQ + t.SoftIRQ
-		kernel = (ps + t.IRQ + t.SoftIRQ) / own
-		us, sy, si, irq = pu/own, ps/own, t.SoftIRQ/own, t.IRQ/own
-		scope = fmt.Sprintf("the process's own user and system time (pid %d); hard and soft interrupts host-wide", d.End.Process.PID)
+	if pu, ps, ok := processTimes(d); ok && pu+ps > 0 && t.User+t.System > 0 {
+		// Interrupts are not charged to a process: apportion the host's by
+		// the process's share of the host's user and system time, so an idle
+		// process on a busy host is not charged the host's packets.
+		part := min((pu+ps)/(t.User+t.System), 1)
+		psi, pirq := t.SoftIRQ*part, t.IRQ*part
+		own := pu + ps + psi + pirq
+		kernel = (ps + psi + pirq) / own
+		us, sy, si, irq = pu/own, ps/own, psi/own, pirq/own
+		scope = fmt.Sprintf("the process's own user and system time (pid %d, %s of the host's); interrupts apportioned by that share", d.End.Process.PID, rules.Percent(part))
 	}
 	// perf tells file system and block device work (an fsync's journal
 	// commit, writeback, the disk driver) from network work: its share of
@@ -133,8 +139,8 @@ func check(pass *rules.Pass) error {
 		Evidence: []rules.Fact{
 			rules.Share("kernel share of busy CPU (sy+irq+si)", kernel),
 			rules.Share("system (sy)", sy),
-			rules.Share("soft interrupts (si, host-wide)", si),
-			rules.Share("hard interrupts (host-wide)", irq),
+			rules.Share("soft interrupts (si)", si),
+			rules.Share("hard interrupts", irq),
 			rules.Share("user (us)", us),
 			rules.Share("CPUs busy", busy/total),
 			rules.Share("steal", t.Steal/total),
