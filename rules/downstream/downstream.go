@@ -5,6 +5,7 @@ package downstream
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -156,11 +157,12 @@ func check(pass *rules.Pass) error {
 }
 
 func sortLocations(locs []rules.Location) {
-	for i := 1; i < len(locs); i++ {
-		for j := i; j > 0 && (locs[j].Share > locs[j-1].Share || locs[j].Share == locs[j-1].Share && locs[j].Function < locs[j-1].Function); j-- {
-			locs[j], locs[j-1] = locs[j-1], locs[j]
+	sort.Slice(locs, func(i, j int) bool {
+		if locs[i].Share != locs[j].Share {
+			return locs[i].Share > locs[j].Share
 		}
-	}
+		return locs[i].Function < locs[j].Function
+	})
 }
 
 // busiestPeer is the outbound endpoint the target holds the most sockets to.

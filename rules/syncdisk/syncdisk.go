@@ -82,7 +82,7 @@ var (
 // syncs is the trace's sync calls added up.
 type syncs struct {
 	count, onPath, writes int64
-	total, onPathTime     time.Duration
+	total                 time.Duration
 	max                   time.Duration
 	caller                *trace.Frame
 	callerTime            time.Duration
@@ -104,7 +104,6 @@ func collect(s *trace.Summary) syncs {
 		out.max = max(out.max, site.Max)
 		if site.HasFunc(onRequestPath) {
 			out.onPath += site.Count
-			out.onPathTime += site.Total
 		}
 		for _, f := range site.Stack {
 			if rules.IsApplication(f.Func) {
