@@ -120,7 +120,11 @@ func TestNginxGzip(t *testing.T) {
 	gzipped := http.Header{"Accept-Encoding": {"gzip"}}
 	t.Run("bad", func(t *testing.T) {
 		pid, url := startNginx(t, "gzip_comp_level 9;", false)
-		findings := diagnoseWith(t, pid, load.Config{URL: url, Concurrency: 2, Header: gzipped})
+		rep := diagnoseWith(t, pid, load.Config{URL: url, Concurrency: 2, Header: gzipped})
+		if rep.TooFewSamples("LIB004") && !harness.InCI() {
+			t.Skip("the machine is too busy: perf saw too few of nginx's samples to judge")
+		}
+		findings := rep.Findings
 		if len(findings) == 0 || findings[0].Class != "compression-level" || !strings.Contains(findings[0].Summary, "zlib") {
 			t.Fatalf("top finding is not compression in zlib: %+v", findings)
 		}
@@ -135,7 +139,7 @@ func TestNginxGzip(t *testing.T) {
 	})
 	t.Run("fixed", func(t *testing.T) {
 		pid, url := startNginx(t, "gzip_static on; gzip_comp_level 1;", true)
-		for _, f := range diagnoseWith(t, pid, load.Config{URL: url, Concurrency: 2, Header: gzipped}) {
+		for _, f := range diagnoseWith(t, pid, load.Config{URL: url, Concurrency: 2, Header: gzipped}).Findings {
 			if f.Class == "compression-level" {
 				t.Errorf("compression still reported with precompressed content: %s", f.Summary)
 			}

@@ -45,7 +45,7 @@ func startRedis(t *testing.T, fsync string) (int, int) {
 // diagnoseRedis runs redis-benchmark (SET, a bounded number of requests)
 // against the server while perfdoctor records it with perf, and returns the
 // findings.
-func diagnoseRedis(t *testing.T, pid, port int) []harness.Finding {
+func diagnoseRedis(t *testing.T, pid, port int) harness.Report {
 	t.Helper()
 	bench := exec.Command("redis-benchmark", "-h", "127.0.0.1", "-p", fmt.Sprint(port), "-t", "set", "-n", "400000", "-c", "8", "-q")
 	if err := bench.Start(); err != nil {
@@ -61,7 +61,7 @@ func diagnoseRedis(t *testing.T, pid, port int) []harness.Finding {
 		}
 		t.Fatalf("perfdoctor collect --perf: %v\n%s", err, out)
 	}
-	return harness.Diagnose(t, bin.perfdoctor, dir).Findings
+	return harness.Diagnose(t, bin.perfdoctor, dir)
 }
 
 // TestRedisAppendfsync: redis with appendfsync always waits for an
@@ -74,7 +74,11 @@ func TestRedisAppendfsync(t *testing.T) {
 	harness.Need(t, "linux-perf and redis-server (redis-benchmark comes with it)", "perf", "redis-server", "redis-benchmark")
 	t.Run("bad", func(t *testing.T) {
 		pid, port := startRedis(t, "always")
-		findings := diagnoseRedis(t, pid, port)
+		rep := diagnoseRedis(t, pid, port)
+		if rep.TooFewSamples("DISK001") && !harness.InCI() {
+			t.Skip("the machine is too busy: perf saw too few of redis's samples in fdatasync to judge")
+		}
+		findings := rep.Findings
 		var found bool
 		for _, f := range findings {
 			switch f.Class {
@@ -93,7 +97,7 @@ func TestRedisAppendfsync(t *testing.T) {
 	})
 	t.Run("fixed", func(t *testing.T) {
 		pid, port := startRedis(t, "everysec")
-		for _, f := range diagnoseRedis(t, pid, port) {
+		for _, f := range diagnoseRedis(t, pid, port).Findings {
 			if f.Class == "sync-disk-write" && f.Severity != "info" && f.Severity != "low" {
 				t.Errorf("syncs reported with appendfsync everysec: %s %s", f.Severity, f.Summary)
 			}

@@ -201,7 +201,11 @@ func fromSamples(pass *rules.Pass) error {
 		st = pass.Evidence.CPUStacks()
 	}
 	share := st.Share(nativeSync)
-	if share < minCPUShare || share*float64(st.Total) < minSyncSamples {
+	if share < minCPUShare {
+		return nil
+	}
+	if n := share * float64(st.Total); n < minSyncSamples {
+		pass.Skip(fmt.Sprintf("too few samples inside fsync/fdatasync (%.0f) to judge; profile longer or under load, or collect an execution trace", n))
 		return nil
 	}
 	comm := ""
