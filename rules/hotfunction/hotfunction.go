@@ -5,6 +5,7 @@ package hotfunction
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -24,7 +25,13 @@ calls), so a function that spends its time in sort or strings is charged for it.
 		Evidence: `The CPU profile, minus the samples that other findings already explain.
 Reports the top function from 5% of CPU with its hottest lines and callers, at
 severity info, or low from 15%: every service has a hottest function, so this
-finding is where to look, never an alarm.`,
+finding is where to look, never an alarm. Frames perf could not symbolize
+("[unknown]") are never named: their time goes to the first named frame above
+them, samples with none are left out of the shares, and from 5% the report says
+how much was unnamed and how to name it. When no function of the program is
+named above a native library family (OpenSSL, memcpy/malloc, PCRE, protobuf and
+other serializers) and the library outweighs every named function, the library
+is reported with its own prescription.`,
 		Fix: `Read the named lines: look for work that grows with input size (nested loops
 over slices, a linear search that wants a map or set), repeated conversions,
 and work that could be done once instead of per request.`,
@@ -66,7 +73,14 @@ func check(pass *rules.Pass) error {
 	// are left out of the shares, which are computed on what is known.
 	system := pass.Evidence.SystemFrames()
 	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) && !families.Unsymbolized(fn) })
+	// A sample with no named application frame whose leaf is in a native
+	// library family (OpenSSL, malloc, PCRE...) is charged to the library.
+	libHits := make([][]bool, len(families.NativeLibraries))
+	for i, lib := range families.NativeLibraries {
+		libHits[i] = cpu.FrameHits(lib.Match)
+	}
 	byFunc := map[string]int64{}
+	byLib := make([]int64, len(families.NativeLibraries))
 	known := cpu.Total
 	for _, s := range cpu.Samples {
 		if !unexplained(s) {
@@ -74,7 +88,22 @@ func check(pass *rules.Pass) error {
 		}
 		if f := appFrame(s); f != nil {
 			byFunc[f.Func] += s.Value
-		} else if len(s.Frames) > 0 && families.Unsymbolized(cpu.Frames[s.Frames[0]].Func) {
+			continue
+		}
+		if len(s.Frames) == 0 {
+			continue
+		}
+		lib := -1
+		for i, hit := range libHits {
+			if hit[s.Frames[0]] {
+				lib = i
+				break
+			}
+		}
+		switch {
+		case lib >= 0:
+			byLib[lib] += s.Value
+		case families.Unsymbolized(cpu.Frames[s.Frames[0]].Func):
 			known -= s.Value
 		}
 	}
@@ -83,7 +112,13 @@ func check(pass *rules.Pass) error {
 		pass.Skip(fmt.Sprintf("%s of CPU samples end in unsymbolized frames ([unknown]) and are not charged to any function; to name them, %s",
 			rules.Percent(unknownLeaf), families.SymbolizeAdvice))
 	}
-	if len(byFunc) == 0 || known <= 0 {
+	if known <= 0 {
+		return nil
+	}
+	if reportLibrary(pass, cpu, byLib, byFunc, known, unknownLeaf) {
+		return nil
+	}
+	if len(byFunc) == 0 {
 		return nil
 	}
 	names := make([]string, 0, len(byFunc))
@@ -151,4 +186,52 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
+}
+
+// reportLibrary reports the hottest native library family whose callers
+// are not named, when it outweighs every named function; it returns
+// whether it did.
+func reportLibrary(pass *rules.Pass, cpu *evidence.Stacks, byLib []int64, byFunc map[string]int64, known int64, unknownLeaf float64) bool {
+	best := -1
+	for i, v := range byLib {
+		if v > 0 && (best < 0 || v > byLib[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	for _, v := range byFunc {
+		if v >= byLib[best] {
+			return false
+		}
+	}
+	share := float64(byLib[best]) / float64(known)
+	if share < minShare {
+		return false
+	}
+	lib := families.NativeLibraries[best]
+	sev := rules.Info
+	if share >= 0.15 {
+		sev = rules.Low
+	}
+	f := rules.Finding{
+		Severity:    sev,
+		Impact:      share / 2,
+		Resource:    "cpu",
+		ImpactBasis: "half of the CPU in the library: assumes its use can be halved",
+		Summary:     fmt.Sprintf("%s uses %s of CPU, called from code perf could not name", lib.Name, rules.Percent(share)),
+		Evidence: []rules.Fact{
+			rules.Share("CPU in the library with no named caller", share),
+			rules.Text("library functions", strings.Join(cpu.Matched(lib.Match, 5), ", ")),
+		},
+		Fix:     lib.Fix + " To see which code calls it: " + families.SymbolizeAdvice + ".",
+		Caveats: []string{"The callers are not named, so the share is the library's own time; the code that calls it may cost more."},
+		Frames:  cpu.Matched(lib.Match, 12),
+	}
+	if unknownLeaf >= unsymbolizedNote {
+		f.Evidence = append(f.Evidence, rules.Share("CPU in unsymbolized frames, left out of the shares", unknownLeaf))
+	}
+	pass.Report(f)
+	return true
 }

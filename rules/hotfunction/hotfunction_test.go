@@ -151,3 +151,28 @@ func TestNeverNamesUnsymbolizedFrames(t *testing.T) {
 		t.Errorf("all-unknown profile: %+v", res)
 	}
 }
+
+// A stripped program spending its time in libcrypto: no function of its own
+// is named, so the library is, with TLS's prescription. When a named
+// function outweighs it, the function is reported as before.
+func TestNamesANativeLibraryWhenItsCallersAreUnknown(t *testing.T) {
+	run := func(lib, fn int64) rules.Result {
+		cpu := testprof.Build(
+			testprof.Stack{Value: lib, Funcs: []string{"[unknown] libcrypto.so.3", "[unknown] libssl.so.3", "[unknown]"}},
+			testprof.Stack{Value: fn, Funcs: []string{"serve_static", "main"}},
+		)
+		return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	}
+	res := run(600, 400)
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res)
+	}
+	f := res.Findings[0]
+	if !strings.HasPrefix(f.Summary, "OpenSSL/BoringSSL (TLS and crypto) uses 60% of CPU") || !strings.Contains(f.Fix, "session") ||
+		!strings.Contains(f.Fix, "dbgsym") {
+		t.Errorf("%q\n%s", f.Summary, f.Fix)
+	}
+	if res := run(300, 700); len(res.Findings) != 1 || res.Findings[0].Frames[0] != "serve_static" {
+		t.Errorf("a named function that outweighs the library: %+v", res.Findings)
+	}
+}
