@@ -18,7 +18,7 @@ var Classes = []string{
 	"ephemeral-port-exhaustion", "kernel-network-overhead", "conntrack-pressure",
 	"cpu-throttling", "fd-exhaustion", "listen-backlog", "path-bottleneck",
 	// Waiting: where requests spend time off the CPU
-	"sync-disk-write", "downstream-wait", "gc-pause-tail",
+	"sync-disk-write", "disk-io-wait", "downstream-wait", "gc-pause-tail",
 }
 
 // KnownClass reports whether slug is one of Classes.

@@ -10,6 +10,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/compression"
 	"github.com/perfdoctor/perfdoctor/rules/connchurn"
 	"github.com/perfdoctor/perfdoctor/rules/conntrack"
+	"github.com/perfdoctor/perfdoctor/rules/diskwait"
 	"github.com/perfdoctor/perfdoctor/rules/downstream"
 	"github.com/perfdoctor/perfdoctor/rules/exceptioncost"
 	"github.com/perfdoctor/perfdoctor/rules/fdlimit"
@@ -75,6 +76,7 @@ func All() []*rules.Rule {
 		fdlimit.Rule,
 		// Waiting: disk, downstreams, pauses
 		syncdisk.Rule,
+		diskwait.Rule,
 		downstream.Rule,
 		gcpause.Rule,
 		// JVM
