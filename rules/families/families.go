@@ -91,3 +91,12 @@ var KernelStorage = evidence.FuncPrefix(
 	"vfs_fsync", "do_fsync", "__x64_sys_fsync", "__x64_sys_fdatasync", "__arm64_sys_fsync", "__arm64_sys_fdatasync",
 	"submit_bio", "blk_", "__blk_", "bio_", "virtio_queue_rq", "virtblk_", "nvme_", "scsi_", "sd_", "ata_", "dm_",
 )
+
+// DiskSyscall is a Go program's file system calls as a CPU profile shows
+// them (the kernel time of a call is charged to the goroutine in it):
+// syncs, and reads and writes of files.
+var DiskSyscall = evidence.FuncPrefix(
+	"os.(*File).Sync", "syscall.Fsync", "syscall.Fdatasync", "internal/poll.(*FD).Fsync", "golang.org/x/sys/unix.Fsync",
+	"golang.org/x/sys/unix.Fdatasync", "os.(*File).Write", "os.(*File).WriteAt", "os.(*File).WriteString", "os.(*File).Read",
+	"os.(*File).ReadAt", "os.(*File).ReadFrom", "os.ReadFile", "os.WriteFile",
+)

@@ -36,7 +36,9 @@ apportioned by the process's share of the host's user and system time; the
 scope fact says which. With a perf profile the busiest kernel
 functions are named, and file system and block device work (ext4, jbd2,
 writeback, fsync, the block layer and disk drivers) is left out of the kernel
-share: it is disk, not network.`,
+share: it is disk, not network. Without perf, a Go CPU profile's samples in
+file system calls (fsync, file reads and writes), which carry their kernel
+time, are left out of the process's kernel time the same way.`,
 		Fix: `Find where the kernel time goes (perf top, or perfdoctor collect --perf):
 connection setup and teardown (reuse connections), many small writes (buffer
 and batch), conntrack and bridge/NAT networking (host networking for hot
@@ -83,8 +85,8 @@ func check(pass *rules.Pass) error {
 	kernel := (t.System + t.IRQ + t.SoftIRQ) / busy
 	us, sy, si, irq := t.User/busy, t.System/busy, t.SoftIRQ/busy, t.IRQ/busy
 	scope := "host-wide: other processes count too"
-	// The target's own user and system time when its process is known;
-	// interrupts are not charged to a process, so they stay host-wide.
+	// The target's own user and system time when its process is known.
+	var procCPU, procKernel float64 // seconds, when known
 	if pu, ps, ok := processTimes(d); ok && pu+ps > 0 && t.User+t.System > 0 {
 		// Interrupts are not charged to a process: apportion the host's by
 		// the process's share of the host's user and system time, so an idle
@@ -94,6 +96,7 @@ func check(pass *rules.Pass) error {
 		own := pu + ps + psi + pirq
 		kernel = (ps + psi + pirq) / own
 		us, sy, si, irq = pu/own, ps/own, psi/own, pirq/own
+		procCPU, procKernel = pu+ps, ps+psi+pirq
 		scope = fmt.Sprintf("the process's own user and system time (pid %d, %s of the host's); interrupts apportioned by that share", d.End.Process.PID, rules.Percent(part))
 	}
 	// perf tells file system and block device work (an fsync's journal
@@ -116,6 +119,14 @@ func check(pass *rules.Pass) error {
 		}
 		if kernelLeaf > 0 {
 			storage = float64(storageLeaf) / float64(kernelLeaf)
+			kernel *= 1 - storage
+		}
+	} else if procKernel > 0 {
+		// Without perf, a Go CPU profile charges a system call's kernel time
+		// to the goroutine's stack in it: its samples in file system calls
+		// (fsync, file reads and writes) are the process's disk work.
+		if disk := pass.Evidence.CPUStacks().Share(families.DiskSyscall) * procCPU; disk > 0 {
+			storage = min(disk/procKernel, 1)
 			kernel *= 1 - storage
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/internal/testsys"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -171,5 +172,20 @@ func TestBlockDevicePathsAreNotNetwork(t *testing.T) {
 		if e.Name == "kernel functions in perf" && strings.Contains(e.Value, "iowrite16") {
 			t.Errorf("block device function listed as network: %s", e.Value)
 		}
+	}
+}
+
+// Casebook L1 without perf: the process's system time is its fdatasyncs,
+// which its Go CPU profile shows (a system call's kernel time is charged to
+// the goroutine in it). That is disk, not network.
+func TestGoProfileSyncsAreNotNetwork(t *testing.T) {
+	ev := testsys.Evidence(t, "e2-fixed", shares(all(0.15), all(0.6), all(0.05)))
+	delete(ev.Profiles, evidence.Perf)
+	ev.Profiles[evidence.CPU] = testprof.Build(
+		testprof.Stack{Value: 800, Funcs: []string{"syscall.Syscall", "syscall.Fdatasync", "example.com/wal.(*Log).Append", "net/http.(*conn).serve"}},
+		testprof.Stack{Value: 200, Funcs: []string{"example.com/wal.encode", "net/http.(*conn).serve"}},
+	)
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Fatalf("fdatasync's system time counted as network: %q", res.Findings[0].Summary)
 	}
 }
