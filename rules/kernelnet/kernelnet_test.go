@@ -189,3 +189,16 @@ func TestGoProfileSyncsAreNotNetwork(t *testing.T) {
 		t.Fatalf("fdatasync's system time counted as network: %q", res.Findings[0].Summary)
 	}
 }
+
+// The same on a recording: casebook L1's bad variant (an fdatasync per
+// request) under `perfdoctor load -c 8`, collected without perf on a 2-CPU
+// VM; before the fix this was a high kernel-network-overhead finding.
+func TestSilentOnTheRecordedFsyncCase(t *testing.T) {
+	ev, err := evidence.Load("testdata/l1-bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Fatalf("the fsync case reported as network: %q", res.Findings[0].Summary)
+	}
+}
