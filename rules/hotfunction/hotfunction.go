@@ -162,7 +162,7 @@ func check(pass *rules.Pass) error {
 	}
 	f := rules.Finding{
 		Severity:    sev,
-		Impact:      share / 2,
+		Impact:      float64(byFunc[top]) / float64(cpu.Total) / 2, // of all CPU, as other rules' impacts are
 		Resource:    "cpu",
 		ImpactBasis: "half of the CPU charged to the function: assumes it can be made about twice as fast",
 		Summary:     fmt.Sprintf("%s uses %s of CPU (its own code and the library calls it makes)", rules.ShortFunc(top), rules.Percent(share)),
@@ -217,7 +217,7 @@ func reportLibrary(pass *rules.Pass, cpu *evidence.Stacks, byLib []int64, byFunc
 	}
 	f := rules.Finding{
 		Severity:    sev,
-		Impact:      share / 2,
+		Impact:      float64(byLib[best]) / float64(cpu.Total) / 2, // of all CPU, as other rules' impacts are
 		Resource:    "cpu",
 		ImpactBasis: "half of the CPU in the library: assumes its use can be halved",
 		Summary:     fmt.Sprintf("%s uses %s of CPU, called from code perf could not name", lib.Name, rules.Percent(share)),
