@@ -16,6 +16,8 @@ type GCWindow struct {
 	Cycles        uint64
 	CyclesPerSec  float64
 	PauseTotal    time.Duration // stop-the-world time within the window
+	PauseMax      time.Duration // the longest pause that ended in the window
+	Pauses        int           // pauses that ended in the window
 	AllocBytesSec float64
 	AllocObjsSec  float64
 	HeapAlloc     uint64 // at the end
@@ -40,7 +42,13 @@ func (e *Evidence) GC() (GCWindow, bool) {
 		NextGC:        b.NextGC,
 	}
 	w.CyclesPerSec = float64(w.Cycles) / secs
-	w.PauseTotal, _ = b.PausesBetween(a.Time, b.Time)
+	w.PauseTotal, w.Pauses = b.PausesBetween(a.Time, b.Time)
+	from, to := uint64(a.Time.UnixNano()), uint64(b.Time.UnixNano())
+	for _, p := range b.Pauses {
+		if p.End >= from && p.End <= to {
+			w.PauseMax = max(w.PauseMax, time.Duration(p.Ns))
+		}
+	}
 	return w, true
 }
 

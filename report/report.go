@@ -7,6 +7,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"io"
 	"sort"
 	"time"
@@ -79,6 +80,9 @@ type TraceWindow struct {
 type RuntimeFigures struct {
 	GCCyclesPerSec          float64  `json:"gc_cycles_per_sec,omitempty"`
 	GCPauseP99Ms            float64  `json:"gc_pause_p99_ms,omitempty"`      // stop-the-world, per pause
+	GCPauseP99Over          string   `json:"gc_pause_p99_over,omitempty"`    // what the p99 is over: "the window (runtime/metrics)", "a 1s execution trace", "the gctrace log"
+	GCPauseMaxMs            float64  `json:"gc_pause_max_ms,omitempty"`      // the window's longest pause (runtime statistics' pause history)
+	GCPauses                int      `json:"gc_pauses,omitempty"`            // pauses in the window's history that GCPauseMaxMs is over
 	GCCPUShare              float64  `json:"gc_cpu_share,omitempty"`         // of the CPU used, 0..1
 	SchedLatencyP99Ms       float64  `json:"sched_latency_p99_ms,omitempty"` // runnable -> running
 	GoroutinesCreatedPerSec float64  `json:"goroutines_created_per_sec,omitempty"`
@@ -109,23 +113,43 @@ func inputRuntime(ev *evidence.Evidence) *RuntimeFigures {
 	if ev.TracePath != "" || ev.TraceSummary != nil {
 		if s, err := ev.Trace(); err == nil && s != nil {
 			set(&f.SchedLatencyP99Ms, ms(s.SchedLatency.P99), "execution trace")
-			set(&f.GCPauseP99Ms, ms(s.GC.STW.P99), "execution trace")
 			set(&f.GoroutinesCreatedPerSec, s.Goroutines.CreatedPerSec, "execution trace")
 			if s.Window > 0 {
 				set(&f.GCCyclesPerSec, float64(s.GC.Cycles)/s.Window.Seconds(), "execution trace")
 			}
 		}
 	}
+	// Pauses: the whole window's distribution first, then the log's, and a
+	// short trace's only without either; each says what it is over.
+	pauseP99 := func(d time.Duration, src, over string) {
+		if f.GCPauseP99Ms == 0 && d > 0 {
+			set(&f.GCPauseP99Ms, ms(d), src)
+			f.GCPauseP99Over = over
+		}
+	}
+	if haveRW {
+		pauseP99(rw.GCPauseP99, "runtime/metrics", "the window (runtime/metrics)")
+	}
+	if t := ev.GCTrace; t != nil {
+		pauseP99(t.STW.P99, "gctrace", "the gctrace log")
+	}
+	if ev.TracePath != "" || ev.TraceSummary != nil {
+		if s, err := ev.Trace(); err == nil && s != nil {
+			pauseP99(s.GC.STW.P99, "execution trace", fmt.Sprintf("a %s execution trace", human.RoundDuration(s.Window)))
+		}
+	}
+	if gc, ok := ev.GC(); ok && gc.PauseMax > 0 {
+		set(&f.GCPauseMaxMs, ms(gc.PauseMax), "runtime statistics")
+		f.GCPauses = gc.Pauses
+	}
 	if haveRW {
 		set(&f.SchedLatencyP99Ms, ms(rw.SchedLatencyP99), "runtime/metrics")
-		set(&f.GCPauseP99Ms, ms(rw.GCPauseP99), "runtime/metrics")
 		if rw.Span > 0 {
 			set(&f.GoroutinesCreatedPerSec, rw.GoroutinesCreated/rw.Span.Seconds(), "runtime/metrics")
 		}
 	}
 	if t := ev.GCTrace; t != nil {
 		set(&f.GCCyclesPerSec, t.CyclesPerSec, "gctrace")
-		set(&f.GCPauseP99Ms, ms(t.STW.P99), "gctrace")
 		set(&f.GCCPUShare, t.CPUShare, "gctrace")
 	}
 	if len(used) == 0 {

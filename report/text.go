@@ -167,7 +167,14 @@ func describeRuntime(rt *RuntimeFigures) string {
 		parts = append(parts, "GC CPU "+human.Percent(rt.GCCPUShare))
 	}
 	if rt.GCPauseP99Ms > 0 {
-		parts = append(parts, fmt.Sprintf("pause p99 %.3g ms", rt.GCPauseP99Ms))
+		p := fmt.Sprintf("pause p99 %.3g ms", rt.GCPauseP99Ms)
+		if rt.GCPauseP99Over != "" {
+			p += " over " + rt.GCPauseP99Over
+		}
+		parts = append(parts, p)
+	}
+	if rt.GCPauseMaxMs > 0 {
+		parts = append(parts, fmt.Sprintf("longest pause %.3g ms of %d in the window", rt.GCPauseMaxMs, rt.GCPauses))
 	}
 	if rt.SchedLatencyP99Ms > 0 {
 		parts = append(parts, fmt.Sprintf("runnable->running p99 %.3g ms", rt.SchedLatencyP99Ms))

@@ -7,8 +7,11 @@ package rules
 // meaning once released.
 var Classes = []string{
 	"hot-function",
+	"sync-disk-write",
+	"disk-io-wait",
 	"gc-pressure",
 	"gc-scan-heavy-heap",
+	"gc-pause-tail",
 	"exception-overhead",
 	"framework-routing-cost",
 	"jvm-gc-pauses",
@@ -34,6 +37,7 @@ var Classes = []string{
 	"kernel-network-overhead",
 	"conntrack-pressure",
 	"listen-backlog",
+	"downstream-wait",
 	"scheduler-overhead",
 	"goroutine-churn",
 	"scheduling-latency",

@@ -22,6 +22,9 @@ GOTOOLCHAIN="$PERFDOCTOR_NEWEST_GO" go version
 #   wrk        the reference the load generator is measured against
 #   prometheus the fleet test's real Prometheus (cmd/perfdoctor TestFleet*)
 #   postgresql the history store's PostgreSQL (a throwaway cluster per test)
+#   nginx-light, redis-server, etcd-server  real servers run on loopback by
+#              casebook/native (nginx's gzip, redis's appendfsync) and
+#              casebook/servers (etcd's WAL fdatasync)
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
@@ -30,6 +33,9 @@ command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 { command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing+=(postgresql)
+{ command -v nginx || test -x /usr/sbin/nginx; } >/dev/null 2>&1 || missing+=(nginx-light)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update

@@ -51,12 +51,20 @@ func start(t *testing.T, variant string) (int, string) {
 // binary meanwhile, and returns the findings.
 func diagnose(t *testing.T, pid int, url string) []harness.Finding {
 	t.Helper()
+	return diagnoseWith(t, pid, load.Config{URL: url, Concurrency: 4}).Findings
+}
+
+// diagnoseWith is diagnose with the load's settings (its Duration is set
+// here), returning the whole report.
+func diagnoseWith(t *testing.T, pid int, cfg load.Config) harness.Report {
+	t.Helper()
 	const warmup, window = time.Second, 4 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	loaded := make(chan error, 1)
 	go func() {
-		res, err := load.Run(ctx, load.Config{URL: url, Concurrency: 4, Duration: warmup + window + 5*time.Second})
+		cfg.Duration = warmup + window + 5*time.Second
+		res, err := load.Run(ctx, cfg)
 		if err == nil {
 			t.Logf("load: %d requests, %d errors", res.Requests, res.Errors)
 		}
@@ -75,7 +83,7 @@ func diagnose(t *testing.T, pid int, url string) []harness.Finding {
 		}
 		t.Fatalf("perfdoctor collect --perf: %v\n%s", err, out)
 	}
-	return harness.Diagnose(t, bin.perfdoctor, dir).Findings
+	return harness.Diagnose(t, bin.perfdoctor, dir)
 }
 
 // TestNativeHotFunction: on bad, the top finding is the hot function

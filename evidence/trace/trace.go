@@ -63,14 +63,22 @@ type Summary struct {
 	Goroutines Goroutines
 	GC         GC
 
-	// Waits are the places goroutines blocked at (the first frame outside
+	// Waits are the times goroutines waited off the CPU (system calls
+	// included) by reason and stack, most time first (waits.go);
+	// WaitsDropped counts waits whose site did not fit the bounded table.
+	Waits        []WaitSite
+	WaitsDropped int64
+	// Requests is the wall time of HTTP requests by handler and where it
+	// went (requests.go), most requests first; net/http servers only.
+	Requests []RequestPath
+	// Parks are the places goroutines blocked at (the first frame outside
 	// the runtime, sync and time), most blocked first: a queue that drains
 	// wakes its waiters, a leak never does. At most MaxSites.
-	Waits []WaitSite
+	Parks []ParkSite
 }
 
-// WaitSite is one place goroutines blocked at in the window.
-type WaitSite struct {
+// ParkSite is one place goroutines blocked at in the window.
+type ParkSite struct {
 	Frame  Frame
 	Reason string // the runtime's block reason at the first block seen here
 	// Blocked counts goroutines blocked here: those that blocked in the
@@ -279,11 +287,13 @@ type goroutine struct {
 	created  xtrace.Time // 0 if it existed before the trace
 	site     int32       // index into analyzer.sites, or -1
 	lock     int32       // while blocked on a lock: index into analyzer.locks + 1; else 0
-	wait     int32       // index into analyzer.waits while blocked, or -1
+	park     int32       // index into analyzer.parks while blocked, or -1
 	// unplaced is set when g was woken from a wait the trace gave no stack
 	// for (a goroutine first described lazily, by its wake): the next stack
 	// it shows places that wake.
 	unplaced bool
+	wait     int32    // index into analyzer.waits while waiting or in a system call, or -1
+	req      *request // the HTTP request it is serving, if known
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -314,10 +324,15 @@ type analyzer struct {
 	locks       []LockSite
 	lockIndex   map[Frame]int32
 	lockCache   map[xtrace.Stack]int32 // blocking stack -> lock index + 1, 0 if not a lock
+	parks       []ParkSite
+	parkIndex   map[Frame]int32
+	parkFuncs   map[string]int32       // a wait site of each function
+	parkCache   map[xtrace.Stack]int32 // per generation, like stackCache
 	waits       []WaitSite
-	waitIndex   map[Frame]int32
-	waitFuncs   map[string]int32       // a wait site of each function
-	waitCache   map[xtrace.Stack]int32 // per generation, like stackCache
+	waitIndex   map[string]int32
+	waitCache   map[waitKey]int32 // per generation, as stackCache
+	kinds       []siteKind        // per wait site
+	paths       map[string]*pathAcc
 }
 
 func newAnalyzer() *analyzer {
@@ -338,9 +353,12 @@ func newAnalyzer() *analyzer {
 		stackCache: map[siteKey]int32{},
 		lockIndex:  map[Frame]int32{},
 		lockCache:  map[xtrace.Stack]int32{},
-		waitIndex:  map[Frame]int32{},
-		waitFuncs:  map[string]int32{},
-		waitCache:  map[xtrace.Stack]int32{},
+		parkIndex:  map[Frame]int32{},
+		parkFuncs:  map[string]int32{},
+		parkCache:  map[xtrace.Stack]int32{},
+		waitIndex:  map[string]int32{},
+		waitCache:  map[waitKey]int32{},
+		paths:      map[string]*pathAcc{},
 	}
 }
 
@@ -360,6 +378,7 @@ func (a *analyzer) event(ev xtrace.Event) {
 		a.syncTime = t
 		clear(a.stackCache)
 		clear(a.lockCache)
+		clear(a.parkCache)
 		clear(a.waitCache)
 	case xtrace.EventMetric:
 		m := ev.Metric()
@@ -446,7 +465,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		if to == xtrace.GoNotExist {
 			return
 		}
-		g = &goroutine{site: -1, wait: -1}
+		g = &goroutine{site: -1, park: -1, wait: -1}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.Max = max(a.sum.Goroutines.Max, a.live)
@@ -470,7 +489,7 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		}
 	case g == nil:
 		// A goroutine we did not see start: from here on it is known.
-		g = &goroutine{site: -1, wait: -1, since: t, censored: true}
+		g = &goroutine{site: -1, park: -1, wait: -1, since: t, censored: true}
 		a.gs[id] = g
 		a.live++
 		a.sum.Goroutines.AtStart++
@@ -493,9 +512,15 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		a.blockAt(g, st)
 		if st.Reason == "forever" {
 			a.exit(id, g, t, false)
+			break
 		}
+		g.wait = a.waitSite(ev, st, st.Reason)
+		a.waitBegins(g, g.wait, t)
 	case xtrace.GoRunnable:
 		g.netReady = from == xtrace.GoWaiting && g.reason == "network"
+	case xtrace.GoSyscall:
+		g.wait = a.waitSite(ev, st, "syscall")
+		a.waitBegins(g, g.wait, t)
 	case xtrace.GoNotExist:
 		a.exit(id, g, t, true)
 	}
@@ -529,11 +554,11 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		g.netReady = false
 	case xtrace.GoWaiting:
 		woken := to != xtrace.GoUndetermined && to != xtrace.GoNotExist
-		if g.wait >= 0 && woken {
-			a.waits[g.wait].Woken++
+		if g.park >= 0 && woken {
+			a.parks[g.park].Woken++
 		}
-		g.unplaced = g.wait < 0 && woken && g.censored
-		g.wait = -1
+		g.unplaced = g.park < 0 && woken && g.censored
+		g.park = -1
 		c := Category(g.reason)
 		a.sum.Blocked[c] += d
 		a.sum.BlockedByReason[g.reason] += d
@@ -544,12 +569,22 @@ func (a *analyzer) leave(g *goroutine, to xtrace.GoState, t xtrace.Time) {
 		if site != nil && c != ReasonRuntime {
 			site.Blocked += d
 		}
+		if !g.censored && c != ReasonRuntime {
+			a.waitDone(g.wait, d)
+			a.waitEnds(g, g.wait, d, t, to)
+		}
+		g.wait = -1
 	case xtrace.GoSyscall:
 		a.sum.Blocked[ReasonSyscall] += d
 		a.sum.BlockedByReason["syscall"] += d
 		if site != nil {
 			site.Blocked += d
 		}
+		if !g.censored {
+			a.waitDone(g.wait, d)
+			a.waitEnds(g, g.wait, d, t, to)
+		}
+		g.wait = -1
 	}
 }
 
@@ -651,7 +686,7 @@ func (a *analyzer) lockSite(stk xtrace.Stack) int32 {
 // the runtime, sync and time, so that a channel send, a semaphore acquire
 // and a WaitGroup wait are each named by the code that waits.
 func (a *analyzer) blockAt(g *goroutine, st xtrace.StateTransition) {
-	i, ok := a.waitCache[st.Stack]
+	i, ok := a.parkCache[st.Stack]
 	if !ok {
 		i = -1
 		for f := range st.Stack.Frames() {
@@ -659,26 +694,26 @@ func (a *analyzer) blockAt(g *goroutine, st xtrace.StateTransition) {
 				continue
 			}
 			fr := Frame{Func: f.Func, File: f.File, Line: int64(f.Line)}
-			j, known := a.waitIndex[fr]
+			j, known := a.parkIndex[fr]
 			if !known {
-				if len(a.waits) >= MaxSites {
+				if len(a.parks) >= MaxSites {
 					break
 				}
-				j = int32(len(a.waits))
-				a.waits = append(a.waits, WaitSite{Frame: fr, Reason: st.Reason})
-				a.waitIndex[fr] = j
-				if _, ok := a.waitFuncs[fr.Func]; !ok {
-					a.waitFuncs[fr.Func] = j
+				j = int32(len(a.parks))
+				a.parks = append(a.parks, ParkSite{Frame: fr, Reason: st.Reason})
+				a.parkIndex[fr] = j
+				if _, ok := a.parkFuncs[fr.Func]; !ok {
+					a.parkFuncs[fr.Func] = j
 				}
 			}
 			i = j
 			break
 		}
-		a.waitCache[st.Stack] = i
+		a.parkCache[st.Stack] = i
 	}
-	g.wait = i
+	g.park = i
 	if i >= 0 {
-		a.waits[i].Blocked++
+		a.parks[i].Blocked++
 	}
 }
 
@@ -697,8 +732,8 @@ func (a *analyzer) placeWake(g *goroutine, st xtrace.Stack) {
 			first = false
 			continue
 		}
-		if i, ok := a.waitFuncs[f.Func]; ok {
-			a.waits[i].Woken++
+		if i, ok := a.parkFuncs[f.Func]; ok {
+			a.parks[i].Woken++
 			return
 		}
 	}
@@ -719,14 +754,14 @@ func (a *analyzer) finish() *Summary {
 	s := &a.sum
 	end := a.last
 	for _, g := range a.gs {
-		if g.state == xtrace.GoWaiting && g.wait >= 0 {
-			a.waits[g.wait].Still++
+		if g.state == xtrace.GoWaiting && g.park >= 0 {
+			a.parks[g.park].Still++
 		}
 		a.leave(g, xtrace.GoUndetermined, end)
 	}
-	waits := a.waits
-	sort.SliceStable(waits, func(i, j int) bool { return waits[i].Blocked > waits[j].Blocked })
-	s.Waits = waits
+	parks := a.parks
+	sort.SliceStable(parks, func(i, j int) bool { return parks[i].Blocked > parks[j].Blocked })
+	s.Parks = parks
 	if a.gcActive {
 		s.GC.MarkTime += end.Sub(a.gcStart)
 	}
@@ -749,6 +784,9 @@ func (a *analyzer) finish() *Summary {
 	locks := a.locks
 	sort.SliceStable(locks, func(i, j int) bool { return locks[i].Wait > locks[j].Wait })
 	s.LockSites = locks
+	var order []int
+	s.Waits, order = a.sortedWaits()
+	s.Requests = a.requestPaths(order)
 	return s
 }
 

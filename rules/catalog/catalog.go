@@ -5,9 +5,12 @@ package catalog
 import (
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/cpu001"
+	"github.com/perfdoctor/perfdoctor/rules/disk001"
+	"github.com/perfdoctor/perfdoctor/rules/disk002"
 	"github.com/perfdoctor/perfdoctor/rules/gc001"
 	"github.com/perfdoctor/perfdoctor/rules/gc002"
 	"github.com/perfdoctor/perfdoctor/rules/gc003"
+	"github.com/perfdoctor/perfdoctor/rules/gc004"
 	"github.com/perfdoctor/perfdoctor/rules/jvm001"
 	"github.com/perfdoctor/perfdoctor/rules/jvm002"
 	"github.com/perfdoctor/perfdoctor/rules/jvm003"
@@ -33,6 +36,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/net003"
 	"github.com/perfdoctor/perfdoctor/rules/net004"
 	"github.com/perfdoctor/perfdoctor/rules/net005"
+	"github.com/perfdoctor/perfdoctor/rules/net006"
 	"github.com/perfdoctor/perfdoctor/rules/sched001"
 	"github.com/perfdoctor/perfdoctor/rules/sched002"
 	"github.com/perfdoctor/perfdoctor/rules/sched003"
@@ -44,9 +48,12 @@ import (
 func All() []*rules.Rule {
 	return []*rules.Rule{
 		cpu001.Rule,   // CPU001 hot-function
+		disk001.Rule,  // DISK001 sync-disk-write
+		disk002.Rule,  // DISK002 disk-io-wait
 		gc001.Rule,    // GC001 gc-pressure
 		gc002.Rule,    // GC002 gc-scan-heavy-heap
 		gc003.Rule,    // GC003 gc-pressure
+		gc004.Rule,    // GC004 gc-pause-tail
 		jvm001.Rule,   // JVM001 exception-overhead
 		jvm002.Rule,   // JVM002 framework-routing-cost
 		jvm003.Rule,   // JVM003 jvm-gc-pauses
@@ -72,6 +79,7 @@ func All() []*rules.Rule {
 		net003.Rule,   // NET003 kernel-network-overhead
 		net004.Rule,   // NET004 conntrack-pressure
 		net005.Rule,   // NET005 listen-backlog
+		net006.Rule,   // NET006 downstream-wait
 		sched001.Rule, // SCHED001 scheduler-overhead
 		sched002.Rule, // SCHED002 goroutine-churn
 		sched003.Rule, // SCHED003 scheduling-latency

@@ -5,11 +5,13 @@ package cpu001
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is CPU001.
@@ -25,7 +27,13 @@ calls), so a function that spends its time in sort or strings is charged for it.
 		Evidence: `The CPU profile, minus the samples that other findings already explain.
 Reports the top function from 5% of CPU with its hottest lines and callers, at
 severity info, or low from 15%: every service has a hottest function, so this
-finding is where to look, never an alarm.`,
+finding is where to look, never an alarm. Frames perf could not symbolize
+("[unknown]") are never named: their time goes to the first named frame above
+them, samples with none are left out of the shares, and from 5% the report says
+how much was unnamed and how to name it. When no function of the program is
+named above a native library family (OpenSSL, memcpy/malloc, PCRE, protobuf and
+other serializers) and the library outweighs every named function, the library
+is reported with its own prescription.`,
 		Fix: `Read the named lines: look for work that grows with input size (nested loops
 over slices, a linear search that wants a map or set), repeated conversions,
 and work that could be done once instead of per request.`,
@@ -39,7 +47,12 @@ and work that could be done once instead of per request.`,
 	Check:    check,
 }
 
-const minShare = 0.05
+const (
+	minShare = 0.05
+	// unsymbolizedNote is the share of samples ending in unnamed frames
+	// from which the report says so and how to name them.
+	unsymbolizedNote = 0.05
+)
 
 func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
@@ -57,16 +70,55 @@ func check(pass *rules.Pass) error {
 	// Kernel and shared-library frames (perf, folded stacks) are calls the
 	// code above them made: their time is charged to the application
 	// function that made them, as the Go standard library's is.
+	// Unsymbolized frames ("[unknown]") are never named: their time is
+	// charged to the first named frame above them, and samples with none
+	// are left out of the shares, which are computed on what is known.
 	system := pass.Evidence.SystemFrames()
-	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) })
+	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) && !families.Unsymbolized(fn) })
+	// A sample with no named application frame whose leaf is in a native
+	// library family (OpenSSL, malloc, PCRE...) is charged to the library.
+	libHits := make([][]bool, len(families.NativeLibraries))
+	for i, lib := range families.NativeLibraries {
+		libHits[i] = cpu.FrameHits(lib.Match)
+	}
 	byFunc := map[string]int64{}
+	byLib := make([]int64, len(families.NativeLibraries))
+	known := cpu.Total
 	for _, s := range cpu.Samples {
 		if !unexplained(s) {
 			continue
 		}
 		if f := appFrame(s); f != nil {
 			byFunc[f.Func] += s.Value
+			continue
 		}
+		if len(s.Frames) == 0 {
+			continue
+		}
+		lib := -1
+		for i, hit := range libHits {
+			if hit[s.Frames[0]] {
+				lib = i
+				break
+			}
+		}
+		switch {
+		case lib >= 0:
+			byLib[lib] += s.Value
+		case families.Unsymbolized(cpu.Frames[s.Frames[0]].Func):
+			known -= s.Value
+		}
+	}
+	unknownLeaf := 1 - float64(known)/float64(cpu.Total) // no named frame to charge
+	if unknownLeaf >= unsymbolizedNote {
+		pass.Skip(fmt.Sprintf("%s of CPU samples end in unsymbolized frames ([unknown]) and are not charged to any function; to name them, %s",
+			human.Percent(unknownLeaf), families.SymbolizeAdvice))
+	}
+	if known <= 0 {
+		return nil
+	}
+	if reportLibrary(pass, cpu, byLib, byFunc, known, unknownLeaf) {
+		return nil
 	}
 	if len(byFunc) == 0 {
 		return nil
@@ -82,11 +134,11 @@ func check(pass *rules.Pass) error {
 		return names[i] < names[j]
 	})
 	top := names[0]
-	share := float64(byFunc[top]) / float64(cpu.Total)
+	share := float64(byFunc[top]) / float64(known)
 	if share < minShare {
 		return nil
 	}
-	cum := cpu.Share(func(fn string) bool { return fn == top })
+	cum := cpu.Share(func(fn string) bool { return fn == top }) * float64(cpu.Total) / float64(known)
 	lines := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !unexplained(s) {
 			return nil
@@ -112,7 +164,7 @@ func check(pass *rules.Pass) error {
 	}
 	f := rules.Finding{
 		Severity:    sev,
-		Impact:      share / 2,
+		Impact:      float64(byFunc[top]) / float64(cpu.Total) / 2, // of all CPU, as other rules' impacts are
 		Resource:    "cpu",
 		ImpactBasis: "half of the CPU charged to the function: assumes it can be made about twice as fast",
 		Summary:     fmt.Sprintf("%s uses %s of CPU (its own code and the library calls it makes)", rules.ShortFunc(top), human.Percent(share)),
@@ -132,8 +184,12 @@ func check(pass *rules.Pass) error {
 			"Call it less (cache its results, batch, or skip work whose result is unused), look for a configuration that makes it cheaper, or choose another library or component for this path; a faster version of the code itself is its maintainers' change.")
 		f.Evidence = append(f.Evidence, whose)
 	}
+	if unknownLeaf >= unsymbolizedNote {
+		f.Evidence = append(f.Evidence, rules.Share("CPU in unsymbolized frames, left out of the shares", unknownLeaf))
+		f.Caveats = append(f.Caveats, "Part of the CPU could not be named: "+families.SymbolizeAdvice+".")
+	}
 	for _, fn := range names[1:min(4, len(names))] {
-		s := float64(byFunc[fn]) / float64(cpu.Total)
+		s := float64(byFunc[fn]) / float64(known)
 		if s >= minShare/2 {
 			f.Evidence = append(f.Evidence, rules.Share("next: "+rules.ShortFunc(fn), s))
 		}
@@ -154,4 +210,52 @@ func pgoAdvice(ev *evidence.Evidence) string {
 		return ""
 	}
 	return " The build does not use profile-guided optimisation: save a CPU profile taken under production load as default.pgo in the main package and rebuild (Go >= 1.21 uses it by default); it typically saves 2-14% of CPU by inlining and devirtualising the hot calls."
+}
+
+// reportLibrary reports the hottest native library family whose callers
+// are not named, when it outweighs every named function; it returns
+// whether it did.
+func reportLibrary(pass *rules.Pass, cpu *evidence.Stacks, byLib []int64, byFunc map[string]int64, known int64, unknownLeaf float64) bool {
+	best := -1
+	for i, v := range byLib {
+		if v > 0 && (best < 0 || v > byLib[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	for _, v := range byFunc {
+		if v >= byLib[best] {
+			return false
+		}
+	}
+	share := float64(byLib[best]) / float64(known)
+	if share < minShare {
+		return false
+	}
+	lib := families.NativeLibraries[best]
+	sev := rules.Info
+	if share >= 0.15 {
+		sev = rules.Low
+	}
+	f := rules.Finding{
+		Severity:    sev,
+		Impact:      float64(byLib[best]) / float64(cpu.Total) / 2, // of all CPU, as other rules' impacts are
+		Resource:    "cpu",
+		ImpactBasis: "half of the CPU in the library: assumes its use can be halved",
+		Summary:     fmt.Sprintf("%s uses %s of CPU, called from code perf could not name", lib.Name, human.Percent(share)),
+		Evidence: []rules.Fact{
+			rules.Share("CPU in the library with no named caller", share),
+			rules.Text("library functions", strings.Join(cpu.Matched(lib.Match, 5), ", ")),
+		},
+		Fix:     lib.Fix + " To see which code calls it: " + families.SymbolizeAdvice + ".",
+		Caveats: []string{"The callers are not named, so the share is the library's own time; the code that calls it may cost more."},
+		Frames:  cpu.Matched(lib.Match, 12),
+	}
+	if unknownLeaf >= unsymbolizedNote {
+		f.Evidence = append(f.Evidence, rules.Share("CPU in unsymbolized frames, left out of the shares", unknownLeaf))
+	}
+	pass.Report(f)
+	return true
 }

@@ -177,3 +177,67 @@ func TestSuggestsPGOWhenTheBuildHasNone(t *testing.T) {
 		}
 	}
 }
+
+// perf names frames it cannot symbolize "[unknown]" (with the file when it
+// knows it): they are never the hot function, their time goes to the first
+// named frame above them, and the report says how much was unnamed.
+func TestNeverNamesUnsymbolizedFrames(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 500, Funcs: []string{"[unknown]", "[unknown]"}},
+		testprof.Stack{Value: 300, Funcs: []string{"[unknown]", "render_page", "main"}},
+		testprof.Stack{Value: 200, Funcs: []string{"other_work", "main"}},
+	)
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	for _, fn := range f.Frames {
+		if strings.Contains(fn, "unknown") {
+			t.Errorf("unsymbolized frame named as the hot function: %q", f.Summary)
+		}
+	}
+	// render_page has 300 of the 500 samples that have a name: 60%.
+	if f.Frames[0] != "render_page" || !strings.Contains(f.Summary, "60% of CPU") {
+		t.Errorf("want render_page at 60%% of the known CPU, got %q", f.Summary)
+	}
+	var noted bool
+	for _, e := range f.Evidence {
+		noted = noted || e.Name == "CPU in unsymbolized frames, left out of the shares" && e.Value == "50%"
+	}
+	if !noted || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "dbgsym") {
+		t.Errorf("the unsymbolized half is not reported with how to fix it: %+v %+v", f.Evidence, res.NotChecked)
+	}
+
+	// All of it unsymbolized: no finding, and the reason says why.
+	all := testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"[unknown]", "[unknown]"}})
+	res = rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: all}), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "100% of CPU samples end in unsymbolized frames") {
+		t.Errorf("all-unknown profile: %+v", res)
+	}
+}
+
+// A stripped program spending its time in libcrypto: no function of its own
+// is named, so the library is, with TLS's prescription. When a named
+// function outweighs it, the function is reported as before.
+func TestNamesANativeLibraryWhenItsCallersAreUnknown(t *testing.T) {
+	run := func(lib, fn int64) rules.Result {
+		cpu := testprof.Build(
+			testprof.Stack{Value: lib, Funcs: []string{"[unknown] libcrypto.so.3", "[unknown] libssl.so.3", "[unknown]"}},
+			testprof.Stack{Value: fn, Funcs: []string{"serve_static", "main"}},
+		)
+		return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	}
+	res := run(600, 400)
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res)
+	}
+	f := res.Findings[0]
+	if !strings.HasPrefix(f.Summary, "OpenSSL/BoringSSL (TLS and crypto) uses 60% of CPU") || !strings.Contains(f.Fix, "session") ||
+		!strings.Contains(f.Fix, "dbgsym") {
+		t.Errorf("%q\n%s", f.Summary, f.Fix)
+	}
+	if res := run(300, 700); len(res.Findings) != 1 || res.Findings[0].Frames[0] != "serve_static" {
+		t.Errorf("a named function that outweighs the library: %+v", res.Findings)
+	}
+}

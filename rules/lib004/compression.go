@@ -36,7 +36,10 @@ it: stdlib flate runs encSpeed at BestSpeed (1), storeHuff at HuffmanOnly and
 deflate at every level from 2 to 9, so those cannot be told apart (findMatch's
 share of deflate depends on the payload as much as on the level); klauspost's
 flate shows levels 1-6 as fastEncL1..L6 and 7-9 as deflateLazy; its zstd shows
-the speed by encoder type. The allocs profile (when present) gives the share
+the speed by encoder type. Native codecs in perf's stacks count too: zlib
+(named frames, or time in a stripped libz.so), zstd, brotli's encoder, lz4
+and libdeflate; zlib's deflate_slow (levels 4-9) is a costly level, and for
+nginx the prescription is nginx's (gzip_static, gzip_comp_level). The allocs profile (when present) gives the share
 of allocated bytes in new compressors (flate.NewWriter, compressor.init): from
 30% a writer is built per call. Compression under file serving (net/http's
 ServeContent/ServeFile/FileServer, caddy's file_server) compresses the same
@@ -200,6 +203,7 @@ func check(pass *rules.Pass) error {
 	cpu := ev.CPUStacks()
 	share := cpu.Share(Frames)
 	if share < minShare {
+		checkNative(pass, cpu)
 		return nil
 	}
 	var best variant

@@ -10,6 +10,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is LIB007.
@@ -28,7 +29,8 @@ split do the same through Pattern.compile.`,
 CompilePOSIX, regexp.compile and compileOnePass, regexp/syntax.Parse,
 Compile, Simplify and the parser and compiler methods (match-time
 regexp/syntax functions are not counted), and java.util.regex.Pattern.compile
-and its constructor for JVM profiles. Compilation under package initialisation
+and its constructor for JVM profiles, PCRE's pcre2_compile, pcre_compile,
+pcre2_jit_compile and pcre_study in native perf stacks. Compilation under package initialisation
 (runtime.doInit, init functions, Java <clinit>) or sync.Once is excluded. With
 an allocs profile, the share of objects allocated by the compile path is
 added: per-request compilation shows there too. Reports from 3% of CPU, or
@@ -60,8 +62,10 @@ var (
 		"java.util.regex.Pattern.compile", "java.util.regex.Pattern.<init>",
 		"java/util/regex/Pattern.compile", "java/util/regex/Pattern.<init>",
 	)
+	// pcreCompile is PCRE's compile path in native code (perf stacks).
+	pcreCompile = evidence.FuncPrefix("pcre2_compile", "pcre_compile", "pcre2_jit_compile", "pcre_study")
 	// Frames is the compile path.
-	Frames = evidence.Any(goCompile, javaCompile)
+	Frames = evidence.Any(goCompile, javaCompile, pcreCompile)
 
 	// convenience functions that compile per call.
 	convenience = evidence.FuncPrefix("regexp.MatchString", "regexp.Match", "regexp.MatchReader")
@@ -77,7 +81,7 @@ var (
 
 const (
 	caveat = "A pattern that differs per request cannot be compiled at start-up: cache it by pattern with a bounded size."
-	fix    = "Compile once: a package-level var (re = regexp.MustCompile(...), or a static final Pattern in Java) and call its methods; " +
+	fix    = "Compile once: a package-level var (re = regexp.MustCompile(...), a static final Pattern in Java, pcre2_compile at start-up in C) and call its methods; " +
 		"replace regexp.MatchString/Match with a compiled regexp's methods; cache patterns built at run time by pattern; " +
 		"simple checks often need no regexp at all (strings.HasPrefix, strings.Cut)."
 )
@@ -115,6 +119,8 @@ func check(pass *rules.Pass) error {
 	// outside the JDK.
 	goCaller := cpu.CallerOf(evidence.Any(goCompile, convenience), rules.IsApplication)
 	javaCaller := cpu.CallerOf(javaCompile, evidence.IsJavaApp)
+	system := pass.Evidence.SystemFrames()
+	nativeCaller := cpu.CallerOf(pcreCompile, func(fn string) bool { return !system(fn) && !families.Unsymbolized(fn) })
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !hot(s) {
 			return nil
@@ -122,7 +128,10 @@ func check(pass *rules.Pass) error {
 		if f := goCaller(s); f != nil {
 			return f
 		}
-		return javaCaller(s)
+		if f := javaCaller(s); f != nil {
+			return f
+		}
+		return nativeCaller(s)
 	})
 
 	impact := share

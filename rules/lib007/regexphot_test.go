@@ -151,3 +151,20 @@ func TestInitFrames(t *testing.T) {
 		}
 	}
 }
+
+// A native service compiling its PCRE pattern per request, seen through perf.
+func TestNativePCRECompile(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 400, Funcs: []string{"compile_branch", "pcre2_compile_8", "match_route", "handle", "main"}},
+		testprof.Stack{Value: 100, Funcs: []string{"pcre2_match_8", "match_route", "handle", "main"}},
+		testprof.Stack{Value: 500, Funcs: []string{"handle", "main"}},
+	)
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a finding: %+v", res)
+	}
+	f := res.Findings[0]
+	if !strings.Contains(f.Summary, "40% of CPU") || len(f.Locations) == 0 || f.Locations[0].Function != "match_route" {
+		t.Errorf("%q %+v", f.Summary, f.Locations)
+	}
+}

@@ -317,16 +317,16 @@ func operation(fn string) string {
 func network(op string) bool { return op == "network I/O" }
 
 // wait finds the trace's record of goroutines blocking at f.
-func wait(sum *trace.Summary, f evidence.Frame) (trace.WaitSite, bool) {
+func wait(sum *trace.Summary, f evidence.Frame) (trace.ParkSite, bool) {
 	if sum == nil {
-		return trace.WaitSite{}, false
+		return trace.ParkSite{}, false
 	}
-	for _, w := range sum.Waits {
+	for _, w := range sum.Parks {
 		if w.Frame.Func == f.Func && w.Frame.Line == f.Line {
 			return w, true
 		}
 	}
-	return trace.WaitSite{}, false
+	return trace.ParkSite{}, false
 }
 
 // creation is the most common go statement among the dump's goroutines

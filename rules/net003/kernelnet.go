@@ -10,6 +10,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
@@ -30,8 +31,16 @@ configuration), then make us efficient (code).`,
 when the CPUs were at least 30% busy. Kernel share = (system + irq + softirq)
 / busy time: medium from 60%, high from 75%. Skew: one CPU handling at least
 twice the NET_RX softirqs of the others on average while at least 25% of its
-time goes to soft interrupts (medium; high from 50%). With a perf profile the
-busiest kernel functions are named.`,
+time goes to soft interrupts (medium; high from 50%). When the target process
+is known, its own user and system time (/proc/PID/stat) replace the host's,
+and the host's interrupt time, which the kernel charges to no process, is
+apportioned by the process's share of the host's user and system time; the
+scope fact says which. With a perf profile the busiest kernel
+functions are named, and file system and block device work (ext4, jbd2,
+writeback, fsync, the block layer and disk drivers) is left out of the kernel
+share: it is disk, not network. Without perf, a Go CPU profile's samples in
+file system calls (fsync, file reads and writes), which carry their kernel
+time, are left out of the process's kernel time the same way.`,
 		Fix: `Find where the kernel time goes (perf top, or perfdoctor collect --perf):
 connection setup and teardown (reuse connections), many small writes (buffer
 and batch), conntrack and bridge/NAT networking (host networking for hot
@@ -41,7 +50,7 @@ affinity, a multi-queue NIC).`,
 		After:  `docker run --network host svc  # or keep-alive to cut connection setup`,
 		Caveats: `A service that is all network I/O (a proxy) has a high kernel share by
 nature; compare with its throughput before acting. Host-wide: other processes
-count too.`,
+count too unless the process is known.`,
 		Since: "0.1",
 		Refs:  []string{"https://www.kernel.org/doc/html/latest/networking/scaling.html"},
 	},
@@ -76,6 +85,53 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	kernel := (t.System + t.IRQ + t.SoftIRQ) / busy
+	us, sy, si, irq := t.User/busy, t.System/busy, t.SoftIRQ/busy, t.IRQ/busy
+	scope := "host-wide: other processes count too"
+	// The target's own user and system time when its process is known.
+	var procCPU, procKernel float64 // seconds, when known
+	if pu, ps, ok := processTimes(d); ok && pu+ps > 0 && t.User+t.System > 0 {
+		// Interrupts are not charged to a process: apportion the host's by
+		// the process's share of the host's user and system time, so an idle
+		// process on a busy host is not charged the host's packets.
+		part := min((pu+ps)/(t.User+t.System), 1)
+		psi, pirq := t.SoftIRQ*part, t.IRQ*part
+		own := pu + ps + psi + pirq
+		kernel = (ps + psi + pirq) / own
+		us, sy, si, irq = pu/own, ps/own, psi/own, pirq/own
+		procCPU, procKernel = pu+ps, ps+psi+pirq
+		scope = fmt.Sprintf("the process's own user and system time (pid %d, %s of the host's); interrupts apportioned by that share", d.End.Process.PID, human.Percent(part))
+	}
+	// perf tells file system and block device work (an fsync's journal
+	// commit, writeback, the disk driver) from network work: its share of
+	// the kernel samples is left out of the kernel share.
+	var storage float64
+	st := pass.Evidence.PerfStacks()
+	if st != nil {
+		isKernel := st.FrameHits(pass.Evidence.KernelFrames())
+		inStorage := st.Has(families.KernelStorage)
+		var kernelLeaf, storageLeaf int64
+		for _, s := range st.Samples {
+			if len(s.Frames) == 0 || !isKernel[s.Frames[0]] {
+				continue
+			}
+			kernelLeaf += s.Value
+			if inStorage(s) {
+				storageLeaf += s.Value
+			}
+		}
+		if kernelLeaf > 0 {
+			storage = float64(storageLeaf) / float64(kernelLeaf)
+			kernel *= 1 - storage
+		}
+	} else if procKernel > 0 {
+		// Without perf, a Go CPU profile charges a system call's kernel time
+		// to the goroutine's stack in it: its samples in file system calls
+		// (fsync, file reads and writes) are the process's disk work.
+		if disk := pass.Evidence.CPUStacks().Share(families.DiskSyscall) * procCPU; disk > 0 {
+			storage = min(disk/procKernel, 1)
+			kernel *= 1 - storage
+		}
+	}
 	skewCPU, skew, siOfCPU := hottestNetRx(d)
 
 	sev := rules.Grade(kernel, kernelMedium, kernelHigh)
@@ -92,15 +148,16 @@ func check(pass *rules.Pass) error {
 		Resource:    "cpu",
 		ImpactBasis: fmt.Sprintf("kernel share of busy CPU above the %.0f%% a busy network service spends anyway", normalKernel*100),
 		Summary: fmt.Sprintf("%s of busy CPU is kernel work (sy %s, si %s, us %s)", human.Percent(kernel),
-			human.Percent(t.System/busy), human.Percent(t.SoftIRQ/busy), human.Percent(t.User/busy)),
+			human.Percent(sy), human.Percent(si), human.Percent(us)),
 		Evidence: []rules.Fact{
 			rules.Share("kernel share of busy CPU (sy+irq+si)", kernel),
-			rules.Share("system (sy)", t.System/busy),
-			rules.Share("soft interrupts (si)", t.SoftIRQ/busy),
-			rules.Share("hard interrupts", t.IRQ/busy),
-			rules.Share("user (us)", t.User/busy),
+			rules.Share("system (sy)", sy),
+			rules.Share("soft interrupts (si)", si),
+			rules.Share("hard interrupts", irq),
+			rules.Share("user (us)", us),
 			rules.Share("CPUs busy", busy/total),
 			rules.Share("steal", t.Steal/total),
+			rules.Text("scope", scope),
 		},
 		Fix: pass.Rule.Doc.Fix,
 	}
@@ -113,8 +170,21 @@ func check(pass *rules.Pass) error {
 		f.Impact = math.Max(f.Impact, siOfCPU/float64(len(d.CPUs)))
 		f.Fix = "Spread network soft interrupts: enable RPS/RFS (/sys/class/net/*/queues/rx-*/rps_cpus), set IRQ affinity across CPUs, or use a multi-queue NIC. " + f.Fix
 	}
-	if st := pass.Evidence.PerfStacks(); st != nil {
-		top := st.TopSites(6, st.First(pass.Evidence.KernelFrames()))
+	if storage >= 0.05 {
+		f.Summary += fmt.Sprintf("; the %s of kernel samples in file system and block device work is left out", human.Percent(storage))
+	}
+	if storage > 0.01 {
+		f.Evidence = append(f.Evidence, rules.Share("kernel samples in file system and block device work (left out)", storage))
+	}
+	if st != nil {
+		notStorage := st.Has(families.KernelStorage)
+		first := st.First(pass.Evidence.KernelFrames())
+		top := st.TopSites(6, func(s evidence.Sample) *evidence.Frame {
+			if notStorage(s) {
+				return nil
+			}
+			return first(s)
+		})
 		if len(top) > 0 {
 			f.Evidence = append(f.Evidence, rules.Text("kernel functions in perf", rules.SiteList(top, 6)),
 				rules.Share("perf samples in network soft interrupts", st.Share(softirqFrames)))
@@ -128,6 +198,17 @@ func check(pass *rules.Pass) error {
 	f.Claim = &rules.Claim{Level: rules.LevelKernel, CPU: cpu.Has(evidence.Any(goruntime.SyscallFrames, pass.Evidence.KernelFrames()))}
 	pass.Report(f)
 	return nil
+}
+
+// processTimes is the target process's user and system CPU seconds over
+// the window (the per-CPU times are seconds too), when one process was
+// snapshotted at both ends.
+func processTimes(d *evidence.SystemDelta) (user, system float64, ok bool) {
+	a, b := d.Start.Process, d.End.Process
+	if a == nil || b == nil || a.PID != b.PID || b.UserCPUSeconds < a.UserCPUSeconds || b.SystemCPUSeconds < a.SystemCPUSeconds {
+		return 0, 0, false
+	}
+	return b.UserCPUSeconds - a.UserCPUSeconds, b.SystemCPUSeconds - a.SystemCPUSeconds, true
 }
 
 // hottestNetRx finds the CPU with the most NET_RX softirqs, how many times

@@ -4,7 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/internal/testsys"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -16,9 +20,11 @@ func run(t *testing.T, edit func(start, end *bundle.SystemSnapshot)) rules.Resul
 
 // shares rewrites the end snapshot so that each CPU spent the window (its
 // recorded length) in the given shares of user, system and softirq time,
-// the rest idle.
+// the rest idle, and the process all of the user and system time.
 func shares(us, sy, si func(cpu int) float64) func(start, end *bundle.SystemSnapshot) {
 	return func(start, end *bundle.SystemSnapshot) {
+		p := *start.Process
+		end.Process = &p
 		for i := range end.CPUs {
 			s, e := start.CPUs[i], &end.CPUs[i]
 			total := e.Sub(s).Total()
@@ -27,6 +33,8 @@ func shares(us, sy, si func(cpu int) float64) func(start, end *bundle.SystemSnap
 			e.System += sy(i) * total
 			e.SoftIRQ += si(i) * total
 			e.Idle += (1 - us(i) - sy(i) - si(i)) * total
+			p.UserCPUSeconds += us(i) * total
+			p.SystemCPUSeconds += sy(i) * total
 		}
 	}
 }
@@ -87,5 +95,110 @@ func TestFiresOnSoftirqSkew(t *testing.T) {
 	}
 	if res := run(t, even); len(res.Findings) != 0 {
 		t.Fatalf("even softirqs reported: %+v", res.Findings[0])
+	}
+}
+
+// The host's system time is another process's: the target itself spends
+// 90% of its CPU in user code, so it is not this service's finding.
+// Without perf (or with too few samples), /proc's process times are read.
+func TestReadsTheProcesssOwnTimes(t *testing.T) {
+	runProc := func(edit func(start, end *bundle.SystemSnapshot)) rules.Result {
+		ev := testsys.Evidence(t, "e2-fixed", edit)
+		delete(ev.Profiles, evidence.Perf)
+		return rules.Run(ev, []*rules.Rule{Rule})
+	}
+	heavy := shares(all(0.15), all(0.6), all(0.05))
+	if res := runProc(heavy); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Summary, "sy 75%") {
+		t.Fatalf("sy 60%% in the process itself: %+v", res)
+	}
+	res := runProc(func(start, end *bundle.SystemSnapshot) {
+		heavy(start, end)
+		p := *start.Process
+		p.UserCPUSeconds += 0.9
+		p.SystemCPUSeconds += 0.1
+		end.Process = &p
+	})
+	if len(res.Findings) != 0 {
+		t.Errorf("host-wide system time charged to a process that is 90%% user: %q", res.Findings[0].Summary)
+	}
+}
+
+// perfProfile is a perf-like profile of kernel stacks (leaf first).
+func perfProfile(stacks map[int64][]string) *profile.Profile {
+	kernel := &profile.Mapping{ID: 1, File: "[kernel.kallsyms]", HasFunctions: true}
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}}, Mapping: []*profile.Mapping{kernel}}
+	fns := map[string]*profile.Location{}
+	for n, stack := range stacks {
+		s := &profile.Sample{Value: []int64{n}}
+		for _, fn := range stack {
+			l := fns[fn]
+			if l == nil {
+				f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: fn}
+				l = &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: kernel, Line: []profile.Line{{Function: f}}}
+				p.Function = append(p.Function, f)
+				p.Location = append(p.Location, l)
+				fns[fn] = l
+			}
+			s.Location = append(s.Location, l)
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	return p
+}
+
+// A redis with appendfsync always: the kernel time is the block device and
+// the journal under fdatasync (virtio's iowrite16 under ext4_writepages),
+// which is disk, not network.
+func TestBlockDevicePathsAreNotNetwork(t *testing.T) {
+	ev := testsys.Evidence(t, "e2-fixed", shares(all(0.15), all(0.45), all(0.30)))
+	ev.Profiles[evidence.Perf] = perfProfile(map[int64][]string{
+		900: {"iowrite16", "vp_notify", "virtqueue_notify", "virtio_queue_rq", "blk_mq_dispatch_rq_list", "ext4_writepages", "do_writepages", "file_write_and_wait_range", "ext4_sync_file", "__x64_sys_fdatasync", "do_syscall_64"},
+		100: {"tcp_sendmsg_locked", "tcp_sendmsg", "sock_write_iter", "vfs_write", "do_syscall_64"},
+	})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 0 {
+		t.Fatalf("disk work counted as network: %q", res.Findings[0].Summary)
+	}
+	// The same kernel time in the network stack is reported.
+	ev = testsys.Evidence(t, "e2-fixed", shares(all(0.15), all(0.45), all(0.30)))
+	ev.Profiles[evidence.Perf] = perfProfile(map[int64][]string{
+		1000: {"tcp_sendmsg_locked", "tcp_sendmsg", "sock_write_iter", "vfs_write", "do_syscall_64"},
+	})
+	res = rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("network kernel time not reported: %+v", res)
+	}
+	for _, e := range res.Findings[0].Evidence {
+		if e.Name == "kernel functions in perf" && strings.Contains(e.Value, "iowrite16") {
+			t.Errorf("block device function listed as network: %s", e.Value)
+		}
+	}
+}
+
+// Casebook L1 without perf: the process's system time is its fdatasyncs,
+// which its Go CPU profile shows (a system call's kernel time is charged to
+// the goroutine in it). That is disk, not network.
+func TestGoProfileSyncsAreNotNetwork(t *testing.T) {
+	ev := testsys.Evidence(t, "e2-fixed", shares(all(0.15), all(0.6), all(0.05)))
+	delete(ev.Profiles, evidence.Perf)
+	ev.Profiles[evidence.CPU] = testprof.Build(
+		testprof.Stack{Value: 800, Funcs: []string{"syscall.Syscall", "syscall.Fdatasync", "example.com/wal.(*Log).Append", "net/http.(*conn).serve"}},
+		testprof.Stack{Value: 200, Funcs: []string{"example.com/wal.encode", "net/http.(*conn).serve"}},
+	)
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Fatalf("fdatasync's system time counted as network: %q", res.Findings[0].Summary)
+	}
+}
+
+// The same on a recording: casebook L1's bad variant (an fdatasync per
+// request) under `perfdoctor load -c 8`, collected without perf on a 2-CPU
+// VM; before the fix this was a high kernel-network-overhead finding.
+func TestSilentOnTheRecordedFsyncCase(t *testing.T) {
+	ev, err := evidence.Load("testdata/l1-bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Fatalf("the fsync case reported as network: %q", res.Findings[0].Summary)
 	}
 }

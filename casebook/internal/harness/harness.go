@@ -112,12 +112,12 @@ type Location struct {
 
 // Finding is a finding as diagnose --format json writes it.
 type Finding struct {
-	ID, Rule, Class, Severity, Summary string
-	Resource                           string
-	CausedBy                           string `json:"caused_by"`
-	Impact                             float64
-	Evidence                           []Fact
-	Locations                          []Location
+	ID, Rule, Class, Severity, Summary, Fix string
+	Resource                                string
+	CausedBy                                string `json:"caused_by"`
+	Impact                                  float64
+	Evidence                                []Fact
+	Locations                               []Location
 }
 
 // Fact returns the evidence named name, failing the test without it.
@@ -134,12 +134,25 @@ func (f Finding) Fact(t testing.TB, name string) float64 {
 
 // Report is diagnose's JSON report, as much of it as the tests read.
 type Report struct {
-	Findings []Finding
-	Inputs   struct {
+	Findings   []Finding
+	NotChecked []struct{ Rule, Reason string } `json:"not_checked"`
+	Inputs     struct {
 		System, Metrics, Partial, Trace bool
 		Profiles                        []string
 		Skipped                         []struct{ Path, Reason string }
 	}
+}
+
+// TooFewSamples reports whether diagnose left the rule unchecked because
+// the profile held too few samples: a machine too busy to give the target
+// CPU, not a verdict.
+func (r Report) TooFewSamples(rule string) bool {
+	for _, nc := range r.NotChecked {
+		if nc.Rule == rule && strings.Contains(nc.Reason, "too few samples") {
+			return true
+		}
+	}
+	return false
 }
 
 // Diagnose runs `perfdoctor diagnose DIR --format json` and logs the

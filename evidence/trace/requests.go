@@ -1,0 +1,188 @@
+package trace
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	xtrace "golang.org/x/exp/trace"
+)
+
+// RequestPath is the wall time of the requests one handler served, and
+// where it went off the CPU. A request is seen on net/http servers: from
+// the connection's goroutine getting the request's first bytes (the end of
+// its wait for the next request on a kept-alive connection) to its next
+// such wait, so reading the request and writing the response are in it.
+// The first request of each connection the trace saw already waiting, and
+// requests that never waited inside their handler (so that no stack named
+// it), are not counted.
+type RequestPath struct {
+	// Handler is the first function outside net/http under the connection's
+	// serve loop (the handler, or the first middleware); empty when no wait
+	// inside the request showed it.
+	Handler string
+	Latency Dist
+	// Waits is the time the requests spent at each wait site, as indexes
+	// into Summary.Waits, most time first.
+	Waits []SiteTime
+}
+
+// SiteTime is the waits at one wait site.
+type SiteTime struct {
+	Site  int // index into Summary.Waits
+	Count int64
+	Total time.Duration
+}
+
+// maxPaths bounds the request paths kept; further handlers are merged
+// into the unnamed path.
+const maxPaths = 64
+
+// request is one request in progress on a goroutine. Its waits are few
+// sites (Site holds the table index while in progress): a slice, reused
+// across the goroutine's requests, beats a map per request.
+type request struct {
+	start   xtrace.Time
+	handler string
+	waits   []SiteTime
+}
+
+type pathAcc struct {
+	handler string
+	latency *hist
+	waits   map[int32]SiteTime
+}
+
+// siteKind is what the analyzer needs to know of a wait site to follow
+// requests.
+type siteKind struct {
+	idle    bool   // a server connection waiting for its next request
+	handler string // the handler the stack shows, if any
+}
+
+func classifySite(frames []Frame) siteKind {
+	serve := -1
+	for i, f := range frames {
+		if f.Func == "net/http.(*conn).serve" {
+			serve = i
+			break
+		}
+	}
+	if serve < 0 {
+		return siteKind{}
+	}
+	var k siteKind
+	inHandler := false
+	for i := serve - 1; i >= 0; i-- {
+		switch fn := frames[i].Func; {
+		case fn == "net/http.serverHandler.ServeHTTP":
+			inHandler = true
+		case inHandler && !strings.HasPrefix(fn, "net/http."):
+			k.handler = fn
+			return k
+		}
+	}
+	if !inHandler {
+		for _, f := range frames[:serve] {
+			k.idle = k.idle || f.Func == "net/http.(*connReader).Read"
+		}
+	}
+	return k
+}
+
+// waitBegins is called when g starts waiting at site i: a wait for the
+// next request ends the request in progress.
+func (a *analyzer) waitBegins(g *goroutine, i int32, t xtrace.Time) {
+	if i < 0 || g.req == nil || g.req.start == 0 || !a.kinds[i].idle {
+		return
+	}
+	a.endRequest(g.req, t)
+	g.req.start = 0 // ended; the struct is reused for the next request
+}
+
+// waitEnds is called when g's wait at site i of d ends at t, with the
+// state it goes to: the time is charged to the request in progress, and
+// the end of a wait for the next request begins one.
+func (a *analyzer) waitEnds(g *goroutine, i int32, d time.Duration, t xtrace.Time, to xtrace.GoState) {
+	if i < 0 {
+		return
+	}
+	k := a.kinds[i]
+	switch {
+	case g.req != nil && g.req.start != 0:
+		r := g.req
+		j := 0
+		for j < len(r.waits) && r.waits[j].Site != int(i) {
+			j++
+		}
+		if j == len(r.waits) {
+			r.waits = append(r.waits, SiteTime{Site: int(i)})
+		}
+		r.waits[j].Count++
+		r.waits[j].Total += d
+		if g.req.handler == "" {
+			g.req.handler = k.handler
+		}
+	case k.idle && to != xtrace.GoUndetermined && to != xtrace.GoNotExist:
+		if g.req == nil {
+			g.req = &request{}
+		}
+		g.req.start, g.req.handler, g.req.waits = t, "", g.req.waits[:0]
+	}
+}
+
+func (a *analyzer) endRequest(r *request, t xtrace.Time) {
+	if r.handler == "" {
+		return // no wait showed the handler: not known to be a request
+	}
+	p := a.paths[r.handler]
+	if p == nil {
+		if len(a.paths) >= maxPaths {
+			p = a.paths[""]
+		}
+		if p == nil {
+			p = &pathAcc{handler: r.handler, latency: newHist(), waits: map[int32]SiteTime{}}
+			if len(a.paths) >= maxPaths {
+				p.handler = ""
+			}
+			a.paths[p.handler] = p
+		}
+	}
+	p.latency.record(t.Sub(r.start))
+	for _, w := range r.waits {
+		acc := p.waits[int32(w.Site)]
+		acc.Count += w.Count
+		acc.Total += w.Total
+		p.waits[int32(w.Site)] = acc
+	}
+}
+
+// requestPaths returns the paths, most requests first, with wait sites
+// renumbered to the sorted table (order maps a site's table index to its
+// index in Summary.Waits, -1 if it had no waits).
+func (a *analyzer) requestPaths(order []int) []RequestPath {
+	var out []RequestPath
+	for _, p := range a.paths {
+		rp := RequestPath{Handler: p.handler, Latency: p.latency.dist()}
+		for i, w := range p.waits {
+			if j := order[i]; j >= 0 {
+				w.Site = j
+				rp.Waits = append(rp.Waits, w)
+			}
+		}
+		sort.Slice(rp.Waits, func(i, j int) bool {
+			if rp.Waits[i].Total != rp.Waits[j].Total {
+				return rp.Waits[i].Total > rp.Waits[j].Total
+			}
+			return rp.Waits[i].Site < rp.Waits[j].Site
+		})
+		out = append(out, rp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Latency.Count != out[j].Latency.Count {
+			return out[i].Latency.Count > out[j].Latency.Count
+		}
+		return out[i].Handler < out[j].Handler
+	})
+	return out
+}

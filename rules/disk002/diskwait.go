@@ -1,0 +1,157 @@
+// Package diskwait detects requests waiting for file reads and writes to
+// reach the device (finding class disk-io-wait).
+package disk002
+
+import (
+	"errors"
+	"fmt"
+	"github.com/perfdoctor/perfdoctor/internal/human"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// Rule is DISK002.
+var Rule = &rules.Rule{
+	ID:    "DISK002",
+	Class: "disk-io-wait",
+	Doc: rules.Doc{
+		Title: "Requests wait for file reads and writes to reach the disk",
+		Text: `A read the page cache cannot serve (a working set larger than memory, direct
+I/O, a cold start) or a write that must reach the device waits for the disk:
+a fraction of a millisecond on local NVMe, milliseconds on network or busy
+disks, and longer when requests queue on the device. The CPU is idle
+meanwhile, so a CPU profile shows nothing; the request's latency shows it all.`,
+		Evidence: `The execution trace, per HTTP request path (net/http servers): the time the
+request's own goroutine spent in file system calls (os.File reads and writes,
+pread/pwrite; syncs are DISK001's), its share of the path's wall time and the
+calls per request. The host's iowait share of CPU time from /proc/stat is
+added when known. Reports from 10% of the path's wall time at 20 requests or
+more: medium from 25%, high from 50%.`,
+		Fix: `Keep the working set in memory (a cache in front of the file, or enough RAM
+for the page cache; do not bypass it with O_DIRECT unless the service does
+its own caching), read fewer and larger blocks (batch the records a request
+needs, read ahead), move writes off the request path (a buffered log flushed
+by one goroutine), and put the data on a device with lower latency.`,
+		Before: `f.ReadAt(buf, off) // per record, per request, O_DIRECT`,
+		After:  `cache.Get(key)     // records in memory; misses read whole blocks, off the request path where possible`,
+		Caveats: `A cache only helps when the working set fits; for scans larger than memory,
+fewer, larger and sequential reads are the fix.`,
+		Since: "0.2",
+		Refs:  []string{"https://www.kernel.org/doc/html/latest/block/stat.html"},
+	},
+	Needs: []rules.Input{rules.Trace},
+	Uses:  []rules.Input{rules.Host},
+	Check: check,
+}
+
+const (
+	minRequests = 20
+	minShare    = 0.10
+	mediumShare = 0.25
+	highShare   = 0.50
+	// cacheGain: serving case L3's records from memory took it from 2.6k to
+	// 55k requests per second, nearly all of the wait.
+	cacheGain = 0.9
+)
+
+var (
+	fileIO = evidence.FuncPrefix("os.(*File).Read", "os.(*File).ReadAt", "os.(*File).Write", "os.(*File).WriteAt",
+		"os.(*File).WriteString", "os.(*File).ReadFrom", "os.(*File).pread", "os.(*File).pwrite", "os.(*File).read", "os.(*File).write",
+		"os.ReadFile", "os.WriteFile")
+	// network is socket I/O; the request path itself runs under net/http.
+	network = evidence.FuncPrefix("net.(*netFD).", "net.(*conn).", "crypto/tls.(*Conn).")
+	syncing = evidence.FuncPrefix("os.(*File).Sync", "syscall.Fsync", "syscall.Fdatasync", "internal/poll.(*FD).Fsync")
+)
+
+func check(pass *rules.Pass) error {
+	s, err := pass.Evidence.Trace()
+	switch {
+	case errors.Is(err, evidence.ErrNoTrace):
+		pass.Skip("needs an execution trace (perfdoctor collect takes one; or /debug/pprof/trace?seconds=1 under load)")
+		return nil
+	case err != nil:
+		pass.Skip("the execution trace could not be read: " + err.Error())
+		return nil
+	}
+	isDisk := make([]bool, len(s.Waits))
+	for i, w := range s.Waits {
+		isDisk[i] = w.Reason == "syscall" && w.HasFunc(fileIO) && !w.HasFunc(network) && !w.HasFunc(syncing)
+	}
+	var best *trace.RequestPath
+	var bestWait time.Duration
+	var bestCalls int64
+	var bestShare float64
+	for i := range s.Requests {
+		p := &s.Requests[i]
+		if p.Latency.Count < minRequests || p.Latency.Total <= 0 {
+			continue
+		}
+		var wait time.Duration
+		var calls int64
+		for _, w := range p.Waits {
+			if isDisk[w.Site] {
+				wait += w.Total
+				calls += w.Count
+			}
+		}
+		if share := wait.Seconds() / p.Latency.Total.Seconds(); share > bestShare {
+			best, bestWait, bestCalls, bestShare = p, wait, calls, share
+		}
+	}
+	if best == nil || bestShare < minShare {
+		return nil
+	}
+	n := best.Latency.Count
+	facts := []rules.Fact{
+		rules.Share("request time waiting for file I/O", bestShare),
+		rules.Count("file system calls per request", float64(bestCalls)/float64(n), ""),
+		rules.Duration("mean time in one call", bestWait/time.Duration(max(bestCalls, 1))),
+		rules.Duration("request latency p50", best.Latency.P50),
+		rules.Duration("request latency p99", best.Latency.P99),
+		rules.Count("requests seen", float64(n), ""),
+		rules.Text("handler", best.Handler),
+	}
+	if d, ok := pass.Evidence.SystemDelta(); ok && len(d.CPUs) > 0 {
+		t := d.CPUTotal()
+		if tot := t.Total(); tot > 0 {
+			facts = append(facts, rules.Share("host iowait share of CPU time", t.IOWait/tot))
+		}
+	}
+	// The code reading or writing: the first application frame of the
+	// busiest disk wait site of the path.
+	var loc []rules.Location
+	var top time.Duration
+	for _, w := range best.Waits {
+		if !isDisk[w.Site] || w.Total <= top {
+			continue
+		}
+		for _, f := range s.Waits[w.Site].Stack {
+			if rules.IsApplication(f.Func) {
+				top = w.Total
+				loc = []rules.Location{{Function: f.Func, File: f.File, Line: f.Line, Share: w.Total.Seconds() / bestWait.Seconds(), Role: "file I/O on the request path (share of the wait)"}}
+				break
+			}
+		}
+	}
+	summary := fmt.Sprintf("%s spends %s of its request time waiting for file I/O, %.1f calls per request (p99 %s)",
+		rules.ShortFunc(best.Handler), human.Percent(bestShare), float64(bestCalls)/float64(n), human.RoundDuration(best.Latency.P99))
+	if len(loc) > 0 {
+		summary += ", from " + rules.ShortFunc(loc[0].Function)
+	}
+	pass.Report(rules.Finding{
+		Severity:    rules.Grade(bestShare, mediumShare, highShare),
+		Impact:      bestShare * cacheGain,
+		Resource:    "latency",
+		ImpactBasis: "share of the request path's wall time in file system calls; serving the working set from memory removed nearly all of it in case L3",
+		Summary:     summary,
+		Evidence:    facts,
+		Fix:         pass.Rule.Doc.Fix,
+		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
+		Caveats:     []string{pass.Rule.Doc.Caveats},
+		Locations:   loc,
+	})
+	return nil
+}

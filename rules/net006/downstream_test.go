@@ -1,0 +1,113 @@
+package net006
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	rtrace "runtime/trace"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+var backendURL string
+
+func fetch(part string) {
+	resp, err := http.Get(backendURL + part)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// sequential calls the backend three times, one call after the other.
+func sequential(w http.ResponseWriter, r *http.Request) {
+	for _, p := range []string{"a", "b", "c"} {
+		fetch(p)
+	}
+}
+
+// parallel makes the same calls at once and waits for all of them.
+func parallel(w http.ResponseWriter, r *http.Request) {
+	var wg sync.WaitGroup
+	for _, p := range []string{"a", "b", "c"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); fetch(p) }()
+	}
+	wg.Wait()
+}
+
+// diagnose serves handler on loopback in front of a backend answering in
+// 2 ms, sends it 40 requests on two kept-alive connections under an
+// execution trace, and runs the rule on the trace.
+func diagnose(t *testing.T, handler http.HandlerFunc) rules.Result {
+	t.Helper()
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(2 * time.Millisecond)
+	}))
+	defer backend.Close()
+	backendURL = backend.URL + "/"
+	svc := httptest.NewServer(handler)
+	defer svc.Close()
+	var buf bytes.Buffer
+	if err := rtrace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				fetchURL(svc.URL)
+			}
+		}()
+	}
+	wg.Wait()
+	rtrace.Stop()
+	sum, err := trace.Summarize(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{})
+	ev.TraceSummary = sum
+	return rules.Run(ev, []*rules.Rule{Rule})
+}
+
+func fetchURL(url string) {
+	resp, err := http.Get(url)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+func TestSequentialCallsToADownstream(t *testing.T) {
+	res := diagnose(t, sequential)
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Severity != rules.High || f.Resource != "latency" || !strings.Contains(f.Summary, "net006.sequential spends") ||
+		!strings.Contains(f.Summary, "called from net006.fetch") {
+		t.Errorf("%s %s %q", f.Severity, f.Resource, f.Summary)
+	}
+	if len(f.Locations) == 0 || !strings.HasSuffix(f.Locations[0].File, "downstream_test.go") {
+		t.Errorf("the call is not located: %+v", f.Locations)
+	}
+}
+
+func TestParallelCallsAreNotReported(t *testing.T) {
+	if res := diagnose(t, parallel); len(res.Findings) != 0 {
+		t.Errorf("parallel calls reported: %q", res.Findings[0].Summary)
+	}
+}
