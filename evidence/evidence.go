@@ -5,7 +5,6 @@ package evidence
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence/folded"
 	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
 	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
@@ -72,7 +72,11 @@ type Evidence struct {
 	// JVM is what a JFR recording says about the JVM (configuration,
 	// collector, exceptions, threads); nil for other targets.
 	JVM *jfr.Summary
+	// PerfEvents is every event of perf script input by name ("cycles:u",
+	// "page-faults"), each its own profile; Profiles[Perf] is one of them.
+	PerfEvents map[string]*profile.Profile
 
+	opt        LoadOptions
 	stacksOnce sync.Once
 	cpuStacks  *Stacks
 	perfOnce   sync.Once
@@ -89,6 +93,12 @@ type File struct {
 	Path   string `json:"path"`
 	Kind   string `json:"kind,omitempty"`   // what it was recognised as
 	Reason string `json:"reason,omitempty"` // why it was skipped
+	// Partial says why a file that was used was read only in part (a
+	// truncated trace or gzip stream); empty when read whole.
+	Partial string `json:"partial,omitempty"`
+	// Note is an assumption made reading it (folded weights taken as
+	// nanoseconds, say), for the user to check.
+	Note string `json:"note,omitempty"`
 }
 
 // Skipped lists the files that were not understood or not used.
@@ -96,6 +106,17 @@ func (e *Evidence) Skipped() []File {
 	var out []File
 	for _, f := range e.Files {
 		if f.Reason != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// PartialFiles lists the files that were used although read only in part.
+func (e *Evidence) PartialFiles() []File {
+	var out []File
+	for _, f := range e.Files {
+		if f.Partial != "" {
 			out = append(out, f)
 		}
 	}
@@ -280,14 +301,24 @@ func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
 // ErrNoEvidence is returned when the inputs hold nothing perfdoctor can read.
 var ErrNoEvidence = errors.New("no profiles or statistics found")
 
+// LoadOptions say what the files cannot: how to read their numbers.
+type LoadOptions struct {
+	// FoldedWeights is what folded stacks' counts are; the zero value
+	// guesses from the counts and notes the guess on the file.
+	FoldedWeights folded.Weights
+}
+
 // Load reads every path (bundle directories, plain directories, files) into
 // one Evidence. A file named explicitly that cannot be read is an error; a
 // file found in a directory that is not understood is skipped and listed.
-func Load(paths ...string) (*Evidence, error) {
+func Load(paths ...string) (*Evidence, error) { return LoadWith(LoadOptions{}, paths...) }
+
+// LoadWith is Load with options.
+func LoadWith(opt LoadOptions, paths ...string) (*Evidence, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no input: give a bundle directory or profile files")
 	}
-	e := &Evidence{Sources: paths, Profiles: map[Kind]*profile.Profile{}}
+	e := &Evidence{Sources: paths, Profiles: map[Kind]*profile.Profile{}, opt: opt}
 	var heaps []*profile.Profile
 	var metrics []*bundle.RuntimeStats
 	for _, path := range paths {
@@ -336,49 +367,67 @@ func (e *Evidence) addDir(dir string, heaps *[]*profile.Profile, metrics *[]*bun
 		if !ent.Type().IsRegular() || name == bundle.ManifestFile || strings.HasPrefix(name, ".") {
 			continue
 		}
-		kind, err := e.read(path, heaps, metrics)
+		f, err := e.read(path, heaps, metrics)
 		if err != nil {
 			e.Files = append(e.Files, File{Path: path, Reason: err.Error()})
 			continue
 		}
-		e.Files = append(e.Files, File{Path: path, Kind: kind})
+		e.Files = append(e.Files, f)
 	}
 	return nil
 }
 
 func (e *Evidence) addFile(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
-	kind, err := e.read(path, heaps, metrics)
+	f, err := e.read(path, heaps, metrics)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	e.Files = append(e.Files, File{Path: path, Kind: kind})
+	e.Files = append(e.Files, f)
 	return nil
 }
 
-// errUnknown marks content that is not any format perfdoctor reads.
-var errUnknown = errors.New("not a format perfdoctor reads")
-
-// read recognises a file by its content, not its name, and files it.
-func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
+// read recognises a file by its content, not its name (gzipped or not),
+// and files it.
+func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (File, error) {
+	// Recordings can be far larger than other inputs: the jfr tool reads
+	// them from the file.
 	if readHeadIsJFR(path) {
-		return e.readJFR(path)
+		kind, err := e.readJFR(path)
+		return File{Path: path, Kind: kind}, err
 	}
-	f, err := os.Open(path)
+	if gzippedJFR(path) {
+		tmp, err := gunzipToTemp(path)
+		if err != nil {
+			return File{}, fmt.Errorf("gzipped JFR recording: %w", err)
+		}
+		defer os.Remove(tmp)
+		kind, err := e.readJFR(tmp)
+		return File{Path: path, Kind: kind}, err
+	}
+	data, partial, err := readInput(path)
 	if err != nil {
-		return "", err
+		return File{}, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return "", err
+	f := File{Path: path, Partial: partial}
+	f.Kind, err = e.readData(path, data, &f, heaps, metrics)
+	if err != nil && partial != "" {
+		err = fmt.Errorf("%w (%s)", err, partial)
 	}
-	if len(data) > maxFileBytes {
-		return "", fmt.Errorf("larger than %d MiB", maxFileBytes>>20)
-	}
+	return f, err
+}
+
+// readData files the decompressed content of path; it may add a note or
+// a partial reason to f.
+func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
 	switch sniff(data) {
 	case formatEmpty:
 		return "", errors.New("empty file")
+	case formatJFR:
+		return "", errors.New("a JFR recording cut short: no complete chunk header")
 	case formatTrace:
+		if f.Partial != "" {
+			return "", fmt.Errorf("execution trace in a gzip stream cut short: %s", f.Partial)
+		}
 		e.TracePath = path
 		return "trace", nil
 	case formatMemStatsText:
@@ -394,19 +443,15 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 	case formatJSON:
 		return e.readJSON(path, data, metrics)
 	case formatPerfScript:
-		// JIT maps in this machine's /tmp need not be the recording's.
-		p, err := perfscript.Parse(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
-		if err != nil {
-			return "", err
-		}
-		return e.addProfile(Perf, p)
+		return e.readPerfScript(data)
 	case formatFolded:
-		return e.readFolded(data)
-	case formatProfile:
+		return e.readFolded(data, f)
+	case formatProfile, formatLegacyProfile:
 		p, err := profile.ParseData(data)
 		if err != nil {
 			return "", fmt.Errorf("not a valid profile: %w", err)
 		}
+		nameSampleTypes(p)
 		kind, err := classify(p, path)
 		if err != nil {
 			return "", err
@@ -417,13 +462,57 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 		}
 		return e.addProfile(kind, p)
 	}
-	return "", errUnknown
+	return "", unknownReason(data)
+}
+
+// readPerfScript keeps every event of a perf script file: the on-CPU one
+// (or, without one, the most sampled) is the perf profile rules read; all
+// are in PerfEvents by name.
+func (e *Evidence) readPerfScript(data []byte) (string, error) {
+	// JIT maps in this machine's /tmp need not be the recording's.
+	ps, err := perfscript.ParseEvents(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
+	if err != nil {
+		return "", err
+	}
+	main := ps[0]
+	var names []string
+	for _, p := range ps {
+		ev := perfscript.Event(p)
+		names = append(names, ev)
+		if e.PerfEvents == nil {
+			e.PerfEvents = map[string]*profile.Profile{}
+		}
+		if prev := e.PerfEvents[ev]; prev != nil {
+			if merged, err := profile.Merge([]*profile.Profile{prev, p}); err == nil {
+				e.PerfEvents[ev] = merged
+			}
+		} else {
+			e.PerfEvents[ev] = p
+		}
+		switch {
+		case perfscript.IsCPUEvent(ev) && !perfscript.IsCPUEvent(perfscript.Event(main)):
+			main = p
+		case perfscript.IsCPUEvent(ev) == perfscript.IsCPUEvent(perfscript.Event(main)) && len(p.Sample) > len(main.Sample):
+			main = p
+		}
+	}
+	if _, err := e.addProfile(Perf, main); err != nil {
+		return "", err
+	}
+	kind := "perf " + perfscript.Event(main)
+	if len(ps) > 1 {
+		kind += " (events kept apart: " + strings.Join(names, ", ") + ")"
+	}
+	return kind, nil
 }
 
 // perfAsCPU makes perf's stacks the CPU profile when there is no other: a
-// native service has no pprof endpoint, and perf's cpu-clock event is on-CPU
-// time, so the CPU rules (the hot function first) read it as they read a Go
-// CPU profile. The event's sample type is named "cpu" in that copy.
+// native service has no pprof endpoint, and perf's cpu-clock, task-clock and
+// cycles events are on-CPU time, so the CPU rules (the hot function first)
+// read it as they read a Go CPU profile. The event's sample type is named
+// "cpu" in that copy and keeps its unit (nanoseconds, or cycles, which
+// rules use for shares only). Other events (instructions, page faults) are
+// not CPU time and stay in PerfEvents.
 func (e *Evidence) perfAsCPU() {
 	p := e.Profiles[Perf]
 	if p == nil || e.Profiles[CPU] != nil {
@@ -431,7 +520,7 @@ func (e *Evidence) perfAsCPU() {
 	}
 	cpu := p.Copy()
 	for _, st := range cpu.SampleType {
-		if st.Type == "cpu-clock" || st.Type == "task-clock" {
+		if perfscript.IsCPUEvent(st.Type) {
 			st.Type = "cpu"
 			e.Profiles[CPU] = cpu
 			return
@@ -451,61 +540,6 @@ func (e *Evidence) addProfile(kind Kind, p *profile.Profile) (string, error) {
 	e.Profiles[kind] = p
 	return string(kind), nil
 }
-
-type format int
-
-const (
-	formatUnknown format = iota
-	formatEmpty
-	formatProfile
-	formatTrace
-	formatMemStatsText
-	formatJSON
-	formatPerfScript
-	formatJFR
-	formatFolded
-)
-
-func sniff(data []byte) format {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	switch {
-	case len(data) == 0:
-		return formatEmpty
-	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
-		return gzipInner(data)
-	case bytes.HasPrefix(data, []byte("go 1.")) && bytes.Contains(data[:min(len(data), 32)], []byte(" trace")):
-		return formatTrace
-	case bytes.HasPrefix(data, []byte("heap profile:")):
-		return formatMemStatsText
-	case len(trimmed) > 0 && trimmed[0] == '{':
-		return formatJSON
-	case looksLikeProto(data):
-		return formatProfile
-	case perfscript.Looks(data):
-		return formatPerfScript
-	}
-	return sniffJVM(data)
-}
-
-// gzipInner looks inside gzip data: pprof profiles are gzipped protobufs,
-// but a gzipped text or JSON file must not be mistaken for one.
-func gzipInner(data []byte) format {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return formatProfile // let the profile parser report the corruption
-	}
-	head := make([]byte, 64)
-	n, _ := io.ReadFull(zr, head)
-	head = head[:n]
-	if n > 0 && sniff(head) != formatProfile && sniff(head) != formatUnknown {
-		return formatUnknown
-	}
-	return formatProfile
-}
-
-// looksLikeProto accepts an uncompressed profile.proto: its first field is
-// sample_type (field 1, wire type 2), encoded as the byte 0x0a.
-func looksLikeProto(data []byte) bool { return len(data) > 2 && data[0] == 0x0a }
 
 func classify(p *profile.Profile, path string) (Kind, error) {
 	has := func(t string) bool {

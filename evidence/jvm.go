@@ -18,19 +18,6 @@ import (
 // jdk.JavaExceptionThrow and jdk.JavaErrorThrow), sample type exceptions/count.
 const Exceptions Kind = "exceptions"
 
-// sniffJVM recognises the formats of JVM and native profilers: JFR
-// recordings by their magic, folded stacks by their text. It runs after the
-// Go formats, since folded text is the least specific.
-func sniffJVM(data []byte) format {
-	switch {
-	case jfr.IsRecording(data):
-		return formatJFR
-	case folded.Sniff(data[:min(len(data), 64<<10)]):
-		return formatFolded
-	}
-	return formatUnknown
-}
-
 // readJFR converts a recording with the JDK's jfr tool and files its
 // profiles and JVM summary.
 func (e *Evidence) readJFR(path string) (string, error) {
@@ -50,15 +37,17 @@ func (e *Evidence) readJFR(path string) (string, error) {
 	return "jfr", nil
 }
 
-// readFolded reads folded stacks as a CPU profile.
-func (e *Evidence) readFolded(data []byte) (string, error) {
-	p, err := folded.Parse(bytes.NewReader(data))
+// readFolded reads folded stacks as a CPU profile, its counts read as
+// the load options say; a guess about them is noted on the file.
+func (e *Evidence) readFolded(data []byte, f *File) (string, error) {
+	res, err := folded.ParseWith(bytes.NewReader(data), folded.Options{Weights: e.opt.FoldedWeights})
 	if err != nil {
 		return "", err
 	}
-	if _, err := e.addProfile(CPU, p); err != nil {
+	if _, err := e.addProfile(CPU, res.Profile); err != nil {
 		return "", err
 	}
+	f.Note = res.Assumed
 	return "folded", nil
 }
 

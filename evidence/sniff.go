@@ -1,0 +1,295 @@
+package evidence
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/perfdoctor/perfdoctor/evidence/folded"
+	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
+)
+
+// Sniffing accepts a format only on positive evidence of it: a magic
+// number, a header the writing tool always prints, or content that parses.
+// Anything else is skipped with a reason naming what it looks like, so a
+// /proc copy or a log saved next to the profiles never becomes evidence.
+
+type format int
+
+const (
+	formatUnknown format = iota
+	formatEmpty
+	formatProfile       // profile.proto, plain or gzipped
+	formatLegacyProfile // google/pprof's legacy text and binary formats
+	formatTrace
+	formatMemStatsText
+	formatJSON
+	formatPerfScript
+	formatJFR
+	formatFolded
+)
+
+// gzipMagic starts every gzip stream.
+var gzipMagic = []byte{0x1f, 0x8b}
+
+func isGzip(data []byte) bool { return bytes.HasPrefix(data, gzipMagic) }
+
+// readInput reads a file whole, decompressing it when gzipped, bounded by
+// maxFileBytes. A gzip stream cut short keeps what was decompressed and
+// says why in partial; a stream that yields nothing is an error.
+func readInput(path string) (data []byte, partial string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	head, _ := br.Peek(2)
+	var r io.Reader = br
+	if isGzip(head) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, "", fmt.Errorf("not a valid profile: gzip header: %w", err)
+		}
+		r = zr
+	}
+	data, err = io.ReadAll(io.LimitReader(r, maxFileBytes+1))
+	switch {
+	case len(data) > maxFileBytes:
+		return nil, "", fmt.Errorf("larger than %d MiB", maxFileBytes>>20)
+	case err != nil && isGzip(head) && len(data) > 0:
+		return data, fmt.Sprintf("gzip stream cut short after %d bytes (%v)", len(data), err), nil
+	case err != nil && isGzip(head):
+		return nil, "", fmt.Errorf("not a valid profile: gzip stream: %w", err)
+	case err != nil:
+		return nil, "", err
+	}
+	return data, "", nil
+}
+
+// gzippedJFR reports whether path is a gzipped JFR recording.
+func gzippedJFR(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return false
+	}
+	head := make([]byte, len(jfr.Magic))
+	n, _ := io.ReadFull(zr, head)
+	return jfr.IsRecording(head[:n])
+}
+
+// gunzipToTemp writes the decompressed recording to a temporary file for
+// the jfr tool, which reads only files; the caller removes it.
+func gunzipToTemp(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp("", "perfdoctor-*.jfr")
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(tmp, io.LimitReader(zr, 16<<30)); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("decompressing: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
+}
+
+// sniff names the format of decompressed data, from the most specific
+// evidence to the least.
+func sniff(data []byte) format {
+	switch {
+	case len(data) == 0:
+		return formatEmpty
+	case jfr.IsRecording(data):
+		return formatJFR
+	case bytes.HasPrefix(data, []byte("go 1.")) && bytes.Contains(data[:min(len(data), 32)], []byte(" trace")):
+		return formatTrace
+	case bytes.HasPrefix(data, []byte("heap profile:")) && bytes.Contains(data, []byte("\n# runtime.MemStats\n")):
+		// Go's heap?debug=1: the statistics are what a profile lacks.
+		return formatMemStatsText
+	case isLegacyProfile(data):
+		return formatLegacyProfile
+	case isJSONObject(data):
+		return formatJSON
+	case perfscript.Looks(data):
+		return formatPerfScript
+	case folded.Sniff(data[:min(len(data), 64<<10)]):
+		return formatFolded
+	case looksLikeProto(data):
+		return formatProfile
+	}
+	return formatUnknown
+}
+
+func isJSONObject(data []byte) bool {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{'
+}
+
+// looksLikeProto accepts what may be an uncompressed profile.proto: binary
+// data (not text) whose first byte is the tag of a Profile field (1 to 14,
+// varint or length-delimited; writers order fields freely, Go's runtime
+// starts with period_type). The profile is only taken if it also parses.
+func looksLikeProto(data []byte) bool {
+	if len(data) < 2 || isText(data[:min(len(data), 512)]) {
+		return false
+	}
+	field, wire := data[0]>>3, data[0]&7
+	return field >= 1 && field <= 14 && (wire == 0 || wire == 2)
+}
+
+// isText reports whether data is printable UTF-8 text with only tab, CR
+// and LF for control characters (a multi-byte character cut at the end
+// is allowed).
+func isText(data []byte) bool {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return len(data)-i < utf8.UTFMax && !utf8.FullRune(data[i:])
+		}
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+// legacyTextHeader matches the first line of google/pprof's legacy text
+// profiles: heap, growth and fragmentation (gperftools, Go's debug=1),
+// contention, threadz, Java's, and Go's debug=1 count profiles
+// ("goroutine profile: total 12").
+var legacyTextHeader = regexp.MustCompile(`\A(?:heap profile: *\d+: *\d+ *\[ *\d+: *\d+ *\] *@|heap_v2/\d+|--- (?:contention|threadz|heapz|contentionz|cpu|heap)\b[^\n]*---?|\S+ profile: total \d+\r?\n)`)
+
+// isLegacyProfile recognises the legacy formats by their header: the text
+// ones above and gperftools' binary CPU profile, whose header is the words
+// 0, 3 (header words), 0 (version), the period, 0, in 32- or 64-bit words.
+func isLegacyProfile(data []byte) bool {
+	if legacyTextHeader.Match(data[:min(len(data), 256)]) {
+		return true
+	}
+	for _, w := range []int{8, 4} {
+		if len(data) < 5*w {
+			continue
+		}
+		word := func(i int) uint64 {
+			if w == 8 {
+				return binary.LittleEndian.Uint64(data[i*8:])
+			}
+			return uint64(binary.LittleEndian.Uint32(data[i*4:]))
+		}
+		if word(0) == 0 && word(1) == 3 && word(2) == 0 && word(3) > 0 && word(4) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// errUnknown marks content that is not any format perfdoctor reads.
+var errUnknown = errors.New("not a format perfdoctor reads")
+
+// unknownReason says what skipped content looks like, so the user knows
+// why a file was passed over without reading its content back to them
+// (which may hold secrets).
+func unknownReason(data []byte) error {
+	head := data[:min(len(data), 4096)]
+	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
+	lower := bytes.ToLower(trimmed[:min(len(trimmed), 64)])
+	var what string
+	switch {
+	case bytes.HasPrefix(head, []byte("\x7fELF")):
+		what = "an ELF executable or library"
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		what = "a zip archive (a jar?); unpack it first"
+	case bytes.HasPrefix(head, []byte("\x89PNG")), bytes.HasPrefix(head, []byte("GIF8")), bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
+		what = "an image"
+	case bytes.HasPrefix(head, []byte("%PDF")):
+		what = "a PDF document"
+	case bytes.HasPrefix(head, []byte("PERFILE2")):
+		what = "a perf.data file; convert it with `perf script` first"
+	case bytes.HasPrefix(lower, []byte("<!doctype html")), bytes.HasPrefix(lower, []byte("<html")):
+		what = "an HTML page (a server's error or index page?)"
+	case bytes.HasPrefix(lower, []byte("<?xml")), bytes.HasPrefix(lower, []byte("<")):
+		what = "XML or HTML"
+	case bytes.HasPrefix(trimmed, []byte("[")):
+		what = "a JSON array"
+	case !isText(head):
+		what = "binary data"
+	case looksCSV(head):
+		what = "CSV text"
+	case looksKeyValue(head):
+		what = `"name value" text without stacks (a /proc file?)`
+	default:
+		what = "text that is no profile, trace or log perfdoctor reads"
+	}
+	return fmt.Errorf("%w: %s", errUnknown, what)
+}
+
+// firstLines returns up to n complete non-empty lines of head.
+func firstLines(head []byte, n int) [][]byte {
+	var out [][]byte
+	lines := bytes.Split(head, []byte("\n"))
+	if len(lines) > 1 {
+		lines = lines[:len(lines)-1]
+	}
+	for _, l := range lines {
+		if l = bytes.TrimRight(l, "\r"); len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, l)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func looksCSV(head []byte) bool {
+	lines := firstLines(head, 5)
+	if len(lines) < 2 {
+		return false
+	}
+	commas := bytes.Count(lines[0], []byte(","))
+	for _, l := range lines {
+		if c := bytes.Count(l, []byte(",")); c == 0 || c != commas {
+			return false
+		}
+	}
+	return true
+}
+
+var keyValueLine = regexp.MustCompile(`^[\w()./-]+:?\s+-?\d+(?:\s+-?\d+)*(?:\s*kB)?$`)
+
+func looksKeyValue(head []byte) bool {
+	lines := firstLines(head, 8)
+	for _, l := range lines {
+		if !keyValueLine.Match(l) {
+			return false
+		}
+	}
+	return len(lines) > 0
+}
