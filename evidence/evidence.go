@@ -249,7 +249,8 @@ func (e *Evidence) WindowAllocs() (*profile.Profile, bool) {
 var ErrNoTrace = errors.New("no execution trace")
 
 // Trace summarises the execution trace once and returns the summary, or
-// ErrNoTrace, or why the trace file could not be read.
+// ErrNoTrace, or why the trace file could not be read. A trace cut short
+// gives the summary of what was read, and its file is marked partial.
 func (e *Evidence) Trace() (*trace.Summary, error) {
 	e.traceOnce.Do(func() {
 		switch {
@@ -258,6 +259,13 @@ func (e *Evidence) Trace() (*trace.Summary, error) {
 			e.traceErr = ErrNoTrace
 		default:
 			e.TraceSummary, e.traceErr = trace.SummarizeFile(e.TracePath)
+			if s := e.TraceSummary; s != nil && s.Partial != "" {
+				for i := range e.Files {
+					if e.Files[i].Path == e.TracePath {
+						e.Files[i].Partial = "execution trace " + s.Partial
+					}
+				}
+			}
 		}
 	})
 	return e.TraceSummary, e.traceErr
@@ -425,9 +433,8 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 	case formatJFR:
 		return "", errors.New("a JFR recording cut short: no complete chunk header")
 	case formatTrace:
-		if f.Partial != "" {
-			return "", fmt.Errorf("execution trace in a gzip stream cut short: %s", f.Partial)
-		}
+		// Read on first use (Trace), which marks the file partial if cut.
+		f.Partial = ""
 		e.TracePath = path
 		return "trace", nil
 	case formatMemStatsText:

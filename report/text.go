@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -35,6 +36,12 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, f := range in.Failed {
 			fmt.Fprintf(bw, "    %s: %s\n", f.Name, f.Error)
 		}
+	}
+	for _, c := range in.Caveats {
+		fmt.Fprintf(bw, "  %s\n", caveatLine(c))
+	}
+	for _, w := range in.Warnings {
+		fmt.Fprintf(bw, "  warning: %s\n", w)
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(bw, "\nNo findings: nothing in the evidence crosses a rule's threshold.")
@@ -184,4 +191,12 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// caveatLine says how a file used was read short of whole.
+func caveatLine(f evidence.File) string {
+	if f.Partial != "" {
+		return fmt.Sprintf("partial input: %s: %s", f.Path, f.Partial)
+	}
+	return fmt.Sprintf("assumed: %s: %s", f.Path, f.Note)
 }
