@@ -4,11 +4,14 @@
 package evidence
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,6 +299,16 @@ func New(sources ...string) *Evidence {
 // streaming, and keeps its summary as e.GCTrace. source names it in the
 // report ("-" for stdin).
 func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(2); isGzip(head) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("gctrace %s: %w", source, err)
+		}
+		r = zr
+	} else {
+		r = br
+	}
 	s, err := gctrace.Summarize(io.LimitReader(r, 4<<30))
 	if err != nil {
 		return fmt.Errorf("gctrace %s: %w", source, err)
@@ -463,6 +476,9 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 		if err != nil {
 			return "", err
 		}
+		if len(p.Function) == 0 && len(p.Sample) > 0 {
+			f.Note = "addresses only, no function names (a legacy profile): name them with `pprof -proto BINARY " + filepath.Base(path) + " > named.pb.gz` on the machine that ran it"
+		}
 		if kind == Heap {
 			*heaps = append(*heaps, p)
 			return string(kind), nil
@@ -605,6 +621,9 @@ func mutexOrBlock(p *profile.Profile, path string) Kind {
 func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.RuntimeStats) (string, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
+		if bytes.Contains(data, []byte("}\n{")) {
+			return "", fmt.Errorf("%w: JSON lines (one object a line), as logs and go test -json write", errUnknown)
+		}
 		return "", fmt.Errorf("invalid JSON: %w", err)
 	}
 	switch {
@@ -635,7 +654,8 @@ func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.Runtime
 		e.LoadPath = path
 		return "load", nil
 	}
-	return "", fmt.Errorf("JSON %w", errUnknown)
+	names := slices.Sorted(maps.Keys(keys))
+	return "", fmt.Errorf("%w: JSON of another tool (keys: %s)", errUnknown, strings.Join(names[:min(len(names), 5)], ", "))
 }
 
 // placeHeaps orders heap profiles by time: the latest is the end-of-window

@@ -99,3 +99,18 @@ func TestIsJava(t *testing.T) {
 		t.Error("IsJavaApp")
 	}
 }
+
+// A gzipped recording reads as the recording does.
+func TestLoadGzippedJFR(t *testing.T) {
+	if _, err := jfr.Tool(); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	gz := gzipFile(t, "jfr/testdata/jdk17.jfr", filepath.Join(t.TempDir(), "rec.jfr.gz"))
+	e, err := Load(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Files[0].Kind != "jfr" || e.Profile(CPU) == nil || e.JVM == nil {
+		t.Errorf("gzipped JFR read as %+v", e.Files)
+	}
+}

@@ -140,6 +140,8 @@ func sniff(data []byte) format {
 		return formatPerfScript
 	case folded.Sniff(data[:min(len(data), 64<<10)]):
 		return formatFolded
+	case foreignBinary(data) != "":
+		return formatUnknown
 	case looksLikeProto(data):
 		return formatProfile
 	}
@@ -180,11 +182,12 @@ func isText(data []byte) bool {
 	return true
 }
 
-// legacyTextHeader matches the first line of google/pprof's legacy text
-// profiles: heap, growth and fragmentation (gperftools, Go's debug=1),
-// contention, threadz, Java's, and Go's debug=1 count profiles
-// ("goroutine profile: total 12").
-var legacyTextHeader = regexp.MustCompile(`\A(?:heap profile: *\d+: *\d+ *\[ *\d+: *\d+ *\] *@|heap_v2/\d+|--- (?:contention|threadz|heapz|contentionz|cpu|heap)\b[^\n]*---?|\S+ profile: total \d+\r?\n)`)
+// legacyTextHeader matches the first line of the legacy text profiles
+// google/pprof's profile.Parse reads: heap, growth and fragmentation
+// (gperftools, Go's debug=1), contention (C++ and Go's debug=1 mutex and
+// block), threadz, Java's, and Go's debug=1 count profiles ("goroutine
+// profile: total 12", threadcreate).
+var legacyTextHeader = regexp.MustCompile(`\A(?:heap profile: *\d+: *\d+ *\[ *\d+: *\d+ *\] *@|--- (?:contentionz? |contention:|mutex:|threadz \d+ ---|heapz 1 ---|contentionz 1 ---|cpu 1 ---)|\S+ profile: total \d+\r?\n)`)
 
 // isLegacyProfile recognises the legacy formats by their header: the text
 // ones above and gperftools' binary CPU profile, whose header is the words
@@ -220,24 +223,19 @@ func unknownReason(data []byte) error {
 	head := data[:min(len(data), 4096)]
 	trimmed := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	lower := bytes.ToLower(trimmed[:min(len(trimmed), 64)])
-	var what string
+	what := foreignBinary(head)
 	switch {
-	case bytes.HasPrefix(head, []byte("\x7fELF")):
-		what = "an ELF executable or library"
-	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
-		what = "a zip archive (a jar?); unpack it first"
-	case bytes.HasPrefix(head, []byte("\x89PNG")), bytes.HasPrefix(head, []byte("GIF8")), bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
-		what = "an image"
-	case bytes.HasPrefix(head, []byte("%PDF")):
-		what = "a PDF document"
-	case bytes.HasPrefix(head, []byte("PERFILE2")):
-		what = "a perf.data file; convert it with `perf script` first"
+	case what != "":
 	case bytes.HasPrefix(lower, []byte("<!doctype html")), bytes.HasPrefix(lower, []byte("<html")):
 		what = "an HTML page (a server's error or index page?)"
 	case bytes.HasPrefix(lower, []byte("<?xml")), bytes.HasPrefix(lower, []byte("<")):
 		what = "XML or HTML"
 	case bytes.HasPrefix(trimmed, []byte("[")):
 		what = "a JSON array"
+	case gctraceLine.Match(head):
+		what = "a GODEBUG=gctrace=1 log: give it with --gctrace"
+	case goroutineDump.Match(head):
+		what = "a goroutine dump (debug=2 text), which is not read: save /debug/pprof/goroutine without debug=2"
 	case !isText(head):
 		what = "binary data"
 	case looksCSV(head):
@@ -248,6 +246,27 @@ func unknownReason(data []byte) error {
 		what = "text that is no profile, trace or log perfdoctor reads"
 	}
 	return fmt.Errorf("%w: %s", errUnknown, what)
+}
+
+// foreignBinary names the binary formats of other tools by their magic
+// number, or returns "".
+func foreignBinary(head []byte) string {
+	for _, m := range []struct{ magic, what string }{
+		{"\x7fELF", "an ELF executable or library"},
+		{"PK\x03\x04", "a zip archive (a jar?); unpack it first"},
+		{"\x89PNG", "an image"}, {"GIF8", "an image"}, {"\xff\xd8\xff", "an image"},
+		{"%PDF", "a PDF document"},
+		{"PERFILE2", "a perf.data file; convert it with `perf script` first"},
+		{"SQLite format 3\x00", "an SQLite database"},
+		{"\x28\xb5\x2f\xfd", "zstd-compressed data; decompress it first"},
+		{"BZh", "bzip2-compressed data; decompress it first"},
+		{"\xfd7zXZ\x00", "xz-compressed data; decompress it first"},
+	} {
+		if bytes.HasPrefix(head, []byte(m.magic)) {
+			return m.what
+		}
+	}
+	return ""
 }
 
 // firstLines returns up to n complete non-empty lines of head.
@@ -281,6 +300,11 @@ func looksCSV(head []byte) bool {
 	}
 	return true
 }
+
+var (
+	gctraceLine   = regexp.MustCompile(`(?m)^gc \d+ @\d`)
+	goroutineDump = regexp.MustCompile(`\Agoroutine \d+ \[`)
+)
 
 var keyValueLine = regexp.MustCompile(`^[\w()./-]+:?\s+-?\d+(?:\s+-?\d+)*(?:\s*kB)?$`)
 

@@ -203,7 +203,9 @@ func Sniff(head []byte) bool {
 			continue
 		}
 		stack, _, err := split(string(l))
-		if err != nil || l[0] == '{' || l[0] == ' ' || l[0] == '\t' {
+		if err != nil || l[0] == '{' || l[0] == ' ' || l[0] == '\t' || strings.ContainsAny(stack, "\"\t") || strings.Contains(stack, "; ") {
+			// Quotes, tabs and a frame starting with a space are what logs
+			// hold and stack tools never write.
 			return false
 		}
 		if frames := splitFrames(stack); len(frames) > 1 && slices.ContainsFunc(frames, func(f string) bool { return f != "" }) {
