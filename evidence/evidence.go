@@ -410,20 +410,11 @@ func (e *Evidence) addFile(path string, heaps *[]*profile.Profile, metrics *[]*b
 // read recognises a file by its content, not its name (gzipped or not),
 // and files it.
 func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (File, error) {
-	// Recordings can be far larger than other inputs: the jfr tool reads
-	// them from the file.
-	if readHeadIsJFR(path) {
-		kind, err := e.readJFR(path)
-		return File{Path: path, Kind: kind}, err
-	}
-	if gzippedJFR(path) {
-		tmp, err := gunzipToTemp(path)
-		if err != nil {
-			return File{}, fmt.Errorf("gzipped JFR recording: %w", err)
-		}
-		defer os.Remove(tmp)
-		kind, err := e.readJFR(tmp)
-		return File{Path: path, Kind: kind}, err
+	if isJFRFile(path) {
+		f := File{Path: path}
+		var err error
+		f.Kind, err = e.readJFR(path, &f)
+		return f, err
 	}
 	data, partial, err := readInput(path)
 	if err != nil {

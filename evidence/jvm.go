@@ -1,10 +1,12 @@
 package evidence
 
 import (
+	"bufio"
 	"bytes"
-	"context"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -18,14 +20,37 @@ import (
 // jdk.JavaExceptionThrow and jdk.JavaErrorThrow), sample type exceptions/count.
 const Exceptions Kind = "exceptions"
 
-// readJFR converts a recording with the JDK's jfr tool and files its
-// profiles and JVM summary.
-func (e *Evidence) readJFR(path string) (string, error) {
-	rec, err := jfr.ConvertFile(context.Background(), path)
+// Wall is wall-clock samples (async-profiler's wall mode): where threads
+// spent time, running or not. No CPU rule reads it as CPU.
+const Wall Kind = "wall"
+
+// readJFR decodes a recording (gzipped or not) with the native reader and
+// files its profiles and JVM summary; a recording cut short keeps its
+// complete chunks and marks the file partial.
+func (e *Evidence) readJFR(path string, f *File) (string, error) {
+	file, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
-	for kind, p := range map[Kind]*profile.Profile{CPU: rec.CPU, Allocs: rec.Allocs, Mutex: rec.Monitor, Block: rec.Wait, Exceptions: rec.Exceptions} {
+	defer file.Close()
+	br := bufio.NewReader(file)
+	var r io.Reader = br
+	if head, _ := br.Peek(2); isGzip(head) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return "", fmt.Errorf("gzipped JFR recording: %w", err)
+		}
+		r = zr
+	}
+	rec, err := jfr.Read(r)
+	if err != nil {
+		return "", fmt.Errorf("JFR recording: %w", err)
+	}
+	f.Partial = rec.Partial
+	if rec.CPU == nil && rec.Wall != nil {
+		f.Note = fmt.Sprintf("wall-clock samples only (%d): where threads waited or ran, not CPU time, so no CPU rule reads them; record with event=cpu (or itimer) for CPU", SampleCount(rec.Wall))
+	}
+	for kind, p := range map[Kind]*profile.Profile{CPU: rec.CPU, Allocs: rec.Allocs, Mutex: rec.Monitor, Block: rec.Wait, Exceptions: rec.Exceptions, Wall: rec.Wall} {
 		if p == nil {
 			continue
 		}
@@ -77,16 +102,26 @@ func isJFRMonitor(p *profile.Profile) bool {
 	return false
 }
 
-// readHeadIsJFR peeks at a file's start, so that recordings, which can be
-// far larger than other inputs, are handed to the jfr tool unread.
-func readHeadIsJFR(path string) bool {
+// isJFRFile peeks at a file's start (inside gzip too), so that recordings,
+// which can be far larger than other inputs, are streamed chunk by chunk
+// rather than read whole.
+func isJFRFile(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if head, _ := br.Peek(2); isGzip(head) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return false
+		}
+		r = zr
+	}
 	head := make([]byte, len(jfr.Magic))
-	n, _ := f.Read(head)
+	n, _ := io.ReadFull(r, head)
 	return jfr.IsRecording(head[:n])
 }
 

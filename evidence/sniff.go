@@ -75,50 +75,6 @@ func readInput(path string) (data []byte, partial string, err error) {
 	return data, "", nil
 }
 
-// gzippedJFR reports whether path is a gzipped JFR recording.
-func gzippedJFR(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return false
-	}
-	head := make([]byte, len(jfr.Magic))
-	n, _ := io.ReadFull(zr, head)
-	return jfr.IsRecording(head[:n])
-}
-
-// gunzipToTemp writes the decompressed recording to a temporary file for
-// the jfr tool, which reads only files; the caller removes it.
-func gunzipToTemp(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp("", "perfdoctor-*.jfr")
-	if err != nil {
-		return "", err
-	}
-	if _, err := io.Copy(tmp, io.LimitReader(zr, 16<<30)); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("decompressing: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	return tmp.Name(), nil
-}
-
 // sniff names the format of decompressed data, from the most specific
 // evidence to the least.
 func sniff(data []byte) format {

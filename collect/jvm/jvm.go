@@ -192,7 +192,7 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	if dumpErr == nil {
 		opt.Progress.Update("converting the recording")
 		t0 := time.Now()
-		rec, err := jfr.ConvertWith(fin, c.jfrTool, recording)
+		rec, err := jfr.ReadFile(recording)
 		c.item("convert", "", time.Since(t0), err, 0)
 		if err == nil {
 			c.threadDump(fin, rec.JVM)
