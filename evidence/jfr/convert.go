@@ -14,13 +14,13 @@ import (
 // converter accumulates a recording's events into profiles and a summary.
 type converter struct {
 	cpu, allocSample, allocTLAB, monitor, wait, exceptions, wall *builder
-	sum                                                    Summary
-	first, last                                            time.Time
-	excFirst, excLast                                      values
-	excSeen                                                int
-	cpuLoads                                               int
-	threads                                                map[string]*threadAcc
-	explicitCallers                                        map[string]bool
+	sum                                                          Summary
+	first, last                                                  time.Time
+	excFirst, excLast                                            values
+	excSeen                                                      int
+	cpuLoads                                                     int
+	threads                                                      map[string]*threadAcc
+	explicitCallers                                              map[string]bool
 }
 
 type threadAcc struct {

@@ -14,10 +14,11 @@ import (
 )
 
 // Fixtures recorded here with an empty environment:
-//   jdk17.jfr, jdk25.jfr  Workload under -XX:StartFlightRecording (JDK 17, Temurin 25)
-//   ap-cpu.jfr   async-profiler 4.6 (Maven Central tools.profiler:async-profiler),
-//                event=itimer,alloc=512k,lock=1ms on JDK 17
-//   ap-wall.jfr  async-profiler 4.6, event=wall,interval=20ms on JDK 17
+//
+//	jdk17.jfr, jdk25.jfr  Workload under -XX:StartFlightRecording (JDK 17, Temurin 25)
+//	ap-cpu.jfr   async-profiler 4.6 (Maven Central tools.profiler:async-profiler),
+//	             event=itimer,alloc=512k,lock=1ms on JDK 17
+//	ap-wall.jfr  async-profiler 4.6, event=wall,interval=20ms on JDK 17
 var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.jfr"}
 
 // The native reader gives what the JDK's own reader (jfr print --json)
