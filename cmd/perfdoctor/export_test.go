@@ -26,3 +26,27 @@ func TestExportCommand(t *testing.T) {
 	code, _, stderr = perfdoctor(t, "export", "../../evidence/jfr/testdata/ap-wall.jfr", "-f", "svg")
 	wantOneLineError(t, code, stderr, "unknown --format")
 }
+
+// Too little data is said plainly, with what to do; a guess about folded
+// counts is shown, and the flag overrides it.
+func TestDiagnoseSaysWhatItAssumed(t *testing.T) {
+	dir := t.TempDir()
+	few := filepath.Join(dir, "few.folded")
+	os.WriteFile(few, []byte("main;work 3\nmain;idle 1\n"), 0o644)
+	code, stdout, stderr := perfdoctor(t, "diagnose", few)
+	if code != 0 || !strings.Contains(stdout, "warning: the CPU profile holds only 4 samples") || !strings.Contains(stdout, "--duration") {
+		t.Errorf("few samples: exit %d\n%s%s", code, stdout, stderr)
+	}
+	periods := filepath.Join(dir, "total.folded")
+	os.WriteFile(periods, []byte("main;a 30000000\nmain;b 10000000\nmain;c 1200000000\n"), 0o644)
+	_, stdout, _ = perfdoctor(t, "diagnose", periods, "-f", "json")
+	if !strings.Contains(stdout, `"caveats"`) || !strings.Contains(stdout, "counts read as nanoseconds") || !strings.Contains(stdout, `"cpu_samples": 124`) {
+		t.Errorf("period-weighted folded file:\n%.2000s", stdout)
+	}
+	_, stdout, _ = perfdoctor(t, "diagnose", periods, "--folded-weights", "samples", "-f", "json")
+	if strings.Contains(stdout, "counts read as nanoseconds") || !strings.Contains(stdout, `"cpu_samples": 1240000000`) {
+		t.Errorf("--folded-weights=samples not obeyed:\n%.2000s", stdout)
+	}
+	code, _, stderr = perfdoctor(t, "diagnose", periods, "--folded-weights", "bytes")
+	wantOneLineError(t, code, stderr, "--folded-weights")
+}
