@@ -60,6 +60,7 @@ func Read(r io.Reader) (*Recording, error) {
 	}
 	chunks, events := 0, 0
 	var partial string
+	var meta metadataCache
 	head := make([]byte, chunkHeaderSize)
 	for {
 		n, err := io.ReadFull(r, head)
@@ -80,7 +81,7 @@ func Read(r io.Reader) (*Recording, error) {
 			partial = fmt.Sprintf("chunk %d cut short: %d of %d bytes", chunks+1, chunkHeaderSize+n, h.size)
 			break
 		}
-		cr := &chunkReader{h: h, buf: body, compressed: h.features&1 != 0}
+		cr := &chunkReader{h: h, buf: body, compressed: h.features&1 != 0, meta: &meta}
 		err = cr.read(want, func(ev *event) error {
 			if events++; events > maxEvents {
 				return fmt.Errorf("more than %d events", maxEvents)
@@ -199,6 +200,15 @@ type chunkReader struct {
 	stackCache map[int64]*stackTrace
 	threads    map[int64]*thread
 	depth      int
+	meta       *metadataCache
+}
+
+// metadataCache keeps the last chunk's type descriptions: the chunks of a
+// recording usually repeat the same metadata, which is then decoded once.
+type metadataCache struct {
+	raw    []byte
+	types  map[int64]*typeDesc
+	byName map[string]*typeDesc
 }
 
 var errShort = errors.New("data ends inside a value")
@@ -344,7 +354,15 @@ func (r *chunkReader) read(want map[string]bool, emit func(*event) error) error 
 
 func (r *chunkReader) readMetadata() error {
 	r.pos = int(r.h.metaOffset)
-	r.int() // size
+	size := r.int()
+	if size <= 0 || int64(r.pos)+size > int64(len(r.buf)) {
+		return fmt.Errorf("metadata size %d out of the chunk", size)
+	}
+	raw := r.buf[int(r.h.metaOffset) : int(r.h.metaOffset)+int(size)]
+	if c := r.meta; c != nil && c.types != nil && string(c.raw) == string(raw) {
+		r.types, r.byName = c.types, c.byName
+		return nil
+	}
 	if t := r.varint(); t != 0 {
 		return fmt.Errorf("event type %d where metadata (0) was expected", t)
 	}
@@ -432,6 +450,9 @@ func (r *chunkReader) readMetadata() error {
 				}
 			}
 		}
+	}
+	if r.meta != nil {
+		*r.meta = metadataCache{raw: append([]byte(nil), raw...), types: r.types, byName: r.byName}
 	}
 	return nil
 }
