@@ -1,6 +1,7 @@
 package jfr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -75,13 +76,16 @@ func Read(r io.Reader) (*Recording, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chunk %d: %w", chunks+1, err)
 		}
-		body := make([]byte, h.size)
-		copy(body, head)
-		if n, err := io.ReadFull(r, body[chunkHeaderSize:]); err != nil {
+		// The buffer grows with the data read, so a header claiming a
+		// huge chunk costs nothing until the bytes are there.
+		var body bytes.Buffer
+		body.Grow(int(min(h.size, 64<<20)))
+		body.Write(head)
+		if n, err := io.CopyN(&body, r, h.size-chunkHeaderSize); err != nil {
 			partial = fmt.Sprintf("chunk %d cut short: %d of %d bytes", chunks+1, chunkHeaderSize+n, h.size)
 			break
 		}
-		cr := &chunkReader{h: h, buf: body, compressed: h.features&1 != 0, meta: &meta}
+		cr := &chunkReader{h: h, buf: body.Bytes(), compressed: h.features&1 != 0, meta: &meta}
 		err = cr.read(want, func(ev *event) error {
 			if events++; events > maxEvents {
 				return fmt.Errorf("more than %d events", maxEvents)
@@ -634,31 +638,40 @@ func (r *chunkReader) field(v any, name string) any {
 	return nil
 }
 
+// unwrap follows simple types (one-field wrappers such as GCName or
+// Symbol) to their value, a bounded number of times: a corrupt pool can
+// make a wrapper refer to itself.
+func (r *chunkReader) unwrap(v any) any {
+	for i := 0; i < 8; i++ {
+		o, ok := r.resolve(v).(*object)
+		if !ok {
+			return r.resolve(v)
+		}
+		if len(o.v) == 0 || !(o.t.simple || len(o.v) == 1) {
+			return o
+		}
+		v = o.v[0]
+	}
+	return nil
+}
+
 // text renders a value as a string: simple types by their one value.
 func (r *chunkReader) text(v any) string {
-	switch v := r.resolve(v).(type) {
+	switch v := r.unwrap(v).(type) {
 	case string:
 		return v
 	case int64:
 		return strconv.FormatInt(v, 10)
-	case *object:
-		if len(v.v) >= 1 && (v.t.simple || len(v.v) == 1) {
-			return r.text(v.v[0])
-		}
 	}
 	return ""
 }
 
 func (r *chunkReader) num(v any) int64 {
-	switch v := r.resolve(v).(type) {
+	switch v := r.unwrap(v).(type) {
 	case int64:
 		return v
 	case float64:
 		return int64(v)
-	case *object:
-		if len(v.v) == 1 {
-			return r.num(v.v[0])
-		}
 	}
 	return 0
 }
