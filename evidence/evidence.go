@@ -4,9 +4,7 @@
 package evidence
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,17 +107,6 @@ func (e *Evidence) Skipped() []File {
 	var out []File
 	for _, f := range e.Files {
 		if f.Reason != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// PartialFiles lists the files that were used although read only in part.
-func (e *Evidence) PartialFiles() []File {
-	var out []File
-	for _, f := range e.Files {
-		if f.Partial != "" {
 			out = append(out, f)
 		}
 	}
@@ -299,15 +286,9 @@ func New(sources ...string) *Evidence {
 // streaming, and keeps its summary as e.GCTrace. source names it in the
 // report ("-" for stdin).
 func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
-	br := bufio.NewReader(r)
-	if head, _ := br.Peek(2); isGzip(head) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("gctrace %s: %w", source, err)
-		}
-		r = zr
-	} else {
-		r = br
+	r, err := gunzipped(r)
+	if err != nil {
+		return fmt.Errorf("gctrace %s: %w", source, err)
 	}
 	s, err := gctrace.Summarize(io.LimitReader(r, 4<<30))
 	if err != nil {
@@ -488,25 +469,23 @@ func (e *Evidence) readPerfScript(data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if e.PerfEvents == nil {
+		e.PerfEvents = map[string]*profile.Profile{}
+	}
 	main := ps[0]
 	var names []string
 	for _, p := range ps {
 		ev := perfscript.Event(p)
 		names = append(names, ev)
-		if e.PerfEvents == nil {
-			e.PerfEvents = map[string]*profile.Profile{}
-		}
 		if prev := e.PerfEvents[ev]; prev != nil {
-			if merged, err := profile.Merge([]*profile.Profile{prev, p}); err == nil {
-				e.PerfEvents[ev] = merged
+			merged, err := profile.Merge([]*profile.Profile{prev, p})
+			if err != nil {
+				return "", fmt.Errorf("cannot merge with the other %s profile: %w", ev, err)
 			}
-		} else {
-			e.PerfEvents[ev] = p
+			p = merged
 		}
-		switch {
-		case perfscript.IsCPUEvent(ev) && !perfscript.IsCPUEvent(perfscript.Event(main)):
-			main = p
-		case perfscript.IsCPUEvent(ev) == perfscript.IsCPUEvent(perfscript.Event(main)) && len(p.Sample) > len(main.Sample):
+		e.PerfEvents[ev] = p
+		if rank(p) > rank(main) {
 			main = p
 		}
 	}
@@ -518,6 +497,16 @@ func (e *Evidence) readPerfScript(data []byte) (string, error) {
 		kind += " (events kept apart: " + strings.Join(names, ", ") + ")"
 	}
 	return kind, nil
+}
+
+// rank orders perf events for the perf profile: an on-CPU event first,
+// then the most sampled.
+func rank(p *profile.Profile) int {
+	n := len(p.Sample)
+	if perfscript.IsCPUEvent(perfscript.Event(p)) {
+		n += 1 << 40
+	}
+	return n
 }
 
 // perfAsCPU makes perf's stacks the CPU profile when there is no other: a

@@ -1,9 +1,7 @@
 package evidence
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,14 +31,9 @@ func (e *Evidence) readJFR(path string, f *File) (string, error) {
 		return "", err
 	}
 	defer file.Close()
-	br := bufio.NewReader(file)
-	var r io.Reader = br
-	if head, _ := br.Peek(2); isGzip(head) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return "", fmt.Errorf("gzipped JFR recording: %w", err)
-		}
-		r = zr
+	r, err := gunzipped(file)
+	if err != nil {
+		return "", fmt.Errorf("gzipped JFR recording: %w", err)
 	}
 	rec, err := jfr.Read(r)
 	if err != nil {
@@ -111,14 +104,9 @@ func isJFRFile(path string) bool {
 		return false
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
-	var r io.Reader = br
-	if head, _ := br.Peek(2); isGzip(head) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return false
-		}
-		r = zr
+	r, err := gunzipped(f)
+	if err != nil {
+		return false
 	}
 	head := make([]byte, len(jfr.Magic))
 	n, _ := io.ReadFull(r, head)

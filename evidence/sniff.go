@@ -42,6 +42,16 @@ var gzipMagic = []byte{0x1f, 0x8b}
 
 func isGzip(data []byte) bool { return bytes.HasPrefix(data, gzipMagic) }
 
+// gunzipped returns r decompressed when it starts as a gzip stream, else
+// r as it is (buffered).
+func gunzipped(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(2); isGzip(head) {
+		return gzip.NewReader(br)
+	}
+	return br, nil
+}
+
 // readInput reads a file whole, decompressing it when gzipped, bounded by
 // maxFileBytes. A gzip stream cut short keeps what was decompressed and
 // says why in partial; a stream that yields nothing is an error.
@@ -51,23 +61,18 @@ func readInput(path string) (data []byte, partial string, err error) {
 		return nil, "", err
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
-	head, _ := br.Peek(2)
-	var r io.Reader = br
-	if isGzip(head) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, "", fmt.Errorf("not a valid profile: gzip header: %w", err)
-		}
-		r = zr
+	r, err := gunzipped(f)
+	if err != nil {
+		return nil, "", fmt.Errorf("not a valid profile: gzip header: %w", err)
 	}
+	_, gz := r.(*gzip.Reader)
 	data, err = io.ReadAll(io.LimitReader(r, maxFileBytes+1))
 	switch {
 	case len(data) > maxFileBytes:
 		return nil, "", fmt.Errorf("larger than %d MiB", maxFileBytes>>20)
-	case err != nil && isGzip(head) && len(data) > 0:
+	case err != nil && gz && len(data) > 0:
 		return data, fmt.Sprintf("gzip stream cut short after %d bytes (%v)", len(data), err), nil
-	case err != nil && isGzip(head):
+	case err != nil && gz:
 		return nil, "", fmt.Errorf("not a valid profile: gzip stream: %w", err)
 	case err != nil:
 		return nil, "", err
