@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 func gzipFile(t *testing.T, src, dst string) string {
@@ -151,5 +154,51 @@ func TestGzipCutShortIsPartial(t *testing.T) {
 	}
 	if ev.Profile(Perf) == nil {
 		t.Error("the samples before the cut were not kept")
+	}
+}
+
+// Everything google/pprof's profile.Parse reads is read: its own test
+// corpus of legacy profiles (C++ CPU, heap, growth, contention, thread;
+// Go CPU, heap, thread; Java CPU, heap, contention), raw and gzipped.
+// Each is either filed or skipped as a kind no rule reads, never as an
+// unknown format.
+func TestEveryFormatPprofReads(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/google/pprof").Output()
+	if err != nil {
+		t.Skipf("google/pprof module not found: %v", err)
+	}
+	corpus := filepath.Join(strings.TrimSpace(string(out)), "profile", "testdata")
+	entries, err := os.ReadDir(corpus)
+	if err != nil {
+		t.Skipf("no pprof test corpus: %v", err)
+	}
+	dir := t.TempDir()
+	n := 0
+	for _, ent := range entries {
+		if strings.HasSuffix(ent.Name(), ".string") {
+			continue
+		}
+		path := filepath.Join(corpus, ent.Name())
+		data, _ := os.ReadFile(path)
+		if _, err := profile.ParseData(data); err != nil {
+			continue // not one profile.Parse reads either
+		}
+		n++
+		gz := gzipFile(t, path, filepath.Join(dir, ent.Name()+".gz"))
+		for _, p := range []string{path, gz} {
+			ev, err := Load(p)
+			switch {
+			case err == nil:
+				if len(ev.Profiles) == 0 {
+					t.Errorf("%s: loaded without a profile", p)
+				}
+			case strings.Contains(err.Error(), "is not used"):
+			default:
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d profiles in pprof's corpus", n)
 	}
 }

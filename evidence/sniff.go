@@ -148,27 +148,30 @@ func isText(data []byte) bool {
 // (gperftools, Go's debug=1), contention (C++ and Go's debug=1 mutex and
 // block), threadz, Java's, and Go's debug=1 count profiles ("goroutine
 // profile: total 12", threadcreate).
-var legacyTextHeader = regexp.MustCompile(`\A(?:heap profile: *\d+: *\d+ *\[ *\d+: *\d+ *\] *@|--- (?:contentionz? |contention:|mutex:|threadz \d+ ---|heapz 1 ---|contentionz 1 ---|cpu 1 ---)|\S+ profile: total \d+\r?\n)`)
+var legacyTextHeader = regexp.MustCompile(`\A(?:heap profile: *\d+: *\d+ *\[ *\d+: *\d+ *\] *@|--- (?:contentionz? |contention:|mutex:|threadz \d+ ---|Thread [[:xdigit:]]+ \(name: |heapz 1 ---|contentionz 1 ---|cpu 1 ---)|\S+ profile: total \d+\r?\n)`)
 
 // isLegacyProfile recognises the legacy formats by their header: the text
-// ones above and gperftools' binary CPU profile, whose header is the words
-// 0, 3 (header words), 0 (version), the period, 0, in 32- or 64-bit words.
+// ones above and the binary CPU profile of gperftools (and Java's), whose
+// header is the words 0, 3 (header words), 0 or 1 (version), the period,
+// 0, in 32- or 64-bit words of either byte order, as profile.Parse tries.
 func isLegacyProfile(data []byte) bool {
 	if legacyTextHeader.Match(data[:min(len(data), 256)]) {
 		return true
 	}
-	for _, w := range []int{8, 4} {
-		if len(data) < 5*w {
-			continue
-		}
-		word := func(i int) uint64 {
-			if w == 8 {
-				return binary.LittleEndian.Uint64(data[i*8:])
+	for _, w := range []int{4, 8} {
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			if len(data) < 5*w {
+				continue
 			}
-			return uint64(binary.LittleEndian.Uint32(data[i*4:]))
-		}
-		if word(0) == 0 && word(1) == 3 && word(2) == 0 && word(3) > 0 && word(4) == 0 {
-			return true
+			word := func(i int) uint64 {
+				if w == 8 {
+					return order.Uint64(data[i*8:])
+				}
+				return uint64(order.Uint32(data[i*4:]))
+			}
+			if word(0) == 0 && word(1) == 3 && word(2) <= 1 && word(3) > 0 && word(4) == 0 {
+				return true
+			}
 		}
 	}
 	return false

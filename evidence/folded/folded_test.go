@@ -219,7 +219,14 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("a;b_[k] 1\n;x 2\n"))
+	f.Add([]byte("a;java/io/F.read(Ljava/io/FileDescriptor;JI)I_[j] 20000000\nb;;c 10000000\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		Sniff(data)
+		if res, err := ParseWith(bytes.NewReader(data), Options{}); err == nil {
+			if err := res.Profile.CheckValid(); err != nil {
+				t.Fatalf("invalid profile (weights %s) from %q: %v", res.Weights, data, err)
+			}
+		}
 		p, err := Parse(bytes.NewReader(data))
 		if err != nil {
 			return
