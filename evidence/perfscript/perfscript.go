@@ -118,16 +118,22 @@ func Event(p *profile.Profile) string {
 // record uses by default, with any modifiers ("cycles:u", "cycles:ppp")
 // or PMU prefix ("cpu_core/cycles/u").
 func IsCPUEvent(event string) bool {
+	switch baseEvent(event) {
+	case "cpu-clock", "task-clock", "cycles", "cpu-cycles":
+		return true
+	}
+	return false
+}
+
+// baseEvent strips an event's PMU prefix and modifiers:
+// "cpu_core/cycles/u" and "cycles:ppp" are both "cycles".
+func baseEvent(event string) string {
 	name := event
 	if pmu, rest, ok := strings.Cut(name, "/"); ok && pmu != "" {
 		name, _, _ = strings.Cut(rest, "/")
 	}
 	name, _, _ = strings.Cut(name, ":")
-	switch name {
-	case "cpu-clock", "task-clock", "cycles", "cpu-cycles":
-		return true
-	}
-	return false
+	return name
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -517,18 +523,13 @@ func (ev *eventProfile) location(fr frame) *profile.Location {
 // periodUnit is the unit of an event's period: time for the software
 // clocks, cycles for the cycle counter, a count of events otherwise.
 func periodUnit(event string) string {
-	if !IsCPUEvent(event) {
-		return "count"
-	}
-	name := event
-	if _, rest, ok := strings.Cut(name, "/"); ok {
-		name, _, _ = strings.Cut(rest, "/")
-	}
-	name, _, _ = strings.Cut(name, ":")
-	if name == "cpu-clock" || name == "task-clock" {
+	switch baseEvent(event) {
+	case "cpu-clock", "task-clock":
 		return "nanoseconds"
+	case "cycles", "cpu-cycles":
+		return "cycles"
 	}
-	return "cycles"
+	return "count"
 }
 
 func (ev *eventProfile) finish() *profile.Profile {
