@@ -125,7 +125,11 @@ func ParseWith(r io.Reader, opt Options) (*Result, error) {
 	}
 	res := &Result{Profile: b.p, Weights: opt.Weights}
 	if res.Weights == WeightsAuto {
-		res.Weights, res.Assumed = Guess(b.counts)
+		counts := make([]int64, len(b.p.Sample))
+		for i, s := range b.p.Sample {
+			counts[i] = s.Value[0]
+		}
+		res.Weights, res.Assumed = Guess(counts)
 	}
 	if res.Weights == WeightsNanoseconds {
 		b.asTime()
@@ -133,8 +137,8 @@ func ParseWith(r io.Reader, opt Options) (*Result, error) {
 	return res, nil
 }
 
-// Guess decides whether counts are samples or nanoseconds. Sample counts
-// per stack are small and irregular; time weights are large, and
+// Guess decides whether counts (one per distinct stack) are samples or
+// nanoseconds. Sample counts per stack are small and irregular; time weights are large, and
 // async-profiler's --total makes every one a multiple of the sampling
 // interval. Counts are taken as nanoseconds when every one is a multiple
 // of at least 100µs, or when the median stack holds a million or more. The
@@ -266,7 +270,6 @@ func split(line string) (string, int64, error) {
 }
 
 type builder struct {
-	counts    []int64 // every line's count, for Guess
 	p         *profile.Profile
 	mappings  map[string]*profile.Mapping
 	locations map[string]*profile.Location // by kind and whole frame
@@ -293,7 +296,6 @@ func (b *builder) add(line string) error {
 	if err != nil {
 		return err
 	}
-	b.counts = append(b.counts, n)
 	if s := b.samples[stack]; s != nil {
 		s.Value[0] += n
 		s.Value[1] += n * int64(Period)
