@@ -320,3 +320,63 @@ func TestIsCPUEvent(t *testing.T) {
 		t.Errorf("cycles:u profile %v %v", Event(ps[0]), ps[0].SampleType[1])
 	}
 }
+
+// perf's own stackcollapse script (perf script -s stackcollapse.py, from
+// linux-perf 6.1; FlameGraph's stackcollapse-perf.pl is not packaged in
+// Debian 12) run on the perf.data each text file was printed from is the
+// oracle: the same stacks with the same counts, all events together as
+// that script counts them. multi-event: three software events of sh and
+// ls; md5sum: cpu-clock of find and md5sum, deep kernel stacks.
+func TestStackcollapseOracle(t *testing.T) {
+	for _, name := range []string{"multi-event", "md5sum"} {
+		t.Run(name, func(t *testing.T) { checkOracle(t, name) })
+	}
+}
+
+func checkOracle(t *testing.T, name string) {
+	oracle, err := os.ReadFile("testdata/" + name + ".stackcollapse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, l := range strings.Split(strings.TrimSpace(string(oracle)), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		var n int64
+		fmt.Sscan(l[i+1:], &n)
+		want[l[:i]] += n
+	}
+	data, err := os.ReadFile("testdata/" + name + ".txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ParseEvents(bytes.NewReader(data), Options{MapDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range ps {
+		for _, s := range p.Sample {
+			// The script's spelling: comm first with '_' for spaces, raw
+			// symbols, "[unknown]" whatever the object, ';' as ':'.
+			frames := []string{strings.ReplaceAll(s.Label["comm"][0], " ", "_")}
+			for i := len(s.Location) - 1; i >= 0; i-- {
+				name := s.Location[i].Line[0].Function.SystemName
+				if strings.HasPrefix(name, "[unknown]") {
+					name = "[unknown]"
+				}
+				frames = append(frames, strings.ReplaceAll(name, ";", ":"))
+			}
+			got[strings.Join(frames, ";")] += s.Value[0]
+		}
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("stack %q: %d, stackcollapse says %d", k, got[k], n)
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("stack %q (%d) not in stackcollapse's output", k, n)
+		}
+	}
+}
