@@ -21,6 +21,9 @@ type converter struct {
 	cpuLoads                                                     int
 	threads                                                      map[string]*threadAcc
 	explicitCallers                                              map[string]bool
+	// wallMode is set by async-profiler's "event" setting "wall": its
+	// execution samples are then wall-clock samples, running or not.
+	wallMode bool
 }
 
 type threadAcc struct {
@@ -55,8 +58,12 @@ func (c *converter) add(ev *event) {
 	}
 	s := &c.sum
 	switch strings.TrimPrefix(ev.Type, "jdk.") {
+	case "ActiveSetting":
+		if v.Name == "event" && rawString(v.Value) == "wall" {
+			c.wallMode = true
+		}
 	case "ExecutionSample":
-		if !onCPU(v.State) {
+		if c.wallMode || !onCPU(v.State) {
 			// async-profiler's wall clock mode samples sleeping threads too.
 			c.wall.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
 			break

@@ -32,7 +32,7 @@ var Events = []string{
 	"jdk.JavaExceptionThrow", "jdk.JavaErrorThrow", "jdk.ExceptionStatistics",
 	"jdk.GarbageCollection", "jdk.GCConfiguration", "jdk.SystemGC",
 	"jdk.ThreadCPULoad", "jdk.CPULoad", "jdk.CPUInformation",
-	"jdk.JVMInformation", "jdk.InitialSystemProperty", "jdk.ActiveRecording", "jdk.ThreadDump",
+	"jdk.JVMInformation", "jdk.InitialSystemProperty", "jdk.ActiveRecording", "jdk.ActiveSetting", "jdk.ThreadDump",
 	"jdk.BooleanFlag", "jdk.IntFlag", "jdk.UnsignedIntFlag", "jdk.LongFlag", "jdk.UnsignedLongFlag",
 	"jdk.DoubleFlag", "jdk.StringFlag",
 }

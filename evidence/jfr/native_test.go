@@ -20,7 +20,9 @@ import (
 //	ap-cpu.jfr   async-profiler 4.6 (Maven Central tools.profiler:async-profiler),
 //	             event=itimer,alloc=512k,lock=1ms on JDK 17
 //	ap-wall.jfr  async-profiler 4.6, event=wall,interval=20ms on JDK 17
-var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.jfr"}
+//	ap29-wall.jfr  async-profiler 2.9, event=wall,interval=20ms: wall-clock
+//	             samples written as jdk.ExecutionSample, sleeping or not
+var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.jfr", "ap29-wall.jfr"}
 
 // The native reader gives what the JDK's own reader (jfr print --json)
 // gives on the same recordings: the same profiles, stack for stack, and
@@ -92,6 +94,15 @@ func TestAsyncProfilerWallClock(t *testing.T) {
 			t.Errorf("native frame %q file %q", fn.Name, fn.Filename)
 			break
 		}
+	}
+	// async-profiler 2.9 wrote wall-clock samples as execution samples; its
+	// "event" setting says they are wall clock, running threads included.
+	old, err := ReadFile("testdata/ap29-wall.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.CPU != nil || count(old.Wall) != 1896 {
+		t.Errorf("async-profiler 2.9 wall clock: cpu %d samples, wall %d, want 0 and 1896", count(old.CPU), count(old.Wall))
 	}
 	cpu, err := ReadFile("testdata/ap-cpu.jfr")
 	if err != nil {
