@@ -51,8 +51,9 @@ func ReadFile(path string) (*Recording, error) {
 }
 
 // Read decodes a recording from r, chunk by chunk. A recording cut short
-// inside a chunk returns what the complete chunks held, with Partial set,
-// and no error; one with no complete chunk is an error.
+// or damaged after some events returns what was read before, with Partial
+// saying where and why, and no error; one with nothing readable is an
+// error.
 func Read(r io.Reader) (*Recording, error) {
 	c := newConverter()
 	want := map[string]bool{wallClockEvent: true}
@@ -73,6 +74,12 @@ func Read(r io.Reader) (*Recording, error) {
 			break
 		}
 		h, err := parseChunkHeader(head)
+		if err != nil && chunks > 0 {
+			// A chunk still being written (a recording copied while the
+			// JVM records) has no final header yet: keep those before it.
+			partial = fmt.Sprintf("chunk %d: %v", chunks+1, err)
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("chunk %d: %w", chunks+1, err)
 		}
@@ -93,6 +100,12 @@ func Read(r io.Reader) (*Recording, error) {
 			c.add(ev)
 			return nil
 		})
+		if err != nil && events > 0 && events <= maxEvents {
+			// The events before the damage are the program's behaviour.
+			partial = fmt.Sprintf("chunk %d unreadable after %d events: %v", chunks+1, events, err)
+			chunks++
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("chunk %d: %w", chunks+1, err)
 		}

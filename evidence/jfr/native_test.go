@@ -157,6 +157,13 @@ func TestNativeTruncated(t *testing.T) {
 	if !strings.Contains(cut.Partial, "chunk 2 cut short") || count(cut.CPU) != 99 {
 		t.Errorf("cut in chunk 2: partial %q, %d CPU samples", cut.Partial, count(cut.CPU))
 	}
+	// A second chunk still being written (no final size yet) is left out.
+	inProgress := bytes.Clone(two)
+	copy(inProgress[len(a)+8:len(a)+16], make([]byte, 8))
+	rec, err := Read(bytes.NewReader(inProgress))
+	if err != nil || !strings.Contains(rec.Partial, "chunk 2") || count(rec.CPU) != 99 {
+		t.Errorf("chunk in progress: %v, partial %q, %d CPU samples", err, rec.Partial, count(rec.CPU))
+	}
 	if _, err := Read(bytes.NewReader(a[:len(a)/2])); !errors.Is(err, ErrTruncated) {
 		t.Errorf("cut in chunk 1: %v", err)
 	}
