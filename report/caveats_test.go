@@ -32,7 +32,7 @@ func TestCaveatsAndWarnings(t *testing.T) {
 	WriteText(&text, r)
 	WriteMarkdown(&md, r)
 	for name, out := range map[string]string{"text": text.String(), "markdown": md.String()} {
-		for _, want := range []string{"partial input: trace.out: execution trace cut short", "assumed: total.folded: counts read as nanoseconds", "only 7 samples"} {
+		for _, want := range []string{"partial input: trace.out: execution trace cut short", "note: total.folded: counts read as nanoseconds", "only 7 samples"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s report lacks %q:\n%s", name, want, out)
 			}

@@ -198,5 +198,5 @@ func caveatLine(f evidence.File) string {
 	if f.Partial != "" {
 		return fmt.Sprintf("partial input: %s: %s", f.Path, f.Partial)
 	}
-	return fmt.Sprintf("assumed: %s: %s", f.Path, f.Note)
+	return fmt.Sprintf("note: %s: %s", f.Path, f.Note)
 }

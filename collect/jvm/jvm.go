@@ -1,6 +1,6 @@
 // Package jvm collects a bundle from a running JVM with Java Flight
 // Recorder: it starts a recording through jcmd, waits, dumps it, converts
-// it with the JDK's jfr tool and writes the profiles and a redacted JVM
+// it natively (evidence/jfr) and writes the profiles and a redacted JVM
 // summary. The raw recording is not kept: it holds the process's
 // environment variables and unredacted system properties.
 package jvm
