@@ -239,8 +239,9 @@ func (e *Evidence) WindowAllocs() (*profile.Profile, bool) {
 var ErrNoTrace = errors.New("no execution trace")
 
 // Trace summarises the execution trace once and returns the summary, or
-// ErrNoTrace, or why the trace file could not be read. A trace cut short
-// gives the summary of what was read, and its file is marked partial.
+// ErrNoTrace, or why the trace file could not be read (then also the
+// file's skip reason). A trace cut short gives the summary of what was
+// read, and its file is marked partial.
 func (e *Evidence) Trace() (*trace.Summary, error) {
 	e.traceOnce.Do(func() {
 		switch {
@@ -249,11 +250,16 @@ func (e *Evidence) Trace() (*trace.Summary, error) {
 			e.traceErr = ErrNoTrace
 		default:
 			e.TraceSummary, e.traceErr = trace.SummarizeFile(e.TracePath)
-			if s := e.TraceSummary; s != nil && s.Partial != "" {
-				for i := range e.Files {
-					if e.Files[i].Path == e.TracePath {
-						e.Files[i].Partial = "execution trace " + s.Partial
-					}
+			for i := range e.Files {
+				f := &e.Files[i]
+				switch {
+				case f.Path != e.TracePath:
+				case e.traceErr != nil:
+					// Listed with the skipped files, so "no findings" is
+					// never the only word about an unreadable trace.
+					f.Reason = e.traceErr.Error()
+				case e.TraceSummary.Partial != "":
+					f.Partial = "execution trace " + e.TraceSummary.Partial
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	rtrace "runtime/trace"
+	"strings"
 	"sync"
 	"testing"
 
@@ -58,6 +59,15 @@ func TestEvidenceTrace(t *testing.T) {
 	}
 	if _, err := (&evidence.Evidence{TracePath: cut}).Trace(); !errors.Is(err, trace.ErrCorrupt) {
 		t.Errorf("truncated trace: err = %v", err)
+	}
+	// Loaded, an unreadable trace is listed with the skipped files.
+	ev, err = evidence.Load(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Trace()
+	if sk := ev.Skipped(); len(sk) != 1 || !strings.Contains(sk[0].Reason, "truncated or corrupt") {
+		t.Errorf("unreadable trace not listed as skipped: %+v", ev.Files)
 	}
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	rtrace "runtime/trace"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestExportCommand(t *testing.T) {
@@ -49,4 +53,29 @@ func TestDiagnoseSaysWhatItAssumed(t *testing.T) {
 	}
 	code, _, stderr = perfdoctor(t, "diagnose", periods, "--folded-weights", "bytes")
 	wantOneLineError(t, code, stderr, "--folded-weights")
+}
+
+// A trace cut short is diagnosed from what it holds, and the report says
+// it was read in part.
+func TestDiagnoseTruncatedTrace(t *testing.T) {
+	var buf bytes.Buffer
+	if err := rtrace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	// Over a second, so the runtime starts a second generation: a cut in
+	// the last one leaves the first whole.
+	for end := time.Now().Add(1300 * time.Millisecond); time.Now().Before(end); {
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() { time.Sleep(time.Millisecond) })
+		}
+		wg.Wait()
+	}
+	rtrace.Stop()
+	path := filepath.Join(t.TempDir(), "trace.out")
+	os.WriteFile(path, buf.Bytes()[:buf.Len()-1], 0o644)
+	code, stdout, stderr := perfdoctor(t, "diagnose", path)
+	if code != 0 || !strings.Contains(stdout, "partial input: "+path+": execution trace cut short") {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
 }
