@@ -421,8 +421,6 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 	switch sniff(data) {
 	case formatEmpty:
 		return "", errors.New("empty file")
-	case formatJFR:
-		return "", errors.New("a JFR recording cut short: no complete chunk header")
 	case formatTrace:
 		// Read on first use (Trace), which marks the file partial if cut.
 		f.Partial = ""

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/perfdoctor/perfdoctor/evidence/folded"
-	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
 )
 
@@ -33,7 +32,6 @@ const (
 	formatMemStatsText
 	formatJSON
 	formatPerfScript
-	formatJFR
 	formatFolded
 )
 
@@ -81,13 +79,12 @@ func readInput(path string) (data []byte, partial string, err error) {
 }
 
 // sniff names the format of decompressed data, from the most specific
-// evidence to the least.
+// evidence to the least. JFR recordings never get here: read recognises
+// them first and streams them.
 func sniff(data []byte) format {
 	switch {
 	case len(data) == 0:
 		return formatEmpty
-	case jfr.IsRecording(data):
-		return formatJFR
 	case bytes.HasPrefix(data, []byte("go 1.")) && bytes.Contains(data[:min(len(data), 32)], []byte(" trace")):
 		return formatTrace
 	case bytes.HasPrefix(data, []byte("heap profile:")) && bytes.Contains(data, []byte("\n# runtime.MemStats\n")):
