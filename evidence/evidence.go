@@ -5,11 +5,11 @@ package evidence
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence/folded"
 	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
 	"github.com/perfdoctor/perfdoctor/evidence/goroutines"
 	"github.com/perfdoctor/perfdoctor/evidence/jfr"
@@ -83,7 +84,11 @@ type Evidence struct {
 	// GoroutineStacks is a goroutine dump (goroutine?debug=2) taken at the
 	// end of the window: wait times and creating sites; nil if none.
 	GoroutineStacks *goroutines.Dump
+	// PerfEvents is every event of perf script input by name ("cycles:u",
+	// "page-faults"), each its own profile; Profiles[Perf] is one of them.
+	PerfEvents map[string]*profile.Profile
 
+	opt             LoadOptions
 	stacksOnce      sync.Once
 	cpuStacks       *Stacks
 	perfOnce        sync.Once
@@ -104,6 +109,12 @@ type File struct {
 	Path   string `json:"path"`
 	Kind   string `json:"kind,omitempty"`   // what it was recognised as
 	Reason string `json:"reason,omitempty"` // why it was skipped
+	// Partial says why a file that was used was read only in part (a
+	// truncated trace or gzip stream); empty when read whole.
+	Partial string `json:"partial,omitempty"`
+	// Note is an assumption made reading it (folded weights taken as
+	// nanoseconds, say), for the user to check.
+	Note string `json:"note,omitempty"`
 }
 
 // Skipped lists the files that were not understood or not used.
@@ -273,7 +284,9 @@ func (e *Evidence) WindowAllocs() (*profile.Profile, bool) {
 var ErrNoTrace = errors.New("no execution trace")
 
 // Trace summarises the execution trace once and returns the summary, or
-// ErrNoTrace, or why the trace file could not be read.
+// ErrNoTrace, or why the trace file could not be read (then also the
+// file's skip reason). A trace cut short gives the summary of what was
+// read, and its file is marked partial.
 func (e *Evidence) Trace() (*trace.Summary, error) {
 	e.traceOnce.Do(func() {
 		switch {
@@ -282,6 +295,18 @@ func (e *Evidence) Trace() (*trace.Summary, error) {
 			e.traceErr = ErrNoTrace
 		default:
 			e.TraceSummary, e.traceErr = trace.SummarizeFile(e.TracePath)
+			for i := range e.Files {
+				f := &e.Files[i]
+				switch {
+				case f.Path != e.TracePath:
+				case e.traceErr != nil:
+					// Listed with the skipped files, so "no findings" is
+					// never the only word about an unreadable trace.
+					f.Reason = e.traceErr.Error()
+				case e.TraceSummary.Partial != "":
+					f.Partial = "execution trace " + e.TraceSummary.Partial
+				}
+			}
 		}
 	})
 	return e.TraceSummary, e.traceErr
@@ -312,6 +337,10 @@ func New(sources ...string) *Evidence {
 // streaming, and keeps its summary as e.GCTrace. source names it in the
 // report ("-" for stdin).
 func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
+	r, err := gunzipped(r)
+	if err != nil {
+		return fmt.Errorf("gctrace %s: %w", source, err)
+	}
 	s, err := gctrace.Summarize(io.LimitReader(r, 4<<30))
 	if err != nil {
 		return fmt.Errorf("gctrace %s: %w", source, err)
@@ -325,14 +354,24 @@ func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
 // ErrNoEvidence is returned when the inputs hold nothing perfdoctor can read.
 var ErrNoEvidence = errors.New("no profiles or statistics found")
 
+// LoadOptions say what the files cannot: how to read their numbers.
+type LoadOptions struct {
+	// FoldedWeights is what folded stacks' counts are; the zero value
+	// guesses from the counts and notes the guess on the file.
+	FoldedWeights folded.Weights
+}
+
 // Load reads every path (bundle directories, plain directories, files) into
 // one Evidence. A file named explicitly that cannot be read is an error; a
 // file found in a directory that is not understood is skipped and listed.
-func Load(paths ...string) (*Evidence, error) {
+func Load(paths ...string) (*Evidence, error) { return LoadWith(LoadOptions{}, paths...) }
+
+// LoadWith is Load with options.
+func LoadWith(opt LoadOptions, paths ...string) (*Evidence, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no input: give a bundle directory or profile files")
 	}
-	e := &Evidence{Sources: paths, Profiles: map[Kind]*profile.Profile{}}
+	e := &Evidence{Sources: paths, Profiles: map[Kind]*profile.Profile{}, opt: opt}
 	var heaps []*profile.Profile
 	var metrics []*bundle.RuntimeStats
 	for _, path := range paths {
@@ -381,49 +420,55 @@ func (e *Evidence) addDir(dir string, heaps *[]*profile.Profile, metrics *[]*bun
 		if !ent.Type().IsRegular() || name == bundle.ManifestFile || strings.HasPrefix(name, ".") {
 			continue
 		}
-		kind, err := e.read(path, heaps, metrics)
+		f, err := e.read(path, heaps, metrics)
 		if err != nil {
 			e.Files = append(e.Files, File{Path: path, Reason: err.Error()})
 			continue
 		}
-		e.Files = append(e.Files, File{Path: path, Kind: kind})
+		e.Files = append(e.Files, f)
 	}
 	return nil
 }
 
 func (e *Evidence) addFile(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
-	kind, err := e.read(path, heaps, metrics)
+	f, err := e.read(path, heaps, metrics)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	e.Files = append(e.Files, File{Path: path, Kind: kind})
+	e.Files = append(e.Files, f)
 	return nil
 }
 
-// errUnknown marks content that is not any format perfdoctor reads.
-var errUnknown = errors.New("not a format perfdoctor reads")
+// read recognises a file by its content, not its name (gzipped or not),
+// and files it.
+func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (File, error) {
+	if isJFRFile(path) {
+		f := File{Path: path}
+		var err error
+		f.Kind, err = e.readJFR(path, &f)
+		return f, err
+	}
+	data, partial, err := readInput(path)
+	if err != nil {
+		return File{}, err
+	}
+	f := File{Path: path, Partial: partial}
+	f.Kind, err = e.readData(path, data, &f, heaps, metrics)
+	if err != nil && partial != "" {
+		err = fmt.Errorf("%w (%s)", err, partial)
+	}
+	return f, err
+}
 
-// read recognises a file by its content, not its name, and files it.
-func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
-	if readHeadIsJFR(path) {
-		return e.readJFR(path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return "", err
-	}
-	if len(data) > maxFileBytes {
-		return "", fmt.Errorf("larger than %d MiB", maxFileBytes>>20)
-	}
+// readData files the decompressed content of path; it may add a note or
+// a partial reason to f.
+func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
 	switch sniff(data) {
 	case formatEmpty:
 		return "", errors.New("empty file")
 	case formatTrace:
+		// Read on first use (Trace), which marks the file partial if cut.
+		f.Partial = ""
 		e.TracePath = path
 		return "trace", nil
 	case formatMemStatsText:
@@ -446,22 +491,21 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 		e.GoroutineStacks = d
 		return "goroutine-stacks", nil
 	case formatPerfScript:
-		// JIT maps in this machine's /tmp need not be the recording's.
-		p, err := perfscript.Parse(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
-		if err != nil {
-			return "", err
-		}
-		return e.addProfile(Perf, p)
+		return e.readPerfScript(data)
 	case formatFolded:
-		return e.readFolded(data)
-	case formatProfile:
+		return e.readFolded(data, f)
+	case formatProfile, formatLegacyProfile:
 		p, err := profile.ParseData(data)
 		if err != nil {
 			return "", fmt.Errorf("not a valid profile: %w", err)
 		}
+		nameSampleTypes(p)
 		kind, err := classify(p, path)
 		if err != nil {
 			return "", err
+		}
+		if len(p.Function) == 0 && len(p.Sample) > 0 {
+			f.Note = "addresses only, no function names (a legacy profile): name them with `pprof -proto BINARY " + filepath.Base(path) + " > named.pb.gz` on the machine that ran it"
 		}
 		if kind == Heap {
 			*heaps = append(*heaps, p)
@@ -469,13 +513,65 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 		}
 		return e.addProfile(kind, p)
 	}
-	return "", errUnknown
+	return "", unknownReason(data)
+}
+
+// readPerfScript keeps every event of a perf script file: the on-CPU one
+// (or, without one, the most sampled) is the perf profile rules read; all
+// are in PerfEvents by name.
+func (e *Evidence) readPerfScript(data []byte) (string, error) {
+	// JIT maps in this machine's /tmp need not be the recording's.
+	ps, err := perfscript.ParseEvents(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
+	if err != nil {
+		return "", err
+	}
+	if e.PerfEvents == nil {
+		e.PerfEvents = map[string]*profile.Profile{}
+	}
+	main := ps[0]
+	var names []string
+	for _, p := range ps {
+		ev := perfscript.Event(p)
+		names = append(names, ev)
+		if prev := e.PerfEvents[ev]; prev != nil {
+			merged, err := profile.Merge([]*profile.Profile{prev, p})
+			if err != nil {
+				return "", fmt.Errorf("cannot merge with the other %s profile: %w", ev, err)
+			}
+			p = merged
+		}
+		e.PerfEvents[ev] = p
+		if rank(p) > rank(main) {
+			main = p
+		}
+	}
+	if _, err := e.addProfile(Perf, main); err != nil {
+		return "", err
+	}
+	kind := "perf " + perfscript.Event(main)
+	if len(ps) > 1 {
+		kind += " (events kept apart: " + strings.Join(names, ", ") + ")"
+	}
+	return kind, nil
+}
+
+// rank orders perf events for the perf profile: an on-CPU event first,
+// then the most sampled.
+func rank(p *profile.Profile) int {
+	n := len(p.Sample)
+	if perfscript.IsCPUEvent(perfscript.Event(p)) {
+		n += 1 << 40
+	}
+	return n
 }
 
 // perfAsCPU makes perf's stacks the CPU profile when there is no other: a
-// native service has no pprof endpoint, and perf's cpu-clock event is on-CPU
-// time, so the CPU rules (the hot function first) read it as they read a Go
-// CPU profile. The event's sample type is named "cpu" in that copy.
+// native service has no pprof endpoint, and perf's cpu-clock, task-clock and
+// cycles events are on-CPU time, so the CPU rules (the hot function first)
+// read it as they read a Go CPU profile. The event's sample type is named
+// "cpu" in that copy and keeps its unit (nanoseconds, or cycles, which
+// rules use for shares only). Other events (instructions, page faults) are
+// not CPU time and stay in PerfEvents.
 func (e *Evidence) perfAsCPU() {
 	p := e.Profiles[Perf]
 	if p == nil || e.Profiles[CPU] != nil {
@@ -483,7 +579,7 @@ func (e *Evidence) perfAsCPU() {
 	}
 	cpu := p.Copy()
 	for _, st := range cpu.SampleType {
-		if st.Type == "cpu-clock" || st.Type == "task-clock" {
+		if perfscript.IsCPUEvent(st.Type) {
 			st.Type = "cpu"
 			e.Profiles[CPU] = cpu
 			return
@@ -513,64 +609,6 @@ func (e *Evidence) addProfile(kind Kind, p *profile.Profile) (string, error) {
 	e.Profiles[kind] = p
 	return string(kind), nil
 }
-
-type format int
-
-const (
-	formatUnknown format = iota
-	formatEmpty
-	formatProfile
-	formatTrace
-	formatMemStatsText
-	formatJSON
-	formatPerfScript
-	formatJFR
-	formatFolded
-	formatGoroutineDump
-)
-
-func sniff(data []byte) format {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	switch {
-	case len(data) == 0:
-		return formatEmpty
-	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
-		return gzipInner(data)
-	case bytes.HasPrefix(data, []byte("go 1.")) && bytes.Contains(data[:min(len(data), 32)], []byte(" trace")):
-		return formatTrace
-	case bytes.HasPrefix(data, []byte("heap profile:")):
-		return formatMemStatsText
-	case len(trimmed) > 0 && trimmed[0] == '{':
-		return formatJSON
-	case looksLikeProto(data):
-		return formatProfile
-	case perfscript.Looks(data):
-		return formatPerfScript
-	case goroutines.Looks(data):
-		return formatGoroutineDump
-	}
-	return sniffJVM(data)
-}
-
-// gzipInner looks inside gzip data: pprof profiles are gzipped protobufs,
-// but a gzipped text or JSON file must not be mistaken for one.
-func gzipInner(data []byte) format {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return formatProfile // let the profile parser report the corruption
-	}
-	head := make([]byte, 64)
-	n, _ := io.ReadFull(zr, head)
-	head = head[:n]
-	if n > 0 && sniff(head) != formatProfile && sniff(head) != formatUnknown {
-		return formatUnknown
-	}
-	return formatProfile
-}
-
-// looksLikeProto accepts an uncompressed profile.proto: its first field is
-// sample_type (field 1, wire type 2), encoded as the byte 0x0a.
-func looksLikeProto(data []byte) bool { return len(data) > 2 && data[0] == 0x0a }
 
 func classify(p *profile.Profile, path string) (Kind, error) {
 	has := func(t string) bool {
@@ -631,6 +669,9 @@ func mutexOrBlock(p *profile.Profile, path string) Kind {
 func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.RuntimeStats) (string, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
+		if bytes.Contains(data, []byte("}\n{")) {
+			return "", fmt.Errorf("%w: JSON lines (one object a line), as logs and go test -json write", errUnknown)
+		}
 		return "", fmt.Errorf("invalid JSON: %w", err)
 	}
 	switch {
@@ -665,7 +706,8 @@ func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.Runtime
 		e.Load = &l
 		return "load", nil
 	}
-	return "", fmt.Errorf("JSON %w", errUnknown)
+	names := slices.Sorted(maps.Keys(keys))
+	return "", fmt.Errorf("%w: JSON of another tool (keys: %s)", errUnknown, strings.Join(names[:min(len(names), 5)], ", "))
 }
 
 // placeHeaps orders heap profiles by time: the latest is the end-of-window

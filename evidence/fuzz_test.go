@@ -25,6 +25,17 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte{0x0a, 0x02, 0x08, 0x01})
 	f.Add([]byte("goroutine 7 [chan send, 3 minutes]:\nmain.work(...)\n\t/src/main.go:14\ncreated by main.handle in goroutine 1\n\t/src/main.go:18 +0x76\n"))
 	f.Add([]byte("demo 77/77 1.5: 10 cpu-clock:\n\tffff81 tcp_v4_connect+0x1 ([kernel.kallsyms])\n\n"))
+	f.Add([]byte("demo 77/77 1.5: 10 cycles:u:\nffff81 tcp_v4_connect+0x1 ([kernel.kallsyms])\n\n"))
+	f.Add([]byte("main;;java/io/F.read(Ljava/io/FileDescriptor;JI)I_[j] 10000000\n"))
+	// The look-alike corpus and the legacy profiles seed the sniffers' edges.
+	for _, dir := range []string{"testdata/lookalike", "testdata/gperftools"} {
+		entries, _ := os.ReadDir(dir)
+		for _, ent := range entries {
+			if data, err := os.ReadFile(filepath.Join(dir, ent.Name())); err == nil {
+				f.Add(data[:min(len(data), 4096)])
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "in")
 		if err := os.WriteFile(path, data, 0o644); err != nil {

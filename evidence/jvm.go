@@ -2,9 +2,9 @@ package evidence
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -18,27 +18,32 @@ import (
 // jdk.JavaExceptionThrow and jdk.JavaErrorThrow), sample type exceptions/count.
 const Exceptions Kind = "exceptions"
 
-// sniffJVM recognises the formats of JVM and native profilers: JFR
-// recordings by their magic, folded stacks by their text. It runs after the
-// Go formats, since folded text is the least specific.
-func sniffJVM(data []byte) format {
-	switch {
-	case jfr.IsRecording(data):
-		return formatJFR
-	case folded.Sniff(data[:min(len(data), 64<<10)]):
-		return formatFolded
-	}
-	return formatUnknown
-}
+// Wall is wall-clock samples (async-profiler's wall mode): where threads
+// spent time, running or not. No CPU rule reads it as CPU.
+const Wall Kind = "wall"
 
-// readJFR converts a recording with the JDK's jfr tool and files its
-// profiles and JVM summary.
-func (e *Evidence) readJFR(path string) (string, error) {
-	rec, err := jfr.ConvertFile(context.Background(), path)
+// readJFR decodes a recording (gzipped or not) with the native reader and
+// files its profiles and JVM summary; a recording cut short keeps its
+// complete chunks and marks the file partial.
+func (e *Evidence) readJFR(path string, f *File) (string, error) {
+	file, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
-	for kind, p := range map[Kind]*profile.Profile{CPU: rec.CPU, Allocs: rec.Allocs, Mutex: rec.Monitor, Block: rec.Wait, Exceptions: rec.Exceptions} {
+	defer file.Close()
+	r, err := gunzipped(file)
+	if err != nil {
+		return "", fmt.Errorf("gzipped JFR recording: %w", err)
+	}
+	rec, err := jfr.Read(r)
+	if err != nil {
+		return "", fmt.Errorf("JFR recording: %w", err)
+	}
+	f.Partial = rec.Partial
+	if rec.CPU == nil && rec.Wall != nil {
+		f.Note = fmt.Sprintf("wall-clock samples only (%d): where threads waited or ran, not CPU time, so no CPU rule reads them; record with event=cpu (or itimer) for CPU", SampleCount(rec.Wall))
+	}
+	for kind, p := range map[Kind]*profile.Profile{CPU: rec.CPU, Allocs: rec.Allocs, Mutex: rec.Monitor, Block: rec.Wait, Exceptions: rec.Exceptions, Wall: rec.Wall} {
 		if p == nil {
 			continue
 		}
@@ -50,15 +55,17 @@ func (e *Evidence) readJFR(path string) (string, error) {
 	return "jfr", nil
 }
 
-// readFolded reads folded stacks as a CPU profile.
-func (e *Evidence) readFolded(data []byte) (string, error) {
-	p, err := folded.Parse(bytes.NewReader(data))
+// readFolded reads folded stacks as a CPU profile, its counts read as
+// the load options say; a guess about them is noted on the file.
+func (e *Evidence) readFolded(data []byte, f *File) (string, error) {
+	res, err := folded.ParseWith(bytes.NewReader(data), folded.Options{Weights: e.opt.FoldedWeights})
 	if err != nil {
 		return "", err
 	}
-	if _, err := e.addProfile(CPU, p); err != nil {
+	if _, err := e.addProfile(CPU, res.Profile); err != nil {
 		return "", err
 	}
+	f.Note = res.Assumed
 	return "folded", nil
 }
 
@@ -88,16 +95,21 @@ func isJFRMonitor(p *profile.Profile) bool {
 	return false
 }
 
-// readHeadIsJFR peeks at a file's start, so that recordings, which can be
-// far larger than other inputs, are handed to the jfr tool unread.
-func readHeadIsJFR(path string) bool {
+// isJFRFile peeks at a file's start (inside gzip too), so that recordings,
+// which can be far larger than other inputs, are streamed chunk by chunk
+// rather than read whole.
+func isJFRFile(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	r, err := gunzipped(f)
+	if err != nil {
+		return false
+	}
 	head := make([]byte, len(jfr.Magic))
-	n, _ := f.Read(head)
+	n, _ := io.ReadFull(r, head)
 	return jfr.IsRecording(head[:n])
 }
 

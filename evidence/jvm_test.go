@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/perfdoctor/perfdoctor/evidence/jfr"
 )
 
 func TestLoadFolded(t *testing.T) {
@@ -23,10 +21,8 @@ func TestLoadFolded(t *testing.T) {
 	}
 }
 
+// Recordings are read natively: no JDK is needed.
 func TestLoadJFR(t *testing.T) {
-	if _, err := jfr.Tool(); err != nil {
-		t.Skipf("skipped: %v", err)
-	}
 	e, err := Load("jfr/testdata/jdk25.jfr")
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +66,20 @@ func TestLoadJFR(t *testing.T) {
 	}
 }
 
+// No JDK is needed to diagnose a recording.
 func TestLoadJFRWithoutTool(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("JAVA_HOME", "")
-	_, err := Load("jfr/testdata/jdk17.jfr")
-	if err == nil || !strings.Contains(err.Error(), "jfr tool was not found") || !strings.Contains(err.Error(), "jdk17.jfr") {
-		t.Fatalf("err = %v", err)
+	e, err := Load("jfr/testdata/jdk17.jfr")
+	if err != nil || e.Profile(CPU) == nil {
+		t.Fatalf("without a JDK: %v", err)
+	}
+	// A recording cut inside its only chunk is an error naming the file.
+	data, _ := os.ReadFile("jfr/testdata/jdk17.jfr")
+	cut := filepath.Join(t.TempDir(), "cut.jfr")
+	os.WriteFile(cut, data[:len(data)/2], 0o644)
+	if _, err := Load(cut); err == nil || !strings.Contains(err.Error(), "cut short") || !strings.Contains(err.Error(), "cut.jfr") {
+		t.Errorf("cut recording: %v", err)
 	}
 }
 
@@ -97,5 +101,32 @@ func TestIsJava(t *testing.T) {
 	}
 	if !IsJavaApp("com.acme.api.Server.handle") || IsJavaApp("java.lang.String.equals") {
 		t.Error("IsJavaApp")
+	}
+}
+
+// A gzipped recording reads as the recording does.
+func TestLoadGzippedJFR(t *testing.T) {
+	gz := gzipFile(t, "jfr/testdata/jdk17.jfr", filepath.Join(t.TempDir(), "rec.jfr.gz"))
+	e, err := Load(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Files[0].Kind != "jfr" || e.Profile(CPU) == nil || e.JVM == nil {
+		t.Errorf("gzipped JFR read as %+v", e.Files)
+	}
+}
+
+// An async-profiler wall-clock recording gives no CPU profile, and the
+// file says what it held and how to record CPU.
+func TestLoadWallClockOnlyJFR(t *testing.T) {
+	e, err := Load("jfr/testdata/ap-wall.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Profile(CPU) != nil || e.Profile(Wall) == nil {
+		t.Errorf("wall-clock recording: cpu %v wall %v", e.Profile(CPU) != nil, e.Profile(Wall) != nil)
+	}
+	if note := e.Files[0].Note; !strings.Contains(note, "wall-clock samples only") || !strings.Contains(note, "event=cpu") {
+		t.Errorf("note %q", note)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
@@ -54,4 +55,51 @@ func TestLoadPerf(t *testing.T) {
 			t.Errorf("%v: perf profile taken as the CPU profile", paths)
 		}
 	}
+}
+
+// Several events in one perf script file stay apart: the on-CPU one feeds
+// the CPU rules, the others are kept by name and never summed into it.
+func TestLoadPerfEvents(t *testing.T) {
+	ev, err := Load("perfscript/testdata/multi-event.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.PerfEvents) != 3 || ev.PerfEvents["page-faults"] == nil || ev.PerfEvents["task-clock:u"] == nil {
+		t.Fatalf("events %v", ev.PerfEvents)
+	}
+	if got := perfscript.Event(ev.Profile(Perf)); got != "cpu-clock" {
+		t.Errorf("perf profile is event %q, want cpu-clock", got)
+	}
+	if n := SampleCount(ev.Profile(CPU)); n != 60 {
+		t.Errorf("CPU profile has %d samples, want cpu-clock's 60", n)
+	}
+	if k := ev.Files[0].Kind; !strings.Contains(k, "page-faults") || !strings.HasPrefix(k, "perf cpu-clock") {
+		t.Errorf("file kind %q does not name the events", k)
+	}
+
+	// Page faults alone are no CPU time: no CPU profile is made of them.
+	var faults strings.Builder
+	for _, block := range strings.Split(string(mustRead(t, "perfscript/testdata/multi-event.txt")), "\n\n") {
+		if strings.Contains(strings.SplitN(block, "\n", 2)[0], "page-faults:") {
+			faults.WriteString(block + "\n\n")
+		}
+	}
+	path := filepath.Join(t.TempDir(), "faults.txt")
+	os.WriteFile(path, []byte(faults.String()), 0o644)
+	ev, err = Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Profile(Perf) == nil || ev.Profile(CPU) != nil {
+		t.Errorf("page faults only: perf %v, cpu %v", ev.Profile(Perf) != nil, ev.Profile(CPU) != nil)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -61,6 +61,12 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 		}
 		bw.WriteString("\n")
 	}
+	for _, c := range r.Inputs.Caveats {
+		fmt.Fprintf(bw, "\n> %s\n", mdText(caveatLine(c)))
+	}
+	for _, w := range r.Inputs.Warnings {
+		fmt.Fprintf(bw, "\n> **Warning:** %s\n", mdText(w))
+	}
 	if len(r.Findings) == 0 {
 		bw.WriteString("\nNo findings: nothing in the evidence crosses a rule's threshold.\n")
 	} else {

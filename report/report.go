@@ -61,6 +61,12 @@ type Inputs struct {
 	Partial bool              `json:"partial"`
 	Failed  []FailedItem      `json:"failed"`
 	Skipped []evidence.File   `json:"skipped"`
+	// Caveats are files that were used but read in part (a trace or gzip
+	// stream cut short) or with an assumption (folded counts taken as time).
+	Caveats []evidence.File `json:"caveats,omitempty"`
+	// Warnings say plainly when the evidence is too thin for the rules,
+	// and what to do about it.
+	Warnings []string `json:"warnings,omitempty"`
 	// Runtime holds the scheduler and collector figures of the window, when
 	// an execution trace, runtime/metrics or a gctrace log gave any.
 	Runtime *RuntimeFigures `json:"runtime,omitempty"`
@@ -212,10 +218,14 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 	}
 	sort.Strings(in.Profiles)
 	if p := ev.Profile(evidence.CPU); p != nil {
-		for _, s := range p.Sample {
-			if len(s.Value) > 0 {
-				in.CPUSamples += s.Value[0]
-			}
+		in.CPUSamples = evidence.SampleCount(p)
+		if in.CPUSamples < rules.MinCPUSamples {
+			in.Warnings = append(in.Warnings, fmt.Sprintf("the CPU profile holds only %d samples; the CPU rules need %d (one second of CPU at 100 Hz) to judge shares: profile for longer (collect --duration 60s) or while the service is under load", in.CPUSamples, rules.MinCPUSamples))
+		}
+	}
+	for _, f := range ev.Files {
+		if f.Reason == "" && (f.Partial != "" || f.Note != "") {
+			in.Caveats = append(in.Caveats, f)
 		}
 	}
 	if m := ev.Manifest; m != nil {

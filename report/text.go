@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -40,6 +41,12 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, f := range in.Failed {
 			fmt.Fprintf(bw, "    %s: %s\n", f.Name, f.Error)
 		}
+	}
+	for _, c := range in.Caveats {
+		fmt.Fprintf(bw, "  %s\n", caveatLine(c))
+	}
+	for _, w := range in.Warnings {
+		fmt.Fprintf(bw, "  warning: %s\n", w)
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(bw, "\nNo findings: nothing in the evidence crosses a rule's threshold.")
@@ -268,4 +275,12 @@ func describeBuild(b *bundle.BuildInfo) string {
 		parts = append(parts, "redundant "+mod)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// caveatLine says how a file used was read short of whole.
+func caveatLine(f evidence.File) string {
+	if f.Partial != "" {
+		return fmt.Sprintf("partial input: %s: %s", f.Path, f.Partial)
+	}
+	return fmt.Sprintf("note: %s: %s", f.Path, f.Note)
 }

@@ -40,14 +40,8 @@ const MinCPUSamples = 100
 // EnoughCPU reports whether the CPU profile has enough samples for shares
 // to mean something, and records a skip when it does not.
 func (p *Pass) EnoughCPU() bool {
-	p2 := p.Evidence.Profile(evidence.CPU)
-	var n int64
-	for _, s := range p2.Sample {
-		if len(s.Value) > 0 {
-			n += s.Value[0]
-		}
-	}
-	if n < MinCPUSamples {
+	// Counted by the samples type, not the first value, which may be time.
+	if n := evidence.SampleCount(p.Evidence.Profile(evidence.CPU)); n < MinCPUSamples {
 		p.Skip("the CPU profile has too few samples to judge shares; profile longer or under load")
 		return false
 	}

@@ -47,7 +47,7 @@ var howToCollect = map[Input]string{
 	GCTrace:   "the target's stderr under GODEBUG=gctrace=1 (perfdoctor diagnose --gctrace FILE, or - for stdin)",
 	Host:      "/proc snapshots at the start and end of the window (perfdoctor collect on the target's host, or perfdoctor sys)",
 	Perf:      "kernel and user stacks from Linux perf (perfdoctor collect --perf, perfdoctor sys --perf, or a perf script text file)",
-	JVM:       "a Java Flight Recorder recording (perfdoctor collect --jfr PID, or a .jfr file with the JDK's jfr tool installed)",
+	JVM:       "a Java Flight Recorder recording (perfdoctor collect --jfr PID, or a .jfr file: JDK or async-profiler)",
 }
 
 // Has reports whether the evidence provides the input.

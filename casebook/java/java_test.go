@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
+	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/load"
+	"github.com/perfdoctor/perfdoctor/rules"
 )
 
 var perfdoctor string
@@ -78,13 +80,36 @@ func start(t *testing.T, src, mainClass, variant string, classpath ...string) *s
 // diagnoseUnderLoad warms the JVM up, then records it with
 // `perfdoctor collect --jfr` during a bounded closed-loop load and returns
 // the findings of `perfdoctor diagnose` and the throughput measured while
-// recording.
+// recording. On a busy machine a window can hold too few CPU samples for
+// the rules; it then records again over a window twice as long, at most
+// three times, rather than judge thin evidence.
 func diagnoseUnderLoad(t *testing.T, s *service) ([]harness.Finding, float64) {
 	t.Helper()
-	const warmup, window = 3 * time.Second, 6 * time.Second
+	const warmup = 3 * time.Second
 	if _, err := load.Run(context.Background(), load.Config{URL: s.url, Concurrency: 4, Duration: warmup}); err != nil {
 		t.Fatalf("warm-up load: %v", err)
 	}
+	window := 6 * time.Second
+	for attempt := 1; ; attempt++ {
+		bundleDir, rps := recordUnderLoad(t, s, window)
+		ev, err := evidence.Load(bundleDir)
+		if err != nil {
+			t.Fatalf("load the bundle: %v", err)
+		}
+		n := evidence.SampleCount(ev.Profile(evidence.CPU))
+		if n >= rules.MinCPUSamples || attempt == 3 {
+			t.Logf("%d CPU samples over %s (attempt %d)", n, window, attempt)
+			return harness.Diagnose(t, perfdoctor, bundleDir).Findings, rps
+		}
+		t.Logf("only %d CPU samples over %s (a busy machine?): recording again over %s", n, window, 2*window)
+		window *= 2
+	}
+}
+
+// recordUnderLoad records the service with collect --jfr over window while
+// a closed-loop load runs, and returns the bundle and the throughput.
+func recordUnderLoad(t *testing.T, s *service, window time.Duration) (string, float64) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
@@ -110,7 +135,7 @@ func diagnoseUnderLoad(t *testing.T, s *service) ([]harness.Finding, float64) {
 		t.Errorf("load: %d errors (%v)", lr.r.Errors, lr.r.ErrorsByKind)
 	}
 	t.Logf("throughput while recording: %.0f requests/s (%s)", lr.r.Throughput, lr.r)
-	return harness.Diagnose(t, perfdoctor, bundleDir).Findings, lr.r.Throughput
+	return bundleDir, lr.r.Throughput
 }
 
 // check runs both variants of a case: the bad one's top finding must be

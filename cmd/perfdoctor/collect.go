@@ -37,7 +37,7 @@ snapshots the process, its cgroup and the host's CPU and network state from
 Linux perf. The bundle is a plain directory; go tool pprof reads its files.
 
 With --jfr PID it records a local JVM with Java Flight Recorder instead (jcmd
-JFR.start, wait, JFR.dump, converted with the JDK's jfr tool): CPU samples,
+JFR.start, wait, JFR.dump, decoded by perfdoctor): CPU samples,
 allocations, monitor contention and exceptions as profiles, and the JVM's
 configuration, collector pauses and exception counts in jvm.json, with
 credentials in its command line and properties redacted.

@@ -10,13 +10,14 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/folded"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 func (a *app) diagnoseCommand() *cobra.Command {
-	var format, out, failOn, gcLog string
+	var format, out, failOn, gcLog, foldedWeights string
 	cmd := &cobra.Command{
 		Use:   "diagnose PATH...",
 		Short: "Diagnose a bundle, a directory of profiles, or profile files",
@@ -43,7 +44,17 @@ CPU (or memory or latency) the fix can recover.`,
 					return usageError{fmt.Errorf("--fail-on: %w (want info, low, medium or high)", err)}
 				}
 			}
-			rep, err := diagnoseWithGCTrace(cmd.InOrStdin(), gcLog, args...)
+			weights, err := folded.ParseWeights(foldedWeights)
+			if err != nil {
+				return usageError{fmt.Errorf("--folded-weights: %w", err)}
+			}
+			opt := evidence.LoadOptions{FoldedWeights: weights}
+			var rep *report.Report
+			if gcLog != "" {
+				rep, err = diagnoseWithGCTrace(cmd.InOrStdin(), gcLog, opt, args...)
+			} else {
+				rep, err = diagnoseWith(opt, args...)
+			}
 			if err != nil {
 				return err
 			}
@@ -65,22 +76,17 @@ CPU (or memory or latency) the fix can recover.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the report to this file instead of stdout")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit with code 3 if a finding has this severity or higher (info, low, medium, high)")
 	cmd.Flags().StringVar(&gcLog, "gctrace", "", "also read a GODEBUG=gctrace=1 log (the target's stderr) from this file, or - for stdin")
+	cmd.Flags().StringVar(&foldedWeights, "folded-weights", "auto", "what the counts of folded stacks are: samples, nanoseconds (async-profiler --total), or auto (guess, and say so in the report)")
 	return cmd
 }
 
-// diagnose loads the evidence once and runs the catalog over it.
-func diagnose(paths ...string) (*report.Report, error) {
-	return diagnoseWithGCTrace(nil, "", paths...)
-}
-
-// diagnoseWithGCTrace is diagnose plus, when gcLog is set, a gctrace log
-// read from that file or, for "-", from stdin; with no paths the log is the
-// only evidence.
-func diagnoseWithGCTrace(stdin io.Reader, gcLog string, paths ...string) (*report.Report, error) {
+// diagnoseWithGCTrace is diagnose plus a gctrace log read from a file or,
+// for "-", from stdin; with no paths the log is the only evidence.
+func diagnoseWithGCTrace(stdin io.Reader, gcLog string, opt evidence.LoadOptions, paths ...string) (*report.Report, error) {
 	ev := evidence.New()
 	if len(paths) > 0 {
 		var err error
-		if ev, err = evidence.Load(paths...); err != nil {
+		if ev, err = evidence.LoadWith(opt, paths...); err != nil {
 			return nil, err
 		}
 	}
@@ -98,7 +104,23 @@ func diagnoseWithGCTrace(stdin io.Reader, gcLog string, paths ...string) (*repor
 			return nil, err
 		}
 	}
-	return report.New("perfdoctor "+version, ev, rules.Run(ev, catalog.All())), nil
+	res := rules.Run(ev, catalog.All())
+	return report.New("perfdoctor "+version, ev, res), nil
+}
+
+// diagnose loads the evidence once and runs the catalog over it.
+func diagnose(paths ...string) (*report.Report, error) {
+	return diagnoseWith(evidence.LoadOptions{}, paths...)
+}
+
+// diagnoseWith is diagnose with load options.
+func diagnoseWith(opt evidence.LoadOptions, paths ...string) (*report.Report, error) {
+	ev, err := evidence.LoadWith(opt, paths...)
+	if err != nil {
+		return nil, err
+	}
+	res := rules.Run(ev, catalog.All())
+	return report.New("perfdoctor "+version, ev, res), nil
 }
 
 // writeReport writes to path (atomically) or, with no path, to w.

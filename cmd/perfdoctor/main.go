@@ -102,6 +102,7 @@ Start with:  perfdoctor demo`,
 	root.AddCommand(
 		a.collectCommand(),
 		a.diagnoseCommand(),
+		a.exportCommand(),
 		a.rulesCommand(),
 		a.explainCommand(),
 		a.demoCommand(),

@@ -1,6 +1,6 @@
 // Package jvm collects a bundle from a running JVM with Java Flight
 // Recorder: it starts a recording through jcmd, waits, dumps it, converts
-// it with the JDK's jfr tool and writes the profiles and a redacted JVM
+// it natively (evidence/jfr) and writes the profiles and a redacted JVM
 // summary. The raw recording is not kept: it holds the process's
 // environment variables and unredacted system properties.
 package jvm
@@ -177,7 +177,7 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	if dumpErr == nil {
 		opt.Progress.Update("converting the recording")
 		t0 := time.Now()
-		rec, err := jfr.ConvertWith(fin, c.jfrTool, recording)
+		rec, err := jfr.ReadFile(recording)
 		c.w.Written("convert", "", time.Since(t0), err)
 		if err == nil {
 			c.threadDump(fin, rec.JVM)

@@ -5,6 +5,12 @@
 // (_[j] JIT-compiled Java, _[i] inlined, _[0] interpreted, _[1] C1-compiled,
 // _[k] kernel); the suffix is stripped and the kind kept as the frame's
 // mapping, so kernel, Java and native time stay apart.
+//
+// It reads what flamegraph.pl renders: an empty frame is kept (as an
+// empty name), a ';' inside a JVM method signature ("read0(Ljava/io/
+// FileDescriptor;JI)I") does not split the frame, and counts may be
+// sample counts or time (async-profiler's --total writes nanoseconds);
+// see Weights.
 package folded
 
 import (
@@ -13,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,10 +43,63 @@ const (
 	maxFrames = 4096
 )
 
+// Weights says what a folded file's counts are.
+type Weights string
+
+const (
+	// WeightsAuto decides from the counts themselves; see Guess.
+	WeightsAuto Weights = ""
+	// WeightsSamples takes counts as numbers of samples (stackcollapse-perf,
+	// async-profiler's default collapsed output).
+	WeightsSamples Weights = "samples"
+	// WeightsNanoseconds takes counts as time in nanoseconds
+	// (async-profiler's collapsed --total for cpu and wall, period-weighted
+	// exports).
+	WeightsNanoseconds Weights = "nanoseconds"
+)
+
+// ParseWeights reads a --folded-weights value.
+func ParseWeights(s string) (Weights, error) {
+	switch w := Weights(s); w {
+	case "auto":
+		return WeightsAuto, nil
+	case WeightsAuto, WeightsSamples, WeightsNanoseconds:
+		return w, nil
+	}
+	return "", fmt.Errorf("folded weights %q: want auto, samples or nanoseconds", s)
+}
+
+// Options tune ParseWith.
+type Options struct {
+	Weights Weights
+}
+
+// Result is a parsed file with what was assumed reading it.
+type Result struct {
+	Profile *profile.Profile
+	// Weights is what the counts were read as.
+	Weights Weights
+	// Assumed explains a guess about the counts' meaning; empty when the
+	// caller said what they are or they are plainly sample counts.
+	Assumed string
+}
+
 // Parse reads folded stacks from r, one line at a time, into a CPU-style
-// profile with sample types samples/count and cpu/nanoseconds. Identical
-// stacks are merged. Blank lines and lines starting with '#' are ignored.
+// profile with sample types samples/count and cpu/nanoseconds, counts taken
+// as samples. Identical stacks are merged. Blank lines and lines starting
+// with '#' are ignored.
 func Parse(r io.Reader) (*profile.Profile, error) {
+	res, err := ParseWith(r, Options{Weights: WeightsSamples})
+	if err != nil {
+		return nil, err
+	}
+	return res.Profile, nil
+}
+
+// ParseWith reads folded stacks as Parse does, with counts read as
+// opt.Weights says: with WeightsAuto, counts that look like time (see
+// Guess) are read as nanoseconds and the result says so.
+func ParseWith(r io.Reader, opt Options) (*Result, error) {
 	b := newBuilder()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
@@ -63,12 +123,75 @@ func Parse(r io.Reader) (*profile.Profile, error) {
 	if len(b.p.Sample) == 0 {
 		return nil, errors.New("folded stacks: no samples")
 	}
-	return b.p, nil
+	res := &Result{Profile: b.p, Weights: opt.Weights}
+	if res.Weights == WeightsAuto {
+		counts := make([]int64, len(b.p.Sample))
+		for i, s := range b.p.Sample {
+			counts[i] = s.Value[0]
+		}
+		res.Weights, res.Assumed = Guess(counts)
+	}
+	if res.Weights == WeightsNanoseconds {
+		b.asTime()
+	}
+	return res, nil
 }
 
-// Sniff reports whether the start of a file looks like folded stacks: its
-// first non-comment lines end in a space and a count and contain no
-// characters that stacks never hold (NUL, '{').
+// Guess decides whether counts (one per distinct stack) are samples or
+// nanoseconds. Sample counts per stack are small and irregular; time weights are large, and
+// async-profiler's --total makes every one a multiple of the sampling
+// interval. Counts are taken as nanoseconds when every one is a multiple
+// of at least 100µs, or when the median stack holds a million or more. The
+// second result says what was assumed, for the user to check.
+func Guess(counts []int64) (Weights, string) {
+	var g int64
+	nonzero := make([]int64, 0, len(counts))
+	for _, c := range counts {
+		if c > 0 {
+			g = gcd(g, c)
+			nonzero = append(nonzero, c)
+		}
+	}
+	if len(nonzero) == 0 {
+		return WeightsSamples, ""
+	}
+	slices.Sort(nonzero)
+	median := nonzero[len(nonzero)/2]
+	switch {
+	case g >= 100_000 && len(nonzero) > 1:
+		return WeightsNanoseconds, fmt.Sprintf("counts read as nanoseconds: every one is a multiple of %s, a sampling interval (async-profiler --total?); give --folded-weights=samples if they are sample counts", time.Duration(g))
+	case median >= 1_000_000:
+		return WeightsNanoseconds, fmt.Sprintf("counts read as nanoseconds: the median stack has %d, too many to be samples; give --folded-weights=samples if they are sample counts", median)
+	}
+	return WeightsSamples, ""
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// asTime rereads the counts as nanoseconds: the time is the count, and the
+// samples are estimated at one per Period (at least one per stack seen).
+func (b *builder) asTime() {
+	for _, s := range b.p.Sample {
+		ns := s.Value[0]
+		s.Value[1] = ns
+		s.Value[0] = ns / int64(Period)
+		if s.Value[0] == 0 && ns > 0 {
+			s.Value[0] = 1
+		}
+	}
+}
+
+// Sniff reports whether the start of a file looks like folded stacks, on
+// positive evidence: its first non-comment lines end in a space and a count,
+// contain no characters that stacks never hold (NUL, '{' first), and at
+// least half of them are stacks of several frames (a ';' outside a JVM
+// signature). "name 123" lines alone (/proc/vmstat, /proc/stat's "btime")
+// are not stacks.
 func Sniff(head []byte) bool {
 	if bytes.IndexByte(head, 0) >= 0 {
 		return false
@@ -77,20 +200,56 @@ func Sniff(head []byte) bool {
 	if len(lines) > 1 {
 		lines = lines[:len(lines)-1] // the last may be cut off
 	}
-	seen := 0
+	seen, deep := 0, 0
 	for _, l := range lines {
 		l = bytes.TrimRight(l, "\r")
 		if len(bytes.TrimSpace(l)) == 0 || l[0] == '#' {
 			continue
 		}
-		if _, _, err := split(string(l)); err != nil || l[0] == '{' || l[0] == ' ' {
+		stack, _, err := split(string(l))
+		if err != nil || l[0] == '{' || l[0] == ' ' || l[0] == '\t' || strings.ContainsAny(stack, "\"\t") || strings.Contains(stack, "; ") {
+			// Quotes, tabs and a frame starting with a space are what logs
+			// hold and stack tools never write.
 			return false
 		}
-		if seen++; seen == 8 {
+		if frames := splitFrames(stack); len(frames) > 1 && slices.ContainsFunc(frames, func(f string) bool { return f != "" }) {
+			deep++
+		}
+		if seen++; seen == 16 {
 			break
 		}
 	}
-	return seen > 0
+	return seen > 0 && deep > 0 && deep*2 >= seen
+}
+
+// splitFrames cuts a stack at the ';' between frames, not at those inside
+// a JVM method signature: in its parentheses or ending its return type.
+func splitFrames(stack string) []string {
+	if !strings.Contains(stack, "(") {
+		return strings.Split(stack, ";")
+	}
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(stack); i++ {
+		switch stack[i] {
+		case '(':
+			depth++
+		case ')':
+			depth = max(0, depth-1)
+			// An object return type, ")Ljava/lang/Object;", ends in its own ';'.
+			if j := i + 1 + len(stack[i+1:]) - len(strings.TrimLeft(stack[i+1:], "[")); depth == 0 && j < len(stack) && stack[j] == 'L' {
+				if end := strings.IndexByte(stack[j:], ';'); end > 0 {
+					i = j + end
+				}
+			}
+		case ';':
+			if depth == 0 {
+				out = append(out, stack[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, stack[start:])
 }
 
 // split cuts a line into its stack text and count.
@@ -113,7 +272,8 @@ func split(line string) (string, int64, error) {
 type builder struct {
 	p         *profile.Profile
 	mappings  map[string]*profile.Mapping
-	locations map[string]*profile.Location // by kind and name
+	locations map[string]*profile.Location // by kind and whole frame
+	byText    map[string]*profile.Location // by the frame's text in the file
 	samples   map[string]*profile.Sample   // by the stack's text
 }
 
@@ -126,6 +286,7 @@ func newBuilder() *builder {
 		},
 		mappings:  map[string]*profile.Mapping{},
 		locations: map[string]*profile.Location{},
+		byText:    map[string]*profile.Location{},
 		samples:   map[string]*profile.Sample{},
 	}
 }
@@ -140,17 +301,14 @@ func (b *builder) add(line string) error {
 		s.Value[1] += n * int64(Period)
 		return nil
 	}
-	names := strings.Split(stack, ";")
+	names := splitFrames(stack)
 	if len(names) > maxFrames {
 		return fmt.Errorf("%d frames, more than %d", len(names), maxFrames)
 	}
 	s := &profile.Sample{Value: []int64{n, n * int64(Period)}}
 	for i := len(names) - 1; i >= 0; i-- { // pprof orders leaf first
-		name, kind := Frame(names[i])
-		if name == "" {
-			return fmt.Errorf("empty frame %d", i+1)
-		}
-		s.Location = append(s.Location, b.location(name, kind))
+		// An empty frame stays, unnamed, as flamegraph.pl draws it.
+		s.Location = append(s.Location, b.location(names[i]))
 	}
 	b.samples[stack] = s
 	b.p.Sample = append(b.p.Sample, s)
@@ -159,22 +317,73 @@ func (b *builder) add(line string) error {
 
 // Frame strips an async-profiler kind suffix from a frame and returns the
 // name and its kind. Java frames are written with dots ("java.lang.String.equals")
-// so that rules match one spelling whichever tool produced them.
+// so that rules match one spelling whichever tool produced them; a JVM
+// method signature ("(Ljava/io/FileDescriptor;JI)I", async-profiler -g) is
+// left out of the name (SignatureFrame keeps it) and marks the frame Java.
 func Frame(s string) (name, kind string) {
+	name, kind, _ = SignatureFrame(s)
+	return name, kind
+}
+
+// SignatureFrame is Frame that also returns the frame whole but for its
+// kind suffix, signature included, for the function's system name.
+func SignatureFrame(s string) (name, kind, whole string) {
+	kind = KindNative
 	if len(s) > 4 && strings.HasSuffix(s, "]") && s[len(s)-4:len(s)-2] == "_[" {
 		switch s[len(s)-2] {
 		case 'k':
-			return s[:len(s)-4], KindKernel
+			return s[:len(s)-4], KindKernel, s[:len(s)-4]
 		case 'j', 'i', '0', '1':
-			return strings.ReplaceAll(s[:len(s)-4], "/", "."), KindJava
+			s, kind = s[:len(s)-4], KindJava
 		}
 	}
-	return s, KindNative
+	whole = s
+	if m, sig, ok := strings.Cut(s, "("); ok && isJVMSignature("("+sig) && m != "" {
+		s, kind = m, KindJava
+	}
+	if kind == KindJava {
+		s = strings.ReplaceAll(s, "/", ".")
+	}
+	return s, kind, whole
 }
 
-func (b *builder) location(name, kind string) *profile.Location {
-	key := kind + "\x00" + name
+// isJVMSignature reports whether s is a JVM method descriptor,
+// "(params)return" in the class file's notation.
+func isJVMSignature(s string) bool {
+	params, ret, ok := strings.Cut(strings.TrimPrefix(s, "("), ")")
+	return ok && strings.HasPrefix(s, "(") && isDescriptors(params) && (ret == "V" || isDescriptors(ret) && ret != "")
+}
+
+// isDescriptors reports whether s is a run of JVM field descriptors.
+func isDescriptors(s string) bool {
+	for s != "" {
+		s = strings.TrimLeft(s, "[")
+		switch {
+		case s == "":
+			return false
+		case strings.ContainsRune("BCDFIJSZ", rune(s[0])):
+			s = s[1:]
+		case s[0] == 'L':
+			end := strings.IndexByte(s, ';')
+			if end < 2 {
+				return false
+			}
+			s = s[end+1:]
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (b *builder) location(frame string) *profile.Location {
+	if l := b.byText[frame]; l != nil {
+		return l
+	}
+	name, kind, whole := SignatureFrame(frame)
+	key := kind + "\x00" + whole
 	if l := b.locations[key]; l != nil {
+		b.byText[frame] = l
 		return l
 	}
 	m := b.mappings[kind]
@@ -183,10 +392,11 @@ func (b *builder) location(name, kind string) *profile.Location {
 		b.mappings[kind] = m
 		b.p.Mapping = append(b.p.Mapping, m)
 	}
-	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name}
+	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: whole}
 	b.p.Function = append(b.p.Function, fn)
 	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: m, Line: []profile.Line{{Function: fn}}}
 	b.p.Location = append(b.p.Location, l)
 	b.locations[key] = l
+	b.byText[frame] = l
 	return l
 }

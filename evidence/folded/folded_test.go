@@ -91,7 +91,6 @@ func TestErrors(t *testing.T) {
 		"":                  "no samples",
 		"a;b\n":             "line 1",
 		"a;b 1\na;b x\n":    `line 2: count "x"`,
-		"a;;b 3\n":          "empty frame",
 		"a;b -3\n":          "non-negative",
 		"# only comments\n": "no samples",
 	} {
@@ -102,8 +101,109 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// An empty frame is kept where flamegraph.pl draws it, not a reason to
+// refuse the file.
+func TestEmptyFrameKept(t *testing.T) {
+	p, err := Parse(strings.NewReader("main;;work 3\nmain;work 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := render(p)
+	if !strings.Contains(got, "3 30000000 | main [native] ;  [native] ; work [native]") {
+		t.Errorf("empty frame lost:\n%s", got)
+	}
+}
+
+// A ';' inside a JVM signature (async-profiler -g) does not split the frame:
+// the method is named without its signature, which stays in SystemName.
+func TestJVMSignatureKeptWhole(t *testing.T) {
+	in := "java/lang/Thread.run()V_[j];sun/nio/ch/FileDispatcherImpl.read0(Ljava/io/FileDescriptor;JI)I_[j] 7\n" +
+		"java/lang/Thread.run()V;java/util/HashMap.get(Ljava/lang/Object;)Ljava/lang/Object; 2\n"
+	if !Sniff([]byte(in)) {
+		t.Error("signature stacks not recognised")
+	}
+	p, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaves []string
+	for _, s := range p.Sample {
+		fn := s.Location[0].Line[0].Function
+		leaves = append(leaves, fn.Name+" = "+fn.SystemName+" "+s.Location[0].Mapping.File)
+		if len(s.Location) != 2 {
+			t.Errorf("%d frames, want 2: %v", len(s.Location), leaves)
+		}
+	}
+	want := []string{
+		"sun.nio.ch.FileDispatcherImpl.read0 = sun/nio/ch/FileDispatcherImpl.read0(Ljava/io/FileDescriptor;JI)I [java]",
+		"java.util.HashMap.get = java/util/HashMap.get(Ljava/lang/Object;)Ljava/lang/Object; [java]",
+	}
+	if strings.Join(leaves, "\n") != strings.Join(want, "\n") {
+		t.Errorf("leaves\n%s\nwant\n%s", strings.Join(leaves, "\n"), strings.Join(want, "\n"))
+	}
+	// Parentheses that are no signature change nothing.
+	if name, kind := Frame("operator()(int);x"); name != "operator()(int);x" || kind != KindNative {
+		t.Errorf("C++ frame read as %q %q", name, kind)
+	}
+}
+
+// Counts that are time are told from sample counts, and the guess says so;
+// the caller's word overrides it.
+func TestWeights(t *testing.T) {
+	periods := "main;a 30000000\nmain;b 10000000\nmain;c 120000000\n"
+	res, err := ParseWith(strings.NewReader(periods), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Weights != WeightsNanoseconds || !strings.Contains(res.Assumed, "multiple of 10ms") {
+		t.Errorf("periods read as %q (%q)", res.Weights, res.Assumed)
+	}
+	var n, ns int64
+	for _, s := range res.Profile.Sample {
+		n += s.Value[0]
+		ns += s.Value[1]
+	}
+	if n != 16 || ns != 160000000 {
+		t.Errorf("samples %d, time %d ns; want 16 and 160ms", n, ns)
+	}
+	res, err = ParseWith(strings.NewReader(periods), Options{Weights: WeightsSamples})
+	if err != nil || res.Assumed != "" || res.Profile.Sample[0].Value[0] != 30000000 {
+		t.Errorf("--folded-weights=samples not obeyed: %+v %v", res, err)
+	}
+	for name, in := range map[string]string{
+		"stackcollapse-perf": "main;a 3\nmain;b 1200\nmain;c 41\n",
+		"round counts":       "main;a 100\nmain;b 200\n",
+		"one stack":          "main;a 500000\n",
+	} {
+		res, err := ParseWith(strings.NewReader(in), Options{})
+		if err != nil || res.Weights != WeightsSamples || res.Assumed != "" {
+			t.Errorf("%s: read as %q (%q, %v)", name, res.Weights, res.Assumed, err)
+		}
+	}
+	irregular := "main;a 31234567\nmain;b 2345679\nmain;c 9876543\n"
+	if w, why := Guess(countsOf(irregular)); w != WeightsNanoseconds || !strings.Contains(why, "median") {
+		t.Errorf("large irregular counts: %q %q", w, why)
+	}
+	if _, err := ParseWeights("bogus"); err == nil {
+		t.Error("bad --folded-weights accepted")
+	}
+}
+
+func countsOf(in string) []int64 {
+	var out []int64
+	for _, l := range strings.Split(strings.TrimSpace(in), "\n") {
+		_, n, _ := split(l)
+		out = append(out, n)
+	}
+	return out
+}
+
 func TestSniffRejects(t *testing.T) {
-	for _, in := range []string{`{"a": 1}`, "heap profile: 1: 2 [3: 4] @ heap/1048576\n", "hello world\n", "\x00\x01 2\n", "FLR\x00"} {
+	for _, in := range []string{`{"a": 1}`, "heap profile: 1: 2 [3: 4] @ heap/1048576\n", "hello world\n", "\x00\x01 2\n", "FLR\x00",
+		// /proc/stat, /proc/vmstat: "name count" lines are no stacks.
+		"btime 1763956000\nprocesses 98123\nprocs_running 2\nprocs_blocked 0\n",
+		"nr_free_pages 12345\nnr_zone_inactive_anon 77\nnr_zone_active_anon 8899\n",
+		"main 3\nfoo 2\n", ";; 4\n"} {
 		if Sniff([]byte(in)) {
 			t.Errorf("Sniff(%q) = true", in)
 		}
@@ -119,7 +219,14 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("a;b_[k] 1\n;x 2\n"))
+	f.Add([]byte("a;java/io/F.read(Ljava/io/FileDescriptor;JI)I_[j] 20000000\nb;;c 10000000\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		Sniff(data)
+		if res, err := ParseWith(bytes.NewReader(data), Options{}); err == nil {
+			if err := res.Profile.CheckValid(); err != nil {
+				t.Fatalf("invalid profile (weights %s) from %q: %v", res.Weights, data, err)
+			}
+		}
 		p, err := Parse(bytes.NewReader(data))
 		if err != nil {
 			return

@@ -13,14 +13,17 @@ import (
 
 // converter accumulates a recording's events into profiles and a summary.
 type converter struct {
-	cpu, allocSample, allocTLAB, monitor, wait, exceptions *builder
-	sum                                                    Summary
-	first, last                                            time.Time
-	excFirst, excLast                                      values
-	excSeen                                                int
-	cpuLoads                                               int
-	threads                                                map[string]*threadAcc
-	explicitCallers                                        map[string]bool
+	cpu, allocSample, allocTLAB, monitor, wait, exceptions, wall *builder
+	sum                                                          Summary
+	first, last                                                  time.Time
+	excFirst, excLast                                            values
+	excSeen                                                      int
+	cpuLoads                                                     int
+	threads                                                      map[string]*threadAcc
+	explicitCallers                                              map[string]bool
+	// wallMode is set by async-profiler's "event" setting "wall": its
+	// execution samples are then wall-clock samples, running or not.
+	wallMode bool
 }
 
 type threadAcc struct {
@@ -36,6 +39,7 @@ func newConverter() *converter {
 		monitor:         newBuilder("delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
 		wait:            newBuilder("delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
 		exceptions:      newBuilder("exceptions", [2]string{"exceptions", "count"}),
+		wall:            newBuilder("wall", [2]string{"samples", "count"}, [2]string{"wall", "nanoseconds"}),
 		sum:             Summary{Format: SummaryFormat, Properties: map[string]string{}},
 		threads:         map[string]*threadAcc{},
 		explicitCallers: map[string]bool{},
@@ -54,9 +58,21 @@ func (c *converter) add(ev *event) {
 	}
 	s := &c.sum
 	switch strings.TrimPrefix(ev.Type, "jdk.") {
+	case "ActiveSetting":
+		if v.Name == "event" && rawString(v.Value) == "wall" {
+			c.wallMode = true
+		}
 	case "ExecutionSample":
+		if c.wallMode || !onCPU(v.State) {
+			// async-profiler's wall clock mode samples sleeping threads too.
+			c.wall.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+			break
+		}
 		s.ExecutionSamples++
 		c.cpu.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+	case wallClockEvent:
+		n := max(v.Samples, 1)
+		c.wall.add(v.StackTrace, []int64{n, n * int64(SamplePeriod)}, "thread", v.SampledThread.name())
 	case "ObjectAllocationSample":
 		c.allocSample.add(v.StackTrace, []int64{1, v.Weight}, "class", javaName(v.ObjectClass))
 	case "ObjectAllocationInNewTLAB":
@@ -142,6 +158,17 @@ func (c *converter) add(ev *event) {
 	}
 }
 
+// onCPU reports whether an execution sample's thread state is running:
+// the JDK's samples are STATE_RUNNABLE, async-profiler's CPU samples
+// STATE_DEFAULT (or none); sleeping, waiting and parked threads are not.
+func onCPU(state string) bool {
+	switch state {
+	case "", "STATE_RUNNABLE", "STATE_DEFAULT", "STATE_RUNNING":
+		return true
+	}
+	return false
+}
+
 // deadlockReport starts the JVM's own deadlock report in a thread dump.
 var deadlockReport = regexp.MustCompile(`(?m)^Found (one|\d+) Java-level deadlocks?:`)
 
@@ -210,6 +237,7 @@ func (c *converter) finish() *Recording {
 		s.GC.ExplicitCallers = append(s.GC.ExplicitCallers, caller)
 	}
 	sort.Strings(s.GC.ExplicitCallers)
+	sort.SliceStable(s.Flags, func(i, j int) bool { return s.Flags[i].Name < s.Flags[j].Name })
 	if len(s.Properties) == 0 {
 		s.Properties = nil
 	}
@@ -228,6 +256,7 @@ func (c *converter) finish() *Recording {
 		Monitor:    monitor,
 		Wait:       c.wait.finish(c.first, span),
 		Exceptions: c.exceptions.finish(c.first, span),
+		Wall:       c.wall.finish(c.first, span),
 		JVM:        s,
 	}
 }
@@ -288,6 +317,9 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 	names := make([]string, len(frames))
 	for i := range frames {
 		names[i] = frameName(&frames[i])
+		if isNativeFrame(&frames[i]) {
+			names[i] = nativePrefix + frames[i].Method.Name
+		}
 		b.key.WriteByte(0)
 		b.key.WriteString(names[i])
 		b.key.WriteByte(0)
@@ -317,22 +349,45 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 	b.p.Sample = append(b.p.Sample, s)
 }
 
+// nativePrefix marks, within the builder, a native frame's name: it has no
+// Java source file and belongs to the native mapping.
+const nativePrefix = "\x00native "
+
 func (b *builder) location(name string, line int64) *profile.Location {
 	line = max(line, 0)
 	k := locKey{name, line}
 	if l := b.locations[k]; l != nil {
 		return l
 	}
+	mapping := b.mapping
+	fnName, file := name, ""
+	if native, ok := strings.CutPrefix(name, nativePrefix); ok {
+		fnName, mapping = native, b.nativeMapping()
+	} else {
+		file = sourceFile(name)
+	}
 	fn := b.functions[name]
 	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: name, SystemName: name, Filename: sourceFile(name)}
+		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fnName, SystemName: fnName, Filename: file}
 		b.functions[name] = fn
 		b.p.Function = append(b.p.Function, fn)
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: b.mapping, Line: []profile.Line{{Function: fn, Line: line}}}
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: mapping, Line: []profile.Line{{Function: fn, Line: line}}}
 	b.locations[k] = l
 	b.p.Location = append(b.p.Location, l)
 	return l
+}
+
+// nativeMapping is the mapping of native frames, made on first use.
+func (b *builder) nativeMapping() *profile.Mapping {
+	for _, m := range b.p.Mapping {
+		if m.File == "[native]" {
+			return m
+		}
+	}
+	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: "[native]", HasFunctions: true}
+	b.p.Mapping = append(b.p.Mapping, m)
+	return m
 }
 
 // sourceFile guesses a method's source file from its class, as Java

@@ -1,7 +1,8 @@
 // Package jfr converts Java Flight Recorder recordings into pprof profiles and
-// a JVM summary. It reads recordings through the JDK's own jfr tool
-// (`jfr print --json`, JDK 17 and later), decoding its JSON one event at a
-// time so that large recordings never sit in memory whole.
+// a JVM summary. Read decodes the binary format natively (JDK 11 to 25 and
+// async-profiler recordings, no JDK needed, one chunk in memory at a time);
+// ConvertWith reads through the JDK's own jfr tool (`jfr print --json`),
+// which the tests keep as the cross-check of the native reader.
 package jfr
 
 import (
@@ -31,7 +32,7 @@ var Events = []string{
 	"jdk.JavaExceptionThrow", "jdk.JavaErrorThrow", "jdk.ExceptionStatistics",
 	"jdk.GarbageCollection", "jdk.GCConfiguration", "jdk.SystemGC",
 	"jdk.ThreadCPULoad", "jdk.CPULoad", "jdk.CPUInformation",
-	"jdk.JVMInformation", "jdk.InitialSystemProperty", "jdk.ActiveRecording", "jdk.ThreadDump",
+	"jdk.JVMInformation", "jdk.InitialSystemProperty", "jdk.ActiveRecording", "jdk.ActiveSetting", "jdk.ThreadDump",
 	"jdk.BooleanFlag", "jdk.IntFlag", "jdk.UnsignedIntFlag", "jdk.LongFlag", "jdk.UnsignedLongFlag",
 	"jdk.DoubleFlag", "jdk.StringFlag",
 }

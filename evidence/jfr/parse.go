@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +30,18 @@ type Recording struct {
 	Monitor    *profile.Profile // jdk.JavaMonitorEnter: contentions/count, delay/nanoseconds
 	Wait       *profile.Profile // jdk.JavaMonitorWait: contentions/count, delay/nanoseconds
 	Exceptions *profile.Profile // jdk.JavaExceptionThrow and JavaErrorThrow: exceptions/count
-	JVM        *Summary
+	// Wall is wall-clock samples (async-profiler's profiler.WallClockSample,
+	// or execution samples of threads that were not running): samples/count,
+	// wall/nanoseconds. They are never CPU time.
+	Wall *profile.Profile
+	JVM  *Summary
+	// Partial says why the recording was read only in part (its last
+	// chunk cut short); empty when read whole.
+	Partial string
 }
+
+// wallClockEvent is async-profiler's wall-clock sample (3.0 and later).
+const wallClockEvent = "profiler.WallClockSample"
 
 // Wire types: only the fields used are decoded.
 type (
@@ -85,6 +96,9 @@ type (
 		HWThreads int `json:"hwThreads"`
 
 		Result string `json:"result"`
+
+		State   string `json:"state"`   // the sampled thread's state
+		Samples int64  `json:"samples"` // profiler.WallClockSample: samples merged in one event
 	}
 	stackTrace struct {
 		Truncated bool    `json:"truncated"`
@@ -223,7 +237,8 @@ func ParseDuration(s string) (time.Duration, error) {
 	if !ok {
 		return 0, fmt.Errorf("duration %q: want ISO-8601 (PT1.5S)", s)
 	}
-	var total float64
+	var total float64 // for saturation
+	var exact int64   // nanoseconds, exact while in range
 	inTime := false
 	for rest != "" {
 		if rest[0] == 'T' {
@@ -238,11 +253,12 @@ func ParseDuration(s string) (time.Duration, error) {
 		if _, err := fmt.Sscan(rest[:i], &v); err != nil {
 			return 0, fmt.Errorf("duration %q: %w", s, err)
 		}
-		unit := map[byte]float64{'D': 86400, 'H': 3600, 'M': 60, 'S': 1}[rest[i]]
+		unit := map[byte]int64{'D': 86400, 'H': 3600, 'M': 60, 'S': 1}[rest[i]]
 		if rest[i] == 'M' && !inTime {
 			return 0, fmt.Errorf("duration %q: months are not a duration", s)
 		}
-		total += v * unit * 1e9
+		total += v * float64(unit) * 1e9
+		exact += decimalNanos(rest[:i]) * unit
 		rest = rest[i+1:]
 	}
 	switch {
@@ -251,5 +267,22 @@ func ParseDuration(s string) (time.Duration, error) {
 	case total <= -float64(1<<63):
 		return -1 << 63, nil
 	}
-	return time.Duration(total), nil
+	return time.Duration(exact), nil
+}
+
+// decimalNanos reads a decimal number of seconds ("-0.011971463") as
+// nanoseconds without the rounding of a float: jfr prints durations to the
+// nanosecond, and the native reader must agree with it exactly.
+func decimalNanos(s string) int64 {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	frac = (frac + "000000000")[:9]
+	w, _ := strconv.ParseInt(whole, 10, 64)
+	f, _ := strconv.ParseInt(frac, 10, 64)
+	n := w*1e9 + f
+	if neg {
+		return -n
+	}
+	return n
 }

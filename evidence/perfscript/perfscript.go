@@ -42,11 +42,31 @@ type Options struct {
 // ErrNoSamples means the input held no perf sample.
 var ErrNoSamples = errors.New("no perf samples found")
 
-// Parse reads `perf script` output and returns it as a profile with sample
-// types samples/count and the event's period (for cpu-clock, nanoseconds).
-// Malformed lines are an error naming the line; frames without a symbol are
-// kept as "[unknown]" with their address.
+// Parse reads `perf script` output and returns the profile of its on-CPU
+// event (see IsCPUEvent), or of its first event when none is on-CPU. Use
+// ParseEvents to keep every event of a multi-event recording.
 func Parse(r io.Reader, opt Options) (*profile.Profile, error) {
+	ps, err := ParseEvents(r, opt)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if IsCPUEvent(Event(p)) {
+			return p, nil
+		}
+	}
+	return ps[0], nil
+}
+
+// ParseEvents reads `perf script` output and returns one profile per event
+// (perf record -e cycles -e instructions samples both into one file; their
+// periods are different quantities and must not be summed), in the order
+// the events first appear. Each has sample types samples/count and the
+// event's period (for cpu-clock and task-clock, nanoseconds). Frames may be
+// indented or not, as perl's stackcollapse-perf reads them. Malformed lines
+// are an error naming the line; frames without a symbol are kept as
+// "[unknown]" with their address.
+func ParseEvents(r io.Reader, opt Options) ([]*profile.Profile, error) {
 	b := newBuilder(opt)
 	br := bufio.NewReaderSize(r, 64<<10)
 	maxLine := opt.MaxLine
@@ -70,10 +90,50 @@ func Parse(r io.Reader, opt Options) (*profile.Profile, error) {
 		}
 	}
 	b.flush()
-	if len(b.p.Sample) == 0 {
+	if len(b.order) == 0 {
 		return nil, ErrNoSamples
 	}
-	return b.finish(), nil
+	out := make([]*profile.Profile, 0, len(b.order))
+	for _, ev := range b.order {
+		out = append(out, ev.finish())
+	}
+	return out, nil
+}
+
+// EventComment prefixes the comment naming a converted profile's event.
+const EventComment = "perf event "
+
+// Event is the perf event a converted profile sampled ("cycles:u"), or "".
+func Event(p *profile.Profile) string {
+	for _, c := range p.Comments {
+		if ev, ok := strings.CutPrefix(c, EventComment); ok {
+			return ev
+		}
+	}
+	return ""
+}
+
+// IsCPUEvent reports whether a perf event samples on-CPU time: the
+// software clocks (cpu-clock, task-clock) and the cycle counter perf
+// record uses by default, with any modifiers ("cycles:u", "cycles:ppp")
+// or PMU prefix ("cpu_core/cycles/u").
+func IsCPUEvent(event string) bool {
+	switch baseEvent(event) {
+	case "cpu-clock", "task-clock", "cycles", "cpu-cycles":
+		return true
+	}
+	return false
+}
+
+// baseEvent strips an event's PMU prefix and modifiers:
+// "cpu_core/cycles/u" and "cycles:ppp" are both "cycles".
+func baseEvent(event string) string {
+	name := event
+	if pmu, rest, ok := strings.Cut(name, "/"); ok && pmu != "" {
+		name, _, _ = strings.Cut(rest, "/")
+	}
+	name, _, _ = strings.Cut(name, ":")
+	return name
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -110,19 +170,27 @@ type header struct {
 	pid, tid int64
 	period   int64
 	event    string
+	time     time.Duration // 0 when perf did not print it
 }
 
+// builder reads lines; each event's samples go to their own eventProfile.
 type builder struct {
-	opt     Options
+	opt    Options
+	cur    *header
+	frames []frame
+	jit    map[int64]*jitMap
+	events map[string]*eventProfile
+	order  []*eventProfile
+}
+
+// eventProfile is one event's profile under construction.
+type eventProfile struct {
+	event   string
 	p       *profile.Profile
-	cur     *header
-	frames  []frame
 	funcs   map[[2]string]*profile.Function
 	locs    map[locKey]*profile.Location
 	maps    map[string]*profile.Mapping
 	samples map[string]*profile.Sample
-	jit     map[int64]*jitMap
-	event   string
 	first   time.Duration // first and last sample time, for the duration
 	last    time.Duration
 	haveT   bool
@@ -136,15 +204,28 @@ type locKey struct {
 }
 
 func newBuilder(opt Options) *builder {
-	return &builder{
-		opt:     opt,
+	return &builder{opt: opt, jit: map[int64]*jitMap{}, events: map[string]*eventProfile{}}
+}
+
+// eventFor returns the profile of the named event, starting it if new.
+func (b *builder) eventFor(name string) *eventProfile {
+	if ev := b.events[name]; ev != nil {
+		return ev
+	}
+	ev := &eventProfile{
+		event:   name,
 		p:       &profile.Profile{Comments: []string{Comment}},
 		funcs:   map[[2]string]*profile.Function{},
 		locs:    map[locKey]*profile.Location{},
 		maps:    map[string]*profile.Mapping{},
 		samples: map[string]*profile.Sample{},
-		jit:     map[int64]*jitMap{},
 	}
+	if name != "" {
+		ev.p.Comments = append(ev.p.Comments, EventComment+name)
+	}
+	b.events[name] = ev
+	b.order = append(b.order, ev)
+	return ev
 }
 
 func (b *builder) line(l []byte) error {
@@ -160,26 +241,46 @@ func (b *builder) line(l []byte) error {
 			return errors.New("stack frame before any sample header")
 		}
 		return b.frameLine(strings.TrimSpace(s))
+	case b.cur != nil && isFrameLine(s):
+		// Some tools and perf versions print frames flush left.
+		return b.frameLine(s)
 	}
 	b.flush()
-	h, t, err := parseHeader(s)
+	h, err := parseHeader(s)
 	if err != nil {
 		return err
-	}
-	if t > 0 {
-		if !b.haveT || t < b.first {
-			b.first = t
-		}
-		b.last = max(b.last, t)
-		b.haveT = true
 	}
 	b.cur = &h
 	return nil
 }
 
+// isFrameLine reports whether an unindented line is a stack frame, "addr
+// sym+off (dso)", rather than a sample header: it starts with a hex
+// address, ends with the object in parentheses and has no timestamp.
+func isFrameLine(s string) bool {
+	addr, rest, ok := strings.Cut(s, " ")
+	if !ok || !isHex(addr) || !strings.HasSuffix(rest, ")") || !strings.Contains(rest, "(") {
+		return false
+	}
+	for _, tok := range strings.Fields(rest) {
+		if strings.HasSuffix(tok, ":") && isTime(tok[:len(tok)-1]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isHex(s string) bool {
+	if s == "" || len(s) > 16 {
+		return false
+	}
+	_, err := strconv.ParseUint(s, 16, 64)
+	return err == nil
+}
+
 // parseHeader reads "comm pid[/tid] [cpu] time: [period] event: ...". The
 // command may contain spaces, so the pid is the first all-digit field after it.
-func parseHeader(s string) (header, time.Duration, error) {
+func parseHeader(s string) (header, error) {
 	f := strings.Fields(s)
 	// "pid/tid" (perf script -F pid,tid) is unambiguous; a bare number may
 	// also be a word of the command, so it is only the fallback.
@@ -191,7 +292,7 @@ func parseHeader(s string) (header, time.Duration, error) {
 		i = len(f)
 	}
 	if i >= len(f) {
-		return header{}, 0, fmt.Errorf("sample header without a pid: %.80q", s)
+		return header{}, fmt.Errorf("sample header without a pid: %.80q", s)
 	}
 	h := header{comm: strings.Join(f[:i], " "), period: 1}
 	pid, tid, ok := strings.Cut(f[i], "/")
@@ -213,13 +314,15 @@ func parseHeader(s string) (header, time.Duration, error) {
 		case isDigits(tok):
 			h.period, _ = strconv.ParseInt(tok, 10, 64)
 		case strings.HasSuffix(tok, ":") && h.event == "":
-			h.event, _, _ = strings.Cut(tok, ":")
+			// The event keeps its modifiers ("cycles:u:" is cycles:u).
+			h.event = strings.TrimSuffix(tok, ":")
 		}
 	}
 	if h.period <= 0 {
 		h.period = 1
 	}
-	return h, t, nil
+	h.time = t
+	return h, nil
 }
 
 func isPID(s string) bool {
@@ -329,8 +432,9 @@ func srcLine(s string) (string, int64, bool) {
 	return s[:i], n, true
 }
 
-// flush turns the pending header and frames into a sample, merging it with
-// an identical earlier one so memory follows distinct stacks, not samples.
+// flush turns the pending header and frames into a sample of its event,
+// merging it with an identical earlier one so memory follows distinct
+// stacks, not samples.
 func (b *builder) flush() {
 	h := b.cur
 	b.cur = nil
@@ -339,8 +443,13 @@ func (b *builder) flush() {
 	if h == nil {
 		return
 	}
-	if b.event == "" {
-		b.event = h.event
+	ev := b.eventFor(h.event)
+	if h.time > 0 {
+		if !ev.haveT || h.time < ev.first {
+			ev.first = h.time
+		}
+		ev.last = max(ev.last, h.time)
+		ev.haveT = true
 	}
 	locs := make([]*profile.Location, 0, len(frames))
 	var key strings.Builder
@@ -349,15 +458,15 @@ func (b *builder) flush() {
 		if fr.sym == "" {
 			fr.sym = b.jitName(h.pid, fr)
 		}
-		loc := b.location(fr)
+		loc := ev.location(fr)
 		locs = append(locs, loc)
 		fmt.Fprintf(&key, "\x00%d", loc.ID)
 	}
 	if len(locs) == 0 {
-		locs = append(locs, b.location(frame{sym: "[no stack]"}))
+		locs = append(locs, ev.location(frame{sym: "[no stack]"}))
 	}
 	k := key.String()
-	if s := b.samples[k]; s != nil {
+	if s := ev.samples[k]; s != nil {
 		s.Value[0]++
 		s.Value[1] += h.period
 		return
@@ -371,13 +480,14 @@ func (b *builder) flush() {
 	if h.pid != 0 {
 		s.NumLabel["pid"] = []int64{h.pid}
 	}
-	b.samples[k] = s
-	b.p.Sample = append(b.p.Sample, s)
+	ev.samples[k] = s
+	ev.p.Sample = append(ev.p.Sample, s)
 }
 
-func (b *builder) location(fr frame) *profile.Location {
+func (ev *eventProfile) location(fr frame) *profile.Location {
+	p := ev.p
 	k := locKey{addr: fr.addr, dso: fr.dso, sym: fr.sym, file: fr.srcFile, line: fr.srcLine}
-	if l := b.locs[k]; l != nil {
+	if l := ev.locs[k]; l != nil {
 		return l
 	}
 	name := fr.sym
@@ -388,43 +498,52 @@ func (b *builder) location(fr frame) *profile.Location {
 		}
 	}
 	fk := [2]string{name, fr.srcFile}
-	fn := b.funcs[fk]
+	fn := ev.funcs[fk]
 	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: sourceName(name), SystemName: name, Filename: fr.srcFile}
-		b.funcs[fk] = fn
-		b.p.Function = append(b.p.Function, fn)
+		fn = &profile.Function{ID: uint64(len(p.Function) + 1), Name: sourceName(name), SystemName: name, Filename: fr.srcFile}
+		ev.funcs[fk] = fn
+		p.Function = append(p.Function, fn)
 	}
-	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: fr.addr,
+	l := &profile.Location{ID: uint64(len(p.Location) + 1), Address: fr.addr,
 		Line: []profile.Line{{Function: fn, Line: fr.srcLine}}}
 	if fr.dso != "" {
-		m := b.maps[fr.dso]
+		m := ev.maps[fr.dso]
 		if m == nil {
-			m = &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: fr.dso, HasFunctions: true}
-			b.maps[fr.dso] = m
-			b.p.Mapping = append(b.p.Mapping, m)
+			m = &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: fr.dso, HasFunctions: true}
+			ev.maps[fr.dso] = m
+			p.Mapping = append(p.Mapping, m)
 		}
 		l.Mapping = m
 	}
-	b.locs[k] = l
-	b.p.Location = append(b.p.Location, l)
+	ev.locs[k] = l
+	p.Location = append(p.Location, l)
 	return l
 }
 
-func (b *builder) finish() *profile.Profile {
-	p := b.p
-	event := b.event
+// periodUnit is the unit of an event's period: time for the software
+// clocks, cycles for the cycle counter, a count of events otherwise.
+func periodUnit(event string) string {
+	switch baseEvent(event) {
+	case "cpu-clock", "task-clock":
+		return "nanoseconds"
+	case "cycles", "cpu-cycles":
+		return "cycles"
+	}
+	return "count"
+}
+
+func (ev *eventProfile) finish() *profile.Profile {
+	p := ev.p
+	event := ev.event
 	if event == "" {
 		event = "events"
 	}
-	unit := "count"
-	if event == "cpu-clock" || event == "task-clock" {
-		unit = "nanoseconds"
-	}
+	unit := periodUnit(event)
 	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: event, Unit: unit}}
 	p.DefaultSampleType = "samples"
 	p.PeriodType = &profile.ValueType{Type: event, Unit: unit}
-	if b.haveT {
-		p.DurationNanos = int64(b.last - b.first)
+	if ev.haveT {
+		p.DurationNanos = int64(ev.last - ev.first)
 	}
 	return p
 }
@@ -506,26 +625,37 @@ func IsKernel(l *profile.Location) bool {
 	return l.Mapping != nil && (l.Mapping.File == KernelMapping || strings.HasPrefix(l.Mapping.File, "[kernel"))
 }
 
-// Looks reports whether data starts like `perf script` output: a sample
-// header line followed by an indented hex address.
+// Looks reports whether data starts like `perf script` output, on positive
+// evidence only: a sample header with a process id, a timestamp and an
+// event ("comm pid/tid [cpu] 1.5: 1000 cycles:"), followed by a stack frame
+// ("addr sym+off (dso)", indented or not) or, for recordings without call
+// chains, by another such header.
 func Looks(data []byte) bool {
 	head := data[:min(len(data), 4096)]
+	if bytes.IndexByte(head, 0) >= 0 {
+		return false
+	}
 	lines := bytes.Split(head, []byte("\n"))
 	for i := 0; i+1 < len(lines); i++ {
-		l := lines[i]
-		if len(l) == 0 || l[0] == '#' {
+		l := string(bytes.TrimRight(lines[i], "\r"))
+		if strings.TrimSpace(l) == "" || l[0] == '#' {
 			continue
 		}
-		if l[0] == ' ' || l[0] == '\t' {
+		if !isSampleHeader(l) {
 			return false
 		}
-		if _, _, err := parseHeader(string(l)); err != nil {
-			return false
-		}
-		next := strings.TrimSpace(string(lines[i+1]))
-		addr, _, _ := strings.Cut(next, " ")
-		_, err := strconv.ParseUint(addr, 16, 64)
-		return err == nil && addr != ""
+		next := strings.TrimSpace(string(bytes.TrimRight(lines[i+1], "\r")))
+		return isFrameLine(next) || isSampleHeader(next)
 	}
 	return false
+}
+
+// isSampleHeader reports whether a line is a full perf script sample
+// header: pid, timestamp and event all present.
+func isSampleHeader(l string) bool {
+	if l == "" || l[0] == ' ' || l[0] == '\t' || isFrameLine(l) {
+		return false
+	}
+	h, err := parseHeader(l)
+	return err == nil && h.time > 0 && h.event != ""
 }

@@ -228,3 +228,155 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// A recording of three events (perf record -e cpu-clock -e page-faults -e
+// task-clock:u -g, made here with perf 6.1) gives three profiles whose
+// sample counts are perf's own per-event counts, not one sum.
+func TestEventsKeptApart(t *testing.T) {
+	data, err := os.ReadFile("testdata/multi-event.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ParseEvents(bytes.NewReader(data), Options{MapDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	var order []string
+	for _, p := range ps {
+		if err := p.CheckValid(); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, s := range p.Sample {
+			n += s.Value[0]
+		}
+		got[Event(p)] = n
+		order = append(order, Event(p)+"/"+p.SampleType[1].Unit)
+	}
+	// Counted with: grep -v '^\s' multi-event.txt | grep -o '[a-z:-]*: $' | sort | uniq -c
+	want := map[string]int64{"cpu-clock": 60, "page-faults": 12, "task-clock:u": 40}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("samples per event %v, want %v", got, want)
+	}
+	if strings.Join(order, " ") != "page-faults/count cpu-clock/nanoseconds task-clock:u/nanoseconds" {
+		t.Errorf("events in order %v", order)
+	}
+	p, err := Parse(bytes.NewReader(data), Options{MapDir: "-"})
+	if err != nil || Event(p) != "cpu-clock" {
+		t.Errorf("Parse picked %q (%v), want the on-CPU cpu-clock", Event(p), err)
+	}
+}
+
+// Frames printed flush left read as the indented ones do.
+func TestUnindentedFrames(t *testing.T) {
+	data, err := os.ReadFile("testdata/multi-event.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flat bytes.Buffer
+	for _, l := range strings.Split(string(data), "\n") {
+		flat.WriteString(strings.TrimLeft(l, " \t") + "\n")
+	}
+	if !Looks(flat.Bytes()) {
+		t.Error("unindented perf script not recognised")
+	}
+	a, err := ParseEvents(bytes.NewReader(data), Options{MapDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ParseEvents(&flat, Options{MapDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != len(b) {
+		t.Fatalf("%d events indented, %d flush left", len(a), len(b))
+	}
+	for i := range a {
+		if sa, sb := summary(a[i]), summary(b[i]); sa != sb {
+			t.Errorf("event %s differs flush left:\n%s\nvs\n%s", Event(a[i]), sb, sa)
+		}
+	}
+}
+
+func TestIsCPUEvent(t *testing.T) {
+	for ev, want := range map[string]bool{
+		"cpu-clock": true, "task-clock": true, "cycles": true, "cycles:u": true, "cycles:ppp": true,
+		"cpu-cycles:k": true, "cpu_core/cycles/u": true, "cpu/cycles/": true, "task-clock:u": true,
+		"instructions": false, "instructions:u": false, "page-faults": false, "cache-misses": false,
+		"sched:sched_switch": false, "": false, "cpu/instructions/": false,
+	} {
+		if IsCPUEvent(ev) != want {
+			t.Errorf("IsCPUEvent(%q) = %v, want %v", ev, !want, want)
+		}
+	}
+	hdr := "app 10/11 [002] 5.250000:     250000 cycles:u: \n\tffff81 f+0x1 ([kernel.kallsyms])\n\n" +
+		"app 10/11 [002] 5.260000:     9000 instructions:u: \n\tffff81 f+0x1 ([kernel.kallsyms])\n\n"
+	ps, err := ParseEvents(strings.NewReader(hdr), Options{MapDir: "-"})
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("%d profiles, %v", len(ps), err)
+	}
+	if Event(ps[0]) != "cycles:u" || ps[0].SampleType[1].Unit != "cycles" || ps[0].Sample[0].Value[1] != 250000 {
+		t.Errorf("cycles:u profile %v %v", Event(ps[0]), ps[0].SampleType[1])
+	}
+}
+
+// perf's own stackcollapse script (perf script -s stackcollapse.py, from
+// linux-perf 6.1; FlameGraph's stackcollapse-perf.pl is not packaged in
+// Debian 12) run on the perf.data each text file was printed from is the
+// oracle: the same stacks with the same counts, all events together as
+// that script counts them. multi-event: three software events of sh and
+// ls; md5sum: cpu-clock of find and md5sum, deep kernel stacks.
+func TestStackcollapseOracle(t *testing.T) {
+	for _, name := range []string{"multi-event", "md5sum"} {
+		t.Run(name, func(t *testing.T) { checkOracle(t, name) })
+	}
+}
+
+func checkOracle(t *testing.T, name string) {
+	oracle, err := os.ReadFile("testdata/" + name + ".stackcollapse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, l := range strings.Split(strings.TrimSpace(string(oracle)), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		var n int64
+		fmt.Sscan(l[i+1:], &n)
+		want[l[:i]] += n
+	}
+	data, err := os.ReadFile("testdata/" + name + ".txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ParseEvents(bytes.NewReader(data), Options{MapDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range ps {
+		for _, s := range p.Sample {
+			// The script's spelling: comm first with '_' for spaces, raw
+			// symbols, "[unknown]" whatever the object, ';' as ':'.
+			frames := []string{strings.ReplaceAll(s.Label["comm"][0], " ", "_")}
+			for i := len(s.Location) - 1; i >= 0; i-- {
+				name := s.Location[i].Line[0].Function.SystemName
+				if strings.HasPrefix(name, "[unknown]") {
+					name = "[unknown]"
+				}
+				frames = append(frames, strings.ReplaceAll(name, ";", ":"))
+			}
+			got[strings.Join(frames, ";")] += s.Value[0]
+		}
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("stack %q: %d, stackcollapse says %d", k, got[k], n)
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("stack %q (%d) not in stackcollapse's output", k, n)
+		}
+	}
+}

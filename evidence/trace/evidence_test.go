@@ -2,10 +2,12 @@ package trace_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
 	rtrace "runtime/trace"
+	"strings"
 	"sync"
 	"testing"
 
@@ -57,5 +59,44 @@ func TestEvidenceTrace(t *testing.T) {
 	}
 	if _, err := (&evidence.Evidence{TracePath: cut}).Trace(); !errors.Is(err, trace.ErrCorrupt) {
 		t.Errorf("truncated trace: err = %v", err)
+	}
+	// Loaded, an unreadable trace is listed with the skipped files.
+	ev, err = evidence.Load(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Trace()
+	if sk := ev.Skipped(); len(sk) != 1 || !strings.Contains(sk[0].Reason, "truncated or corrupt") {
+		t.Errorf("unreadable trace not listed as skipped: %+v", ev.Files)
+	}
+}
+
+// A gzipped trace is read as the trace is.
+func TestGzippedTrace(t *testing.T) {
+	var buf bytes.Buffer
+	if err := rtrace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {})
+	}
+	wg.Wait()
+	rtrace.Stop()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(buf.Bytes())
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "trace.out.gz")
+	if err := os.WriteFile(path, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := evidence.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ev.Trace()
+	if err != nil || s.Goroutines.Created == 0 || s.Partial != "" {
+		t.Errorf("gzipped trace: %+v, %v", s, err)
 	}
 }

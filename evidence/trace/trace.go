@@ -13,6 +13,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -63,6 +64,10 @@ type Summary struct {
 	Goroutines Goroutines
 	GC         GC
 
+	// Partial says why the trace was read only in part (cut short after
+	// some events, as when the program or the copy stopped early); the
+	// summary covers the events before that point. Empty for a whole trace.
+	Partial string `json:",omitempty"`
 	// Waits are the times goroutines waited off the CPU (system calls
 	// included) by reason and stack, most time first (waits.go);
 	// WaitsDropped counts waits whose site did not fit the bounded table.
@@ -218,14 +223,23 @@ var (
 	ErrCorrupt = errors.New("execution trace truncated or corrupt")
 )
 
-// SummarizeFile summarises the trace in the named file.
+// SummarizeFile summarises the trace in the named file, gzipped or not.
 func SummarizeFile(path string) (*Summary, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s, err := Summarize(f)
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		r = zr
+	}
+	s, err := Summarize(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -266,8 +280,15 @@ func Summarize(r io.Reader) (sum *Summary, err error) {
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
+		if err != nil && a.transitions == 0 {
 			return nil, fmt.Errorf("%w after %d events (%s into the trace): %v", ErrCorrupt, a.sum.Events, a.elapsed().Round(time.Microsecond), err)
+		}
+		if err != nil {
+			// What was read before the cut is still the program's
+			// behaviour: keep it, marked partial.
+			s := a.finish()
+			s.Partial = fmt.Sprintf("cut short or corrupt after %d events (%s into the trace): %v", a.sum.Events, a.elapsed().Round(time.Microsecond), err)
+			return s, nil
 		}
 		a.event(ev)
 	}

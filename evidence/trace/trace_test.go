@@ -356,3 +356,29 @@ func TestLockWaitIsTheMutexPartOfSyncBlocking(t *testing.T) {
 		t.Errorf("WaitGroup waits (sync %v) counted as lock waits: %v %+v", waited.Blocked[ReasonSync], waited.LockWait, waited.LockSites)
 	}
 }
+
+// A trace cut short after whole generations (the runtime starts one about
+// every second) keeps what was read, marked partial with the reason; a
+// trace cut inside its first generation has nothing to keep and is an error.
+func TestTruncatedTraceKeptAsPartial(t *testing.T) {
+	data := record(t, func() {
+		for end := time.Now().Add(1300 * time.Millisecond); time.Now().Before(end); {
+			contend(4, 400)
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	whole := summarize(t, data)
+	if whole.Partial != "" {
+		t.Fatalf("whole trace marked partial: %s", whole.Partial)
+	}
+	cut, err := Summarize(bytes.NewReader(data[:len(data)-1]))
+	if err != nil {
+		t.Fatalf("trace cut by one byte: %v", err)
+	}
+	if cut.Partial == "" || !strings.Contains(cut.Partial, "cut short") {
+		t.Errorf("cut trace not marked partial: %q", cut.Partial)
+	}
+	if cut.Events == 0 || cut.Events >= whole.Events || cut.Goroutines.Created == 0 {
+		t.Errorf("partial summary: %d events of %d, %d goroutines created", cut.Events, whole.Events, cut.Goroutines.Created)
+	}
+}

@@ -1,0 +1,204 @@
+package evidence
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+)
+
+func gzipFile(t *testing.T, src, dst string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(data)
+	zw.Close()
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// google/pprof's legacy formats, as the tools that write them do: a CPU
+// and a heap profile from gperftools 2.10 (Debian's libgoogle-perftools,
+// testdata/gperftools/work.c run with CPUPROFILE and HEAPPROFILE), and
+// Go's own debug=1 text profiles. Each loads raw and gzipped alike.
+func TestLegacyProfiles(t *testing.T) {
+	dir := t.TempDir()
+	goroutine := writeProfile(t, dir, "goroutine.txt", "goroutine", 1)
+	threads := writeProfile(t, dir, "threadcreate.txt", "threadcreate", 1)
+	for _, tc := range []struct {
+		path    string
+		kind    Kind
+		samples int64 // at least
+	}{
+		{"testdata/gperftools/cpu.prof", CPU, 200},
+		{"testdata/gperftools/heap.prof", Heap, 2000},
+		{goroutine, Goroutine, 1},
+	} {
+		name := filepath.Base(tc.path)
+		gz := gzipFile(t, tc.path, filepath.Join(dir, name+".gz"))
+		var counts []int64
+		for _, path := range []string{tc.path, gz} {
+			ev, err := Load(path)
+			if err != nil {
+				t.Errorf("%s: %v", path, err)
+				continue
+			}
+			p := ev.Profile(tc.kind)
+			if p == nil {
+				t.Errorf("%s: no %s profile, files %+v", path, tc.kind, ev.Files)
+				continue
+			}
+			n := SampleCount(p)
+			if tc.kind == Heap {
+				n = int64(len(p.Sample))
+				for _, s := range p.Sample {
+					n += s.Value[0] - 1
+				}
+			}
+			if n < tc.samples {
+				t.Errorf("%s: %d samples, want at least %d", path, n, tc.samples)
+			}
+			counts = append(counts, n)
+		}
+		if len(counts) == 2 && counts[0] != counts[1] {
+			t.Errorf("%s: %d samples raw, %d gzipped", name, counts[0], counts[1])
+		}
+	}
+	// gperftools profiles hold addresses only: the file says how to name them.
+	ev, err := Load("testdata/gperftools/cpu.prof")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note := ev.Files[0].Note; !strings.Contains(note, "pprof -proto") {
+		t.Errorf("unsymbolized profile without a note: %+v", ev.Files[0])
+	}
+	// A legacy profile of a kind no rule reads is skipped, named.
+	if _, err := Load(threads); err == nil || !strings.Contains(err.Error(), "threadcreate") {
+		t.Errorf("threadcreate profile: %v", err)
+	}
+}
+
+// Go's debug=1 mutex profile is a legacy contention profile.
+func TestLegacyContention(t *testing.T) {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("mutex").WriteTo(&buf, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !isLegacyProfile(buf.Bytes()) {
+		t.Fatalf("mutex debug=1 not recognised: %.60q", buf.String())
+	}
+}
+
+// Every format perfdoctor reads loads the same gzipped as plain.
+func TestGzipTransparent(t *testing.T) {
+	dir := t.TempDir()
+	for _, src := range []string{
+		"perfscript/testdata/multi-event.txt",
+		"folded/testdata/async.collapsed",
+		"testdata/gperftools/heap.prof",
+		writeProfile(t, dir, "heap1.txt", "heap", 1),
+		writeProfile(t, dir, "goroutine1.txt", "goroutine", 1),
+	} {
+		gz := gzipFile(t, src, filepath.Join(dir, filepath.Base(src)+".gz"))
+		plain, err := Load(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		zipped, err := Load(gz)
+		if err != nil {
+			t.Errorf("%s gzipped: %v", src, err)
+			continue
+		}
+		if plain.Files[0].Kind != zipped.Files[0].Kind || len(plain.Profiles) != len(zipped.Profiles) || (plain.MetricsEnd == nil) != (zipped.MetricsEnd == nil) {
+			t.Errorf("%s: read as %q plain, %q gzipped", src, plain.Files[0].Kind, zipped.Files[0].Kind)
+		}
+		for k, p := range plain.Profiles {
+			if a, b := SampleCount(p), SampleCount(zipped.Profiles[k]); a != b {
+				t.Errorf("%s %s: %d samples plain, %d gzipped", src, k, a, b)
+			}
+		}
+	}
+}
+
+// A gzip stream cut short keeps the text before the cut, marked partial.
+func TestGzipCutShortIsPartial(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("perfscript/testdata/multi-event.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(data)
+	zw.Close()
+	cut := filepath.Join(dir, "perf.txt.gz")
+	os.WriteFile(cut, buf.Bytes()[:buf.Len()*2/3], 0o644)
+	ev, err := Load(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := ev.Files[0]; !strings.Contains(f.Partial, "gzip stream cut short") {
+		t.Errorf("cut gzip not marked partial: %+v", f)
+	}
+	if ev.Profile(Perf) == nil {
+		t.Error("the samples before the cut were not kept")
+	}
+}
+
+// Everything google/pprof's profile.Parse reads is read: its own test
+// corpus of legacy profiles (C++ CPU, heap, growth, contention, thread;
+// Go CPU, heap, thread; Java CPU, heap, contention), raw and gzipped.
+// Each is either filed or skipped as a kind no rule reads, never as an
+// unknown format.
+func TestEveryFormatPprofReads(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/google/pprof").Output()
+	if err != nil {
+		t.Skipf("google/pprof module not found: %v", err)
+	}
+	corpus := filepath.Join(strings.TrimSpace(string(out)), "profile", "testdata")
+	entries, err := os.ReadDir(corpus)
+	if err != nil {
+		t.Skipf("no pprof test corpus: %v", err)
+	}
+	dir := t.TempDir()
+	n := 0
+	for _, ent := range entries {
+		if strings.HasSuffix(ent.Name(), ".string") {
+			continue
+		}
+		path := filepath.Join(corpus, ent.Name())
+		data, _ := os.ReadFile(path)
+		if _, err := profile.ParseData(data); err != nil {
+			continue // not one profile.Parse reads either
+		}
+		n++
+		gz := gzipFile(t, path, filepath.Join(dir, ent.Name()+".gz"))
+		for _, p := range []string{path, gz} {
+			ev, err := Load(p)
+			switch {
+			case err == nil:
+				if len(ev.Profiles) == 0 {
+					t.Errorf("%s: loaded without a profile", p)
+				}
+			case strings.Contains(err.Error(), "is not used"):
+			default:
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d profiles in pprof's corpus", n)
+	}
+}
