@@ -65,6 +65,11 @@ type Claim struct {
 	// more specific findings took their part of its cost (with the rule's
 	// own thresholds); the engine only ever lowers a severity this way.
 	Grade func(impact float64) Severity
+	// HeldIn names the functions that hold what the finding's waiting is
+	// behind (a contended lock's holders): when another finding's cost is
+	// in one of them (an fsync, a downstream call, a hot loop inside the
+	// critical section), the waiting is that cost's symptom.
+	HeldIn []string
 	// AllocDriven marks a cost that follows the allocation rate (GC work):
 	// when one finding owns most of the bytes allocated in the window, that
 	// finding is this one's cause.
@@ -139,7 +144,38 @@ func attribute(ev *evidence.Evidence, fs []Finding) {
 				fs[best].ID, human.Percent(allocs.share(allocs.owned[best]))))
 		}
 	}
+	// Waiting behind a holder follows what the holder does.
+	for i := range fs {
+		f := &fs[i]
+		if f.Claim == nil || len(f.Claim.HeldIn) == 0 || f.CausedBy != "" {
+			continue
+		}
+		if j, fn := heldCost(fs, i); j >= 0 {
+			link(fs, i, j, fmt.Sprintf("the waiting is behind %s, which %s (%s) names as where its cost is", ShortFunc(fn), fs[j].ID, fs[j].Class))
+		}
+	}
 	capCPU(fs)
+}
+
+// heldCost finds the most severe other finding whose cost is in a function
+// the waiting of fs[i] is held by.
+func heldCost(fs []Finding, i int) (int, string) {
+	held := map[string]bool{}
+	for _, fn := range fs[i].Claim.HeldIn {
+		held[fn] = true
+	}
+	best, where := -1, ""
+	for j, g := range fs {
+		if j == i || g.Class == fs[i].Class || g.Severity < Medium {
+			continue
+		}
+		for _, l := range g.Locations {
+			if held[l.Function] && (best < 0 || g.Severity > fs[best].Severity || g.Severity == fs[best].Severity && g.Impact > fs[best].Impact) {
+				best, where = j, l.Function
+			}
+		}
+	}
+	return best, where
 }
 
 // arbitration is the outcome of one profile's claims: per finding index,

@@ -238,3 +238,27 @@ func TestExplicitLinksAndCycles(t *testing.T) {
 		t.Errorf("rank = %s, want X,Y,CPU,LAT (the cycle broken at its best-ranked finding, LAT under CPU)", got)
 	}
 }
+
+// Goroutines queued on a lock wait for what its holder does: when another
+// finding's cost is in the function holding the lock (an fsync per request,
+// casebook L1), the lock contention is that cost's symptom.
+func TestWaitingBehindAHolderFollowsItsCost(t *testing.T) {
+	lock := finding("LOCK001", rules.Finding{Severity: rules.High, Resource: "latency", Impact: 0.50,
+		Locations: []rules.Location{{Function: "main.appendSync", Role: "lock holder"}},
+		Claim:     &rules.Claim{Level: rules.LevelCode, HeldIn: []string{"main.appendSync"}}})
+	sync := finding("DISK001", rules.Finding{Severity: rules.High, Resource: "latency", Impact: 0.47,
+		Locations: []rules.Location{{Function: "main.appendSync", Role: "code syncing"}}})
+	lock.Class, sync.Class = "lock-contention", "sync-disk-write"
+	res := rules.Run(cpuEvidence(), []*rules.Rule{lock, sync})
+	if got := ids(res.Findings); got != "DISK001,LOCK001" || res.Findings[1].CausedBy != "DISK001" {
+		t.Fatalf("rank = %s, links %+v", got, res.Findings)
+	}
+	// Slow work elsewhere does not explain the lock.
+	other := finding("DISK001", rules.Finding{Severity: rules.High, Resource: "latency", Impact: 0.47,
+		Locations: []rules.Location{{Function: "main.flushLater", Role: "code syncing"}}})
+	other.Class = "sync-disk-write"
+	res = rules.Run(cpuEvidence(), []*rules.Rule{lock, other})
+	if got := ids(res.Findings); got != "LOCK001,DISK001" || res.Findings[0].CausedBy != "" {
+		t.Fatalf("unrelated cost linked: %s %+v", got, res.Findings)
+	}
+}

@@ -85,7 +85,8 @@ func TestSeverityThresholds(t *testing.T) {
 	}{
 		{gc: 4, total: 100, fires: false},
 		{gc: 6, total: 100, want: rules.Low, fires: true},
-		{gc: 12, total: 100, want: rules.Medium, fires: true},
+		{gc: 16, total: 100, want: rules.Low, fires: true}, // a healthy tiny heap (R6)
+		{gc: 21, total: 100, want: rules.Medium, fires: true},
 		{gc: 30, total: 100, want: rules.High, fires: true},
 	} {
 		cpu := testprof.Build(

@@ -163,8 +163,8 @@ func TestThresholds(t *testing.T) {
 		{"low", 6, 1, 2, 1_000_000, 0, "gc-scan-heavy-heap", rules.Low},
 		{"frequent cycles over a big heap: headroom (GC001)", 30, 5, 5, 3_000_000, 20, "gc-pressure", rules.High},
 		{"small live heap: allocation-driven (GC001)", 30, 5, 5, 200_000, 2, "gc-pressure", rules.High},
-		{"allocator costs more than scanning", 10, 2, 15, 3_000_000, 2, "gc-pressure", rules.Medium},
-		{"scanning a minor part of GC", 6, 10, 1, 3_000_000, 2, "gc-pressure", rules.Medium},
+		{"allocator costs more than scanning", 10, 2, 15, 3_000_000, 2, "gc-pressure", rules.Low},
+		{"scanning a minor part of GC", 6, 10, 1, 3_000_000, 2, "gc-pressure", rules.Low},
 		{"too little scanning", 4, 0, 1, 3_000_000, 2, "", 0},
 	} {
 		cpu := testprof.Build(

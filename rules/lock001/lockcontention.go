@@ -5,6 +5,7 @@ package lock001
 import (
 	"fmt"
 	"github.com/perfdoctor/perfdoctor/internal/human"
+	"slices"
 	"strings"
 	"time"
 
@@ -226,6 +227,7 @@ func check(pass *rules.Pass) error {
 	if strings.HasPrefix(procsSrc, "assumed") {
 		f.Caveats = append(f.Caveats, "GOMAXPROCS unknown: the wait share is per busy core and may be overstated on a machine with more cores.")
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, HeldIn: lockFunctions(f.Locations)}
 	pass.Report(f)
 	return nil
 }
@@ -460,6 +462,7 @@ func fused(pass *rules.Pass, holders *contention) bool {
 			f.Frames = cpu.Matched(LockCPUFrames, 8)
 		}
 	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, HeldIn: lockFunctions(f.Locations)}
 	pass.Report(f)
 	return true
 }
@@ -472,4 +475,16 @@ func round(v float64, digits int) float64 {
 		p *= 10
 	}
 	return float64(int64(v*p+0.5)) / p
+}
+
+// lockFunctions are the functions that take or hold the contended lock:
+// what they do while holding it is what the others wait for.
+func lockFunctions(locs []rules.Location) []string {
+	var out []string
+	for _, l := range locs {
+		if !slices.Contains(out, l.Function) {
+			out = append(out, l.Function)
+		}
+	}
+	return out
 }
