@@ -54,7 +54,7 @@ not objects. Without GOMEMLIMIT a high GOGC can run a growing heap out of memory
 }
 
 const (
-	lowShare    = 0.05
+	lowShare = 0.05
 	// Healthy services on two cores measured 5-9% (fixed variants) and up
 	// to 16% with a tiny heap at ~150 cycles/s (R6): medium is above that.
 	mediumShare = 0.20
