@@ -62,7 +62,7 @@ count too unless the process is known.`,
 }
 
 const (
-	minBusy                  = 0.30
+	minBusy = 0.30
 	// Per process, healthy network services here measured up to 82% (R2
 	// fixed: one UDP socket, a datagram per request); 60%/75% was set on
 	// host-wide shares, which other processes' user time dilutes.
