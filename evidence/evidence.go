@@ -20,12 +20,12 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
-	"github.com/perfdoctor/perfdoctor/evidence/folded"
-	"github.com/perfdoctor/perfdoctor/evidence/gctrace"
-	"github.com/perfdoctor/perfdoctor/evidence/goroutines"
-	"github.com/perfdoctor/perfdoctor/evidence/jfr"
-	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/formats/folded"
+	"github.com/perfdoctor/perfdoctor/formats/gctrace"
+	"github.com/perfdoctor/perfdoctor/formats/goroutines"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 // Kind names a profile's role in the evidence.

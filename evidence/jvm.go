@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
-	"github.com/perfdoctor/perfdoctor/evidence/folded"
-	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+	"github.com/perfdoctor/perfdoctor/formats/folded"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
 )
 
 // Exceptions is a profile of where exceptions were thrown (JFR's

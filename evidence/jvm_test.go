@@ -9,7 +9,7 @@ import (
 )
 
 func TestLoadFolded(t *testing.T) {
-	e, err := Load("folded/testdata/async.collapsed")
+	e, err := Load("../formats/folded/testdata/async.collapsed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestLoadFolded(t *testing.T) {
 
 // Recordings are read natively: no JDK is needed.
 func TestLoadJFR(t *testing.T) {
-	e, err := Load("jfr/testdata/jdk25.jfr")
+	e, err := Load("../formats/jfr/testdata/jdk25.jfr")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +70,12 @@ func TestLoadJFR(t *testing.T) {
 func TestLoadJFRWithoutTool(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("JAVA_HOME", "")
-	e, err := Load("jfr/testdata/jdk17.jfr")
+	e, err := Load("../formats/jfr/testdata/jdk17.jfr")
 	if err != nil || e.Profile(CPU) == nil {
 		t.Fatalf("without a JDK: %v", err)
 	}
 	// A recording cut inside its only chunk is an error naming the file.
-	data, _ := os.ReadFile("jfr/testdata/jdk17.jfr")
+	data, _ := os.ReadFile("../formats/jfr/testdata/jdk17.jfr")
 	cut := filepath.Join(t.TempDir(), "cut.jfr")
 	os.WriteFile(cut, data[:len(data)/2], 0o644)
 	if _, err := Load(cut); err == nil || !strings.Contains(err.Error(), "cut short") || !strings.Contains(err.Error(), "cut.jfr") {
@@ -106,7 +106,7 @@ func TestIsJava(t *testing.T) {
 
 // A gzipped recording reads as the recording does.
 func TestLoadGzippedJFR(t *testing.T) {
-	gz := gzipFile(t, "jfr/testdata/jdk17.jfr", filepath.Join(t.TempDir(), "rec.jfr.gz"))
+	gz := gzipFile(t, "../formats/jfr/testdata/jdk17.jfr", filepath.Join(t.TempDir(), "rec.jfr.gz"))
 	e, err := Load(gz)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestLoadGzippedJFR(t *testing.T) {
 // An async-profiler wall-clock recording gives no CPU profile, and the
 // file says what it held and how to record CPU.
 func TestLoadWallClockOnlyJFR(t *testing.T) {
-	e, err := Load("jfr/testdata/ap-wall.jfr")
+	e, err := Load("../formats/jfr/testdata/ap-wall.jfr")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,8 +105,8 @@ func TestLegacyContention(t *testing.T) {
 func TestGzipTransparent(t *testing.T) {
 	dir := t.TempDir()
 	for _, src := range []string{
-		"perfscript/testdata/multi-event.txt",
-		"folded/testdata/async.collapsed",
+		"../formats/perfscript/testdata/multi-event.txt",
+		"../formats/folded/testdata/async.collapsed",
 		"testdata/gperftools/heap.prof",
 		writeProfile(t, dir, "heap1.txt", "heap", 1),
 		writeProfile(t, dir, "goroutine1.txt", "goroutine", 1),
@@ -135,7 +135,7 @@ func TestGzipTransparent(t *testing.T) {
 // A gzip stream cut short keeps the text before the cut, marked partial.
 func TestGzipCutShortIsPartial(t *testing.T) {
 	dir := t.TempDir()
-	data, err := os.ReadFile("perfscript/testdata/multi-event.txt")
+	data, err := os.ReadFile("../formats/perfscript/testdata/multi-event.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

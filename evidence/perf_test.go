@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 // A perf script text file and the profile converted from it are both
 // recognised as the perf profile, apart from the Go CPU profile.
 func TestLoadPerf(t *testing.T) {
-	text, err := os.ReadFile("perfscript/testdata/loopback-connect.txt")
+	text, err := os.ReadFile("../formats/perfscript/testdata/loopback-connect.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestLoadPerf(t *testing.T) {
 // Several events in one perf script file stay apart: the on-CPU one feeds
 // the CPU rules, the others are kept by name and never summed into it.
 func TestLoadPerfEvents(t *testing.T) {
-	ev, err := Load("perfscript/testdata/multi-event.txt")
+	ev, err := Load("../formats/perfscript/testdata/multi-event.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestLoadPerfEvents(t *testing.T) {
 
 	// Page faults alone are no CPU time: no CPU profile is made of them.
 	var faults strings.Builder
-	for _, block := range strings.Split(string(mustRead(t, "perfscript/testdata/multi-event.txt")), "\n\n") {
+	for _, block := range strings.Split(string(mustRead(t, "../formats/perfscript/testdata/multi-event.txt")), "\n\n") {
 		if strings.Contains(strings.SplitN(block, "\n", 2)[0], "page-faults:") {
 			faults.WriteString(block + "\n\n")
 		}

@@ -7,14 +7,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/evidence/goroutines"
+	"github.com/perfdoctor/perfdoctor/formats/goroutines"
 	"io"
 	"os"
 	"regexp"
 	"unicode/utf8"
 
-	"github.com/perfdoctor/perfdoctor/evidence/folded"
-	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
+	"github.com/perfdoctor/perfdoctor/formats/folded"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 // Sniffing accepts a format only on positive evidence of it: a magic

@@ -16,7 +16,7 @@ import (
 // A gctrace log alone (diagnose --gctrace) gives the runtime line, and the
 // JSON still matches the schema with inputs.runtime present.
 func TestRuntimeFiguresFromGCTrace(t *testing.T) {
-	f, err := os.Open("../evidence/gctrace/testdata/d1-bad.log")
+	f, err := os.Open("../formats/gctrace/testdata/d1-bad.log")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
-	"github.com/perfdoctor/perfdoctor/evidence/folded"
+	"github.com/perfdoctor/perfdoctor/formats/folded"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"

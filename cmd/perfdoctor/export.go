@@ -13,7 +13,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/export"
-	"github.com/perfdoctor/perfdoctor/evidence/folded"
+	"github.com/perfdoctor/perfdoctor/formats/folded"
 )
 
 func (a *app) exportCommand() *cobra.Command {

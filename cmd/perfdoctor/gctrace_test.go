@@ -9,7 +9,7 @@ import (
 // diagnose --gctrace reads a real gctrace log on its own, and a missing log
 // is a one-line error.
 func TestDiagnoseGCTraceOnly(t *testing.T) {
-	code, stdout, stderr := perfdoctor(t, "diagnose", "--gctrace", "../../evidence/gctrace/testdata/d1-bad.log", "--format", "json")
+	code, stdout, stderr := perfdoctor(t, "diagnose", "--gctrace", "../../formats/gctrace/testdata/d1-bad.log", "--format", "json")
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, stderr)
 	}

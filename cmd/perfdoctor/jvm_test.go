@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
 )
 
 func TestDiagnoseFoldedStacks(t *testing.T) {
-	code, stdout, stderr := perfdoctor(t, "diagnose", "../../evidence/folded/testdata/async.collapsed")
+	code, stdout, stderr := perfdoctor(t, "diagnose", "../../formats/folded/testdata/async.collapsed")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -23,7 +23,7 @@ func TestDiagnoseJFR(t *testing.T) {
 	if _, err := jfr.Tool(); err != nil {
 		t.Skipf("skipped: %v", err)
 	}
-	code, stdout, stderr := perfdoctor(t, "diagnose", "../../evidence/jfr/testdata/jdk25.jfr")
+	code, stdout, stderr := perfdoctor(t, "diagnose", "../../formats/jfr/testdata/jdk25.jfr")
 	if code != 0 && code != 1 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

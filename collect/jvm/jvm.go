@@ -1,6 +1,6 @@
 // Package jvm collects a bundle from a running JVM with Java Flight
 // Recorder: it starts a recording through jcmd, waits, dumps it, converts
-// it natively (evidence/jfr) and writes the profiles and a redacted JVM
+// it natively (formats/jfr) and writes the profiles and a redacted JVM
 // summary. The raw recording is not kept: it holds the process's
 // environment variables and unredacted system properties.
 package jvm
@@ -23,7 +23,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect/system"
-	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 )
 

@@ -13,14 +13,14 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
-	"github.com/perfdoctor/perfdoctor/evidence/jfr"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
 )
 
-// startWorkload compiles and starts evidence/jfr's test workload for up to
+// startWorkload compiles and starts formats/jfr's test workload for up to
 // a minute, with a secret on its command line; the test's cleanup stops it.
 func startWorkload(t *testing.T) int {
 	t.Helper()
-	return startJava(t, "../../evidence/jfr/testdata/Workload.java", "-Ddb.password=hunter2", "-Dapp.url=https://bob:s3cret@db.example/x", "Workload", "60000")
+	return startJava(t, "../../formats/jfr/testdata/Workload.java", "-Ddb.password=hunter2", "-Dapp.url=https://bob:s3cret@db.example/x", "Workload", "60000")
 }
 
 // startJava compiles src and runs java with args, and attaches once.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 // ErrNotInstalled means no perf executable was found.

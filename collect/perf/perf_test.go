@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 // TestRecordLive records this test process with the real perf while it

@@ -13,17 +13,17 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
-	"github.com/perfdoctor/perfdoctor/evidence/folded"
+	"github.com/perfdoctor/perfdoctor/formats/folded"
 )
 
 // inputs are real recordings in each format perfdoctor reads.
 var inputs = map[string]evidence.Kind{
-	"../jfr/testdata/jdk17.jfr":                   evidence.CPU,
-	"../perfscript/testdata/multi-event.txt":      evidence.Perf,
-	"../folded/testdata/async.collapsed":          evidence.CPU,
-	"../testdata/gperftools/heap.prof":            evidence.Heap,
-	"../jfr/testdata/ap-wall.jfr":                 evidence.Wall,
-	"../perfscript/testdata/loopback-connect.txt": evidence.Perf,
+	"../../formats/jfr/testdata/jdk17.jfr":                   evidence.CPU,
+	"../../formats/perfscript/testdata/multi-event.txt":      evidence.Perf,
+	"../../formats/folded/testdata/async.collapsed":          evidence.CPU,
+	"../testdata/gperftools/heap.prof":                       evidence.Heap,
+	"../../formats/jfr/testdata/ap-wall.jfr":                 evidence.Wall,
+	"../../formats/perfscript/testdata/loopback-connect.txt": evidence.Perf,
 }
 
 func load(t *testing.T, path string, kind evidence.Kind) *profile.Profile {
@@ -94,7 +94,7 @@ func TestPprofReadByGoTool(t *testing.T) {
 	if err != nil {
 		t.Skip("no go tool")
 	}
-	p := load(t, "../jfr/testdata/jdk17.jfr", evidence.CPU)
+	p := load(t, "../../formats/jfr/testdata/jdk17.jfr", evidence.CPU)
 	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
 	var buf bytes.Buffer
 	if err := Write(&buf, "pprof", p, ""); err != nil {
@@ -117,7 +117,7 @@ func TestPprofReadByGoTool(t *testing.T) {
 // Speedscope's document holds every sample with its weight, frames by
 // index, root first.
 func TestSpeedscope(t *testing.T) {
-	p := load(t, "../perfscript/testdata/multi-event.txt", evidence.Perf)
+	p := load(t, "../../formats/perfscript/testdata/multi-event.txt", evidence.Perf)
 	var buf bytes.Buffer
 	if err := Speedscope(&buf, p, "cpu-clock"); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
-	"github.com/perfdoctor/perfdoctor/evidence/perfscript"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules/net002"
 )

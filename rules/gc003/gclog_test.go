@@ -24,7 +24,7 @@ func withLog(t *testing.T, log string) *evidence.Evidence {
 
 func realD1Bad(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../../evidence/gctrace/testdata/d1-bad.log")
+	data, err := os.ReadFile("../../formats/gctrace/testdata/d1-bad.log")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
-	"github.com/perfdoctor/perfdoctor/evidence/goroutines"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/formats/goroutines"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
