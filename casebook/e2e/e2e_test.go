@@ -187,8 +187,8 @@ func violations(c serve.Case, variant string, findings []harness.Finding) []stri
 		}
 	}
 	if c.Class == "" || variant != "bad" {
-		if variant == "fixed" && c.FixedKeepsClass != "" {
-			findings = slices.DeleteFunc(slices.Clone(findings), func(f harness.Finding) bool { return f.Class == c.Class })
+		if variant == "fixed" && len(c.FixedKeeps) > 0 {
+			findings = slices.DeleteFunc(slices.Clone(findings), func(f harness.Finding) bool { return c.FixedKeeps[f.Class] != "" })
 		}
 		class := c.Class
 		if class == "" {

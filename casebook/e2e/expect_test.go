@@ -18,7 +18,7 @@ func TestViolations(t *testing.T) {
 		Below: map[string]string{"gc-pressure": "regexp-compile-hot"}}
 	churn := serve.Case{Class: "connection-churn", Below: map[string]string{"kernel-network-overhead": "connection-churn"}}
 	control := serve.Case{}
-	job := serve.Case{Class: "compression-level", FixedKeepsClass: "compressing is the job"}
+	job := serve.Case{Class: "compression-level", FixedKeeps: map[string]string{"compression-level": "compressing is the job"}}
 	for _, tc := range []struct {
 		name     string
 		c        serve.Case

@@ -50,6 +50,11 @@ func TestRelay(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			// The relay counts an answer after sending it, so the client
+			// may read the last one first: wait for the count, bounded.
+			for deadline := time.Now().Add(5 * time.Second); r.Relayed() < 200 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 			if got := r.Relayed(); got != 200 {
 				t.Errorf("relayed %d answers, want 200", got)
 			}

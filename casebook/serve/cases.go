@@ -21,11 +21,12 @@ type Case struct {
 	// Below maps a symptom class to the class of its cause: when the bad
 	// variant reports the symptom at all, it must rank below the cause.
 	Below map[string]string
-	// FixedKeepsClass, when set, says why the fixed variant still shows
-	// the class: a fix that cuts the cost per unit of work while that work
-	// remains the service's whole job (verify measures the gain). The fixed
-	// variant is then held to everything but that class.
-	FixedKeepsClass string
+	// FixedKeeps maps a class the fixed variant still shows to why: a fix
+	// that cuts the cost per unit of work while that work remains the
+	// service's whole job (verify measures the gain), or a pattern both
+	// variants share that the case is not about. The fixed variant is held
+	// to everything else.
+	FixedKeeps map[string]string
 	// Concurrency is the number of closed-loop load workers the end-to-end
 	// tests use (0: their default). A control saturated by many connections
 	// sets it.

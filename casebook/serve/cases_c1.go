@@ -14,7 +14,7 @@ func init() {
 		// grades by the compressor's share and cannot read the level from
 		// the frames, rightly still prescribes a lower level or a faster
 		// library on the fixed variant.
-		FixedKeepsClass: "deflate stays ~99% of the CPU at level 6; the gain is per batch, which verify measures",
+		FixedKeeps: map[string]string{"compression-level": "deflate stays ~99% of the CPU at level 6; the gain is per batch, which verify measures"},
 		Build: func(variant string, _ Options) (http.Handler, func() error, error) {
 			h, err := c1zlib.NewHandler(variant)
 			return h, nil, err
