@@ -262,3 +262,16 @@ func TestWaitingBehindAHolderFollowsItsCost(t *testing.T) {
 		t.Fatalf("unrelated cost linked: %s %+v", got, res.Findings)
 	}
 }
+
+// A cost that grows until something fails (a goroutine leak) ranks before a
+// steady one at the same severity, whatever the resources (casebook G1).
+func TestGrowingCostRanksFirst(t *testing.T) {
+	res := rules.Run(cpuEvidence(), []*rules.Rule{
+		finding("SCHED002", rules.Finding{Impact: 0.20, Severity: rules.High, Resource: "cpu"}),
+		finding("MEM003", rules.Finding{Impact: 1.0, Severity: rules.High, Resource: "memory", Growing: true}),
+		finding("NET002", rules.Finding{Impact: 0.9, Severity: rules.Medium, Resource: "latency", Growing: true}),
+	})
+	if got := ids(res.Findings); got != "MEM003,SCHED002,NET002" {
+		t.Errorf("rank = %s, want MEM003,SCHED002,NET002 (growth first within a severity, never across)", got)
+	}
+}

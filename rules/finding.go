@@ -79,6 +79,10 @@ type Finding struct {
 	Frames     []string `json:"frames,omitempty"`
 	References []string `json:"references,omitempty"`
 
+	// Growing marks a cost that grows until something fails (a leak of
+	// memory or goroutines, ports running out): at one severity it ranks
+	// before steady costs, whatever its resource.
+	Growing bool `json:"growing,omitempty"`
 	// CausedBy is the ID of the finding this one is a consequence of
 	// (kernel time under connection setup, scheduler time under an
 	// oversubscribed GOMAXPROCS, waits behind a CPU hog); it ranks under its

@@ -249,12 +249,16 @@ func safeCheck(p *Pass) (err error) {
 // Rank orders findings by the ranking model (docs/ranking.md): a symptom
 // comes right after the finding that causes it, whatever its own estimate;
 // other findings by severity (each resource graded by its own rules), then
-// at one severity CPU before latency before memory, then by impact within a
+// at one severity a growing cost (a leak, ports running out) before steady
+// ones, then CPU before latency before memory, then by impact within a
 // resource, then by ID, so output is stable. It fills each cause's Explains.
 func Rank(fs []Finding) {
 	before := func(a, b *Finding) bool {
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
+		}
+		if a.Growing != b.Growing {
+			return a.Growing // it ends in an outage; a steady cost does not
 		}
 		if ra, rb := resourceOrder(a.Resource), resourceOrder(b.Resource); ra != rb {
 			return ra < rb

@@ -454,6 +454,7 @@ func check(pass *rules.Pass) error {
 	}
 	switch verdict {
 	case Leak:
+		f.Growing = true
 		f.Summary = fmt.Sprintf("The in-use heap grew %s (%s → %s)%s and looks like a leak; most growth at %s",
 			human.Percent(rel), human.Bytes(uint64(base)), human.Bytes(uint64(end)), span, site)
 		f.Fix = fmt.Sprintf("Bound what %s keeps: evict by age or size, delete entries when their request or session ends, or cap the cache. Why a leak: %s. Verify with two new heap snapshots: the site must stop growing.",

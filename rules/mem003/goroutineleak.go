@@ -154,7 +154,9 @@ func check(p *rules.Pass) error {
 		if i == maxGroups {
 			break
 		}
-		p.Report(finding(ev, g, total, verdicts[g], leakProfile != nil, ts != nil))
+		f := finding(ev, g, total, verdicts[g], leakProfile != nil, ts != nil)
+		f.Growing = true // goroutines blocked forever only accumulate
+		p.Report(f)
 	}
 	return nil
 }

@@ -257,6 +257,9 @@ func check(pass *rules.Pass) error {
 			f.Caveats = append(f.Caveats, fmt.Sprintf("%s held no socket to %s at either end of the window and its stacks show no connect(): the connections are another process's; the host is still near its port ceiling to that destination.", pid, w.Addr))
 		}
 	}
+	// New connections above the ceiling take ports faster than TIME_WAIT
+	// returns them: connects will fail.
+	f.Growing = f.Severity >= rules.Medium && w.Rate > w.Ceiling
 	if w.Rate/w.Ceiling < low && w.PortsTaken < medium {
 		f.Summary = fmt.Sprintf("connect() spends %s of perf samples searching for a free local port (%s)", human.Percent(search), w.Addr)
 		f.Severity, f.Impact = rules.Grade(search, 0.10, 0.20), search
