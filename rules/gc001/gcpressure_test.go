@@ -85,9 +85,9 @@ func TestSeverityThresholds(t *testing.T) {
 	}{
 		{gc: 4, total: 100, fires: false},
 		{gc: 6, total: 100, want: rules.Low, fires: true},
-		{gc: 16, total: 100, want: rules.Low, fires: true}, // a healthy tiny heap (R6)
-		{gc: 21, total: 100, want: rules.Medium, fires: true},
-		{gc: 30, total: 100, want: rules.High, fires: true},
+		{gc: 21, total: 100, want: rules.Low, fires: true}, // a healthy tiny heap (R6)
+		{gc: 26, total: 100, want: rules.Medium, fires: true},
+		{gc: 31, total: 100, want: rules.High, fires: true},
 	} {
 		cpu := testprof.Build(
 			testprof.Stack{Value: tc.gc * 10, Funcs: []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}},
