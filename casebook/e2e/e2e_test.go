@@ -212,8 +212,23 @@ func violations(c serve.Case, variant string, findings []harness.Finding) []stri
 	case findings[0].Severity != "high":
 		out = append(out, fmt.Sprintf("top finding severity %s, want high", findings[0].Severity))
 	}
+	// A second problem must be among the first three problems: symptoms,
+	// shown under their causes, are not problems of their own.
+	rootRank := func(class string) int {
+		n := 0
+		for _, f := range findings {
+			if f.CausedBy != "" {
+				continue
+			}
+			if f.Class == class {
+				return n
+			}
+			n++
+		}
+		return -1
+	}
 	for _, class := range c.AlsoTop3 {
-		if r := rank(class); r < 0 || r > 2 {
+		if r := rootRank(class); r < 0 || r > 2 {
 			out = append(out, fmt.Sprintf("%s is not among the first three findings (rank %s)", class, rankName(r)))
 		}
 	}

@@ -31,6 +31,9 @@ func TestViolations(t *testing.T) {
 		{"second problem fourth", two, "bad", []harness.Finding{
 			f("regexp-compile-hot", "high", .3, "cpu"), f("gc-pressure", "medium", .2, "cpu"), f("scheduling-latency", "medium", .9, "latency"), f("string-formatting", "low", .05, "cpu")},
 			[]string{"string-formatting is not among the first three findings (rank 4)"}},
+		{"second problem fourth behind a symptom", two, "bad", []harness.Finding{
+			f("regexp-compile-hot", "high", .3, "cpu"), {Class: "gc-pressure", Severity: "low", Impact: .2, Resource: "cpu", CausedBy: "LIB007"},
+			f("scheduler-overhead", "low", .09, "cpu"), f("string-formatting", "low", .08, "cpu")}, nil},
 		{"second problem absent", two, "bad", []harness.Finding{f("regexp-compile-hot", "high", .3, "cpu")},
 			[]string{"string-formatting is not among the first three findings (rank absent)"}},
 		{"symptom first", two, "bad", []harness.Finding{

@@ -165,7 +165,11 @@ func check(pass *rules.Pass) error {
 		}
 		f.Fix = fmt.Sprintf("%s %s. %s", site, how, fix)
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot}
+	// Compiling allocates the parse tree and program: those bytes, and
+	// the GC they drive, are this finding's.
+	aat := pass.Evidence.AllocStacks()
+	ain, ainit := aat.Has(Frames), aat.Has(initFrames)
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot, Allocs: func(s evidence.Sample) bool { return ain(s) && !ainit(s) }}
 	pass.Report(f)
 	return nil
 }
