@@ -34,7 +34,7 @@ sites; the GC cycle rate. Reports when scanning takes at least 5% of CPU and
 at least half of the GC's CPU, the live heap holds at least 1M objects, the
 allocator costs less CPU than scanning, and the GC runs at most 5 cycles a
 second (otherwise the allocation rate is the lever: GC001). Severity by scan
-share: 5% low, 10% medium, 25% high.`,
+share: 5% low, 10% medium, 20% high.`,
 		Fix: `Make the long-lived data pointer-free or fewer objects: key maps by integers
 (map[int64]int64 instead of map[string]int64 or map[string]*T; intern strings
 to IDs), store values inline (map[K]T, []T indexed by int, instead of *T), keep
@@ -58,8 +58,11 @@ instead, since headroom is then the cheaper fix. The two fixes compound.`,
 }
 
 const (
+	// High from 20%, the catalog's common "worth a change today" line:
+	// Go 1.27's collector scans casebook B5's 2.6M-object heap in 22% of
+	// CPU where Go 1.26 took 34%, and that is still the service's top cost.
 	mediumShare = 0.10
-	highShare   = 0.25
+	highShare   = 0.20
 	topSites    = 5
 )
 
