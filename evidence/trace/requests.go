@@ -186,3 +186,41 @@ func (a *analyzer) requestPaths(order []int) []RequestPath {
 	})
 	return out
 }
+
+// PathWait is the request path that spends the largest share of its wall
+// time waiting at the sites in a class, and what it spent there.
+type PathWait struct {
+	Path  *RequestPath
+	Sites []bool        // per Summary.Waits: whether the site is in the class
+	Wait  time.Duration // time the path's requests waited at those sites
+	Calls int64         // waits at those sites
+	Share float64       // Wait over the path's total request time
+}
+
+// WorstPath finds, among request paths with at least minRequests requests,
+// the one that spends the largest share of its time waiting at sites for
+// which inClass holds. Path is nil when no path waited there.
+func (s *Summary) WorstPath(inClass func(WaitSite) bool, minRequests int64) PathWait {
+	best := PathWait{Sites: make([]bool, len(s.Waits))}
+	for i, w := range s.Waits {
+		best.Sites[i] = inClass(w)
+	}
+	for i := range s.Requests {
+		p := &s.Requests[i]
+		if p.Latency.Count < minRequests || p.Latency.Total <= 0 {
+			continue
+		}
+		var wait time.Duration
+		var calls int64
+		for _, w := range p.Waits {
+			if best.Sites[w.Site] {
+				wait += w.Total
+				calls += w.Count
+			}
+		}
+		if share := wait.Seconds() / p.Latency.Total.Seconds(); share > best.Share {
+			best.Path, best.Wait, best.Calls, best.Share = p, wait, calls, share
+		}
+	}
+	return best
+}

@@ -76,31 +76,10 @@ func check(pass *rules.Pass) error {
 		pass.Skip("the execution trace could not be read: " + err.Error())
 		return nil
 	}
-	isDisk := make([]bool, len(s.Waits))
-	for i, w := range s.Waits {
-		isDisk[i] = w.Reason == "syscall" && w.HasFunc(fileIO) && !w.HasFunc(network) && !w.HasFunc(syncing)
-	}
-	var best *trace.RequestPath
-	var bestWait time.Duration
-	var bestCalls int64
-	var bestShare float64
-	for i := range s.Requests {
-		p := &s.Requests[i]
-		if p.Latency.Count < minRequests || p.Latency.Total <= 0 {
-			continue
-		}
-		var wait time.Duration
-		var calls int64
-		for _, w := range p.Waits {
-			if isDisk[w.Site] {
-				wait += w.Total
-				calls += w.Count
-			}
-		}
-		if share := wait.Seconds() / p.Latency.Total.Seconds(); share > bestShare {
-			best, bestWait, bestCalls, bestShare = p, wait, calls, share
-		}
-	}
+	worst := s.WorstPath(func(w trace.WaitSite) bool {
+		return w.Reason == "syscall" && w.HasFunc(fileIO) && !w.HasFunc(network) && !w.HasFunc(syncing)
+	}, minRequests)
+	best, bestWait, bestCalls, bestShare, isDisk := worst.Path, worst.Wait, worst.Calls, worst.Share, worst.Sites
 	if best == nil || bestShare < minShare {
 		return nil
 	}

@@ -71,28 +71,8 @@ func check(pass *rules.Pass) error {
 		pass.Skip("the execution trace could not be read: " + err.Error())
 		return nil
 	}
-	isClient := make([]bool, len(s.Waits))
-	for i, w := range s.Waits {
-		isClient[i] = w.HasFunc(families.DownstreamClient)
-	}
-	var best *trace.RequestPath
-	var bestWait time.Duration
-	var bestShare float64
-	for i := range s.Requests {
-		p := &s.Requests[i]
-		if p.Latency.Count < minRequests || p.Latency.Total <= 0 {
-			continue
-		}
-		var wait time.Duration
-		for _, w := range p.Waits {
-			if isClient[w.Site] {
-				wait += w.Total
-			}
-		}
-		if share := wait.Seconds() / p.Latency.Total.Seconds(); share > bestShare {
-			best, bestWait, bestShare = p, wait, share
-		}
-	}
+	worst := s.WorstPath(func(w trace.WaitSite) bool { return w.HasFunc(families.DownstreamClient) }, minRequests)
+	best, bestWait, bestShare, isClient := worst.Path, worst.Wait, worst.Share, worst.Sites
 	if best == nil || bestShare < minShare {
 		return nil
 	}
