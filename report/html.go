@@ -48,20 +48,20 @@ func WriteHTMLWith(w io.Writer, r *Report, opts HTMLOptions) error {
 		Verdict:  verdict(r),
 		Describe: describeInputs(r.Inputs),
 	}
-	label := labels(r.Findings)
-	pos := map[string]int{}
-	for i, f := range r.Findings {
-		pos[f.ID] = i
+	refs := newRefs(r.Findings)
+	ref := func(j int) cardRef {
+		return cardRef{Rank: j + 1, Label: refs.label[j], ID: r.Findings[j].ID, Class: r.Findings[j].Class}
 	}
 	for i, f := range r.Findings {
 		c := newCard(i+1, f)
-		c.Label = label[i]
-		if j, ok := pos[f.CausedBy]; ok && f.CausedBy != "" {
-			c.Cause = &cardRef{Rank: j + 1, Label: label[j], ID: f.CausedBy, Class: r.Findings[j].Class}
+		c.Label = refs.label[i]
+		if j, ok := refs.cause(f); ok {
+			cause := ref(j)
+			c.Cause = &cause
 		}
 		for _, id := range f.Explains {
-			if j, ok := pos[id]; ok {
-				c.Symptoms = append(c.Symptoms, cardRef{Rank: j + 1, Label: label[j], ID: id, Class: r.Findings[j].Class})
+			if j, ok := refs.at[id]; ok {
+				c.Symptoms = append(c.Symptoms, ref(j))
 			}
 		}
 		p.Cards = append(p.Cards, c)

@@ -41,7 +41,7 @@ func linkedReport(t *testing.T) *Report {
 
 func TestSymptomsNestUnderTheirCause(t *testing.T) {
 	r := linkedReport(t)
-	if got := labels(r.Findings); strings.Join(got, ",") != "1,1.1,2" {
+	if got := newRefs(r.Findings).label; strings.Join(got, ",") != "1,1.1,2" {
 		t.Fatalf("labels %v for %+v", got, r.Findings)
 	}
 	var text, md, html, sarif, js bytes.Buffer

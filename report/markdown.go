@@ -71,7 +71,7 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 		bw.WriteString("\nNo findings: nothing in the evidence crosses a rule's threshold.\n")
 	} else {
 		bw.WriteString("\n| # | Severity | Finding | Rule | Est. gain | Summary |\n|---:|---|---|---|---:|---|\n")
-		label := labels(r.Findings)
+		refs := newRefs(r.Findings)
 		for i, f := range r.Findings {
 			sev := f.Severity.String()
 			if f.Severity >= rules.High {
@@ -81,12 +81,12 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 			if f.CausedBy != "" {
 				summary = "↳ symptom of " + f.CausedBy + ": " + summary
 			}
-			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s of %s | %s |\n", label[i], sev, f.Class, f.Rule,
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s of %s | %s |\n", refs.label[i], sev, f.Class, f.Rule,
 				human.Percent(f.Impact), f.Resource, summary)
 		}
 		for i, f := range r.Findings[:min(top, len(r.Findings))] {
-			causedBy, explains := linkLines(r.Findings, label, i)
-			writeMarkdownFinding(bw, label[i], f, causedBy, explains)
+			causedBy, explains := refs.lines(r.Findings, i)
+			writeMarkdownFinding(bw, refs.label[i], f, causedBy, explains)
 		}
 		if rest := len(r.Findings) - top; rest > 0 {
 			fmt.Fprintf(bw, "\n_%s more in the full report (`perfdoctor diagnose --format html`)._\n", plural(rest, "finding"))

@@ -51,10 +51,10 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(bw, "\nNo findings: nothing in the evidence crosses a rule's threshold.")
 	}
-	label := labels(r.Findings)
+	refs := newRefs(r.Findings)
 	for i, f := range r.Findings {
-		causedBy, explains := linkLines(r.Findings, label, i)
-		writeFinding(bw, label[i], f, causedBy, explains)
+		causedBy, explains := refs.lines(r.Findings, i)
+		writeFinding(bw, refs.label[i], f, causedBy, explains)
 	}
 	if len(r.NotChecked) > 0 {
 		fmt.Fprintln(bw, "\nNot checked:")
