@@ -235,9 +235,10 @@ func TestWrappersAreSkipped(t *testing.T) {
 	}
 }
 
-// TestShortGoroutinesOwnWorkCounts: the CPU inside goroutines that run
-// briefly each (per-item work a batching pool amortises) adds half its share
-// to the estimate; long-running goroutines' work would only move to a pool.
+// TestShortGoroutinesOwnWorkCounts: the CPU goroutines that run briefly
+// each spend in hand-offs and system calls (per-item overhead a batching
+// pool amortises) adds half its share to the estimate; their computation,
+// and long-running goroutines' work, would only move to a pool.
 func TestShortGoroutinesOwnWorkCounts(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -251,8 +252,9 @@ func TestShortGoroutinesOwnWorkCounts(t *testing.T) {
 			testprof.Stack{Value: 20, Funcs: []string{"runtime.newproc1", "runtime.newproc", "main.(*Limiter).Record", "main.handler"}},
 			testprof.Stack{Value: 20, Funcs: []string{"runtime.gfput", "runtime.goexit0", "runtime.mcall"}},
 			testprof.Stack{Value: 40, Funcs: []string{"runtime.findRunnable", "runtime.schedule"}},
-			testprof.Stack{Value: 300, Funcs: []string{"net.(*conn).Write", "main.writeRedis", "runtime.goexit"}},
-			testprof.Stack{Value: 620, Funcs: []string{"main.work", "main.handler", "runtime.goexit"}},
+			testprof.Stack{Value: 300, Funcs: []string{"syscall.Syscall", "net.(*conn).Write", "main.writeRedis", "runtime.goexit"}},
+			testprof.Stack{Value: 100, Funcs: []string{"main.hashKey", "main.writeRedis", "runtime.goexit"}},
+			testprof.Stack{Value: 520, Funcs: []string{"main.work", "main.handler", "runtime.goexit"}},
 		)
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 		ev.TraceSummary = summaryOf(20000, time.Millisecond, "main.(*Limiter).Record")
