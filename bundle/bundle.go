@@ -131,6 +131,27 @@ func (m *Manifest) Failed() []Item {
 	return out
 }
 
+// Summary is what a person is told when the bundle in dir has been
+// written: how many items were collected, the failed ones with their
+// reasons, and "partial" when the bundle is.
+func (m *Manifest) Summary(dir string) string {
+	ok := 0
+	for _, it := range m.Items {
+		if it.Status == StatusOK {
+			ok++
+		}
+	}
+	state := "bundle"
+	if m.Partial {
+		state = "partial bundle"
+	}
+	s := fmt.Sprintf("%s written to %s: %d of %d items collected\n", state, dir, ok, len(m.Items))
+	for _, it := range m.Failed() {
+		s += fmt.Sprintf("  %s failed: %s\n", it.Name, it.Error)
+	}
+	return s
+}
+
 // Duration is a time.Duration that reads and writes as a Go duration string
 // ("30s") in JSON, so manifests stay readable.
 type Duration time.Duration

@@ -97,3 +97,35 @@ func (w *Window) WriteBundle(dir, tool string) error {
 	bw.Complete(m)
 	return bw.Finish(m, dir)
 }
+
+// Native records a local process of any language with perf, with source
+// lines, and the /proc snapshots around the window, as a bundle in dir
+// (perfdoctor-pidPID-TIME when empty). It returns the directory; an error
+// after it was written (perf refused) says the bundle has no stacks.
+func Native(ctx context.Context, o WindowOptions, dir, tool string) (string, error) {
+	if o.PID <= 0 {
+		return "", fmt.Errorf("--perf: PID %d is not a process", o.PID)
+	}
+	if o.Duration < MinDuration || o.Duration > MaxDuration {
+		return "", fmt.Errorf("duration %s out of range (%s to %s)", o.Duration, MinDuration, MaxDuration)
+	}
+	if dir == "" {
+		dir = fmt.Sprintf("perfdoctor-pid%d-%s", o.PID, time.Now().Format("20060102-150405"))
+	}
+	if err := bundle.CheckDestination(dir); err != nil {
+		return "", err
+	}
+	o.Perf, o.SourceLines = true, true
+	win, err := ObserveWindow(ctx, o)
+	o.Progress.Clear()
+	if err != nil {
+		return "", err
+	}
+	if err := win.WriteBundle(dir, tool); err != nil {
+		return "", err
+	}
+	if win.PerfErr != nil {
+		return dir, fmt.Errorf("bundle written to %s without stacks: %w", dir, win.PerfErr)
+	}
+	return dir, nil
+}

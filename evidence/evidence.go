@@ -131,6 +131,34 @@ func (e *Evidence) Skipped() []File {
 // Profile returns the profile of the given kind, or nil.
 func (e *Evidence) Profile(k Kind) *profile.Profile { return e.Profiles[k] }
 
+// ErrSeveralProfiles is PickProfile's answer when no kind was named and
+// the evidence holds several profiles but no CPU profile.
+var ErrSeveralProfiles = errors.New("the input holds several profiles")
+
+// PickProfile returns the profile of the named kind or, with no kind, the
+// CPU profile, else the only profile there is.
+func (e *Evidence) PickProfile(kind string) (*profile.Profile, error) {
+	var kinds []string
+	for k := range e.Profiles {
+		kinds = append(kinds, string(k))
+	}
+	slices.Sort(kinds)
+	switch {
+	case kind != "":
+		if p := e.Profile(Kind(kind)); p != nil {
+			return p, nil
+		}
+		return nil, fmt.Errorf("no %s profile in the input (it has: %s)", kind, strings.Join(kinds, ", "))
+	case e.Profile(CPU) != nil:
+		return e.Profile(CPU), nil
+	case len(kinds) == 1:
+		return e.Profile(Kind(kinds[0])), nil
+	case len(kinds) == 0:
+		return nil, errors.New("the input holds no profile")
+	}
+	return nil, fmt.Errorf("%w (%s): choose one", ErrSeveralProfiles, strings.Join(kinds, ", "))
+}
+
 // CPUStacks is the CPU profile flattened, computed once.
 func (e *Evidence) CPUStacks() *Stacks {
 	e.stacksOnce.Do(func() { e.cpuStacks = NewStacks(e.Profiles[CPU], "cpu") })

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkDiagnose(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("stacks=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := diagnose(path); err != nil {
+				if _, err := diagnose.Paths(diagnose.Options{}, path); err != nil {
 					b.Fatal(err)
 				}
 			}

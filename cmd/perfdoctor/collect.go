@@ -2,15 +2,12 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 )
@@ -56,15 +53,20 @@ snapshots.`,
 				return a.collectJFR(cmd, args, jfr, duration, out)
 			}
 			if pid, err := strconv.Atoi(firstArg(args)); withPerf && err == nil {
-				return a.collectNative(cmd, pid, duration, out)
+				dir, err := collect.Native(cmd.Context(), collect.WindowOptions{PID: pid, Duration: duration,
+					Progress: progress.New(os.Stderr), Logger: a.log}, out, a.tool()+" sys")
+				if err == nil {
+					fmt.Fprintf(a.stderr, "bundle written to %s: perf stacks and /proc snapshots of pid %d\n", dir, pid)
+				}
+				return err
 			}
 			if err := exactArgs(1)(cmd, args); err != nil {
 				return err
 			}
 			if out == "" {
-				out = defaultBundleName(args[0], time.Now())
+				out = collect.DefaultBundleName(args[0], time.Now())
 			}
-			token, err := readToken(tokenFile)
+			token, err := collect.ReadToken(tokenFile)
 			if err != nil {
 				return err
 			}
@@ -82,13 +84,13 @@ snapshots.`,
 			})
 			line.Clear()
 			if m != nil {
-				printCollected(a, out, m)
+				fmt.Fprint(a.stderr, m.Summary(out))
 			}
 			return err
 		},
 	}
 	cmd.Flags().DurationVarP(&duration, "duration", "d", 30*time.Second, "CPU profile length, 1s to 10m")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token an agent requires (or set $"+tokenEnv+"); never on the command line, where ps shows it")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token an agent requires (or set $"+collect.TokenEnv+"); never on the command line, where ps shows it")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "bundle directory to create (default perfdoctor-HOST-TIME)")
 	cmd.Flags().DurationVar(&trace, "trace", time.Second, "execution trace length (0 to skip)")
 	jfr.register(cmd)
@@ -97,85 +99,9 @@ snapshots.`,
 	return cmd
 }
 
-func printCollected(a *app, dir string, m *bundle.Manifest) {
-	ok := 0
-	for _, it := range m.Items {
-		if it.Status == bundle.StatusOK {
-			ok++
-		}
-	}
-	state := "bundle"
-	if m.Partial {
-		state = "partial bundle"
-	}
-	fmt.Fprintf(a.stderr, "%s written to %s: %d of %d items collected\n", state, dir, ok, len(m.Items))
-	for _, it := range m.Failed() {
-		fmt.Fprintf(a.stderr, "  %s failed: %s\n", it.Name, it.Error)
-	}
-}
-
-// defaultBundleName makes a directory name from the target host and time.
-func defaultBundleName(target string, now time.Time) string {
-	host := "target"
-	if u, err := url.Parse(target); err == nil && u.Host != "" {
-		host = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(u.Host)
-	}
-	return fmt.Sprintf("perfdoctor-%s-%s", host, now.Format("20060102-150405"))
-}
-
-// tokenEnv names the environment variable holding an agent's bearer token.
-const tokenEnv = "PERFDOCTOR_TOKEN"
-
-// readToken returns the agent token from the file, else from $PERFDOCTOR_TOKEN.
-func readToken(file string) (string, error) {
-	if file == "" {
-		return os.Getenv(tokenEnv), nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("token: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" || strings.ContainsAny(tok, "\r\n") {
-		return "", fmt.Errorf("token: %s must hold one non-empty line", file)
-	}
-	return tok, nil
-}
-
 func firstArg(args []string) string {
 	if len(args) == 0 {
 		return ""
 	}
 	return args[0]
-}
-
-// collectNative records a local process of any language with perf, with
-// source lines, and the /proc snapshots around the window, as a bundle.
-func (a *app) collectNative(cmd *cobra.Command, pid int, duration time.Duration, out string) error {
-	if pid <= 0 {
-		return fmt.Errorf("--perf: PID %d is not a process", pid)
-	}
-	if duration < collect.MinDuration || duration > collect.MaxDuration {
-		return fmt.Errorf("duration %s out of range (%s to %s)", duration, collect.MinDuration, collect.MaxDuration)
-	}
-	if out == "" {
-		out = fmt.Sprintf("perfdoctor-pid%d-%s", pid, time.Now().Format("20060102-150405"))
-	}
-	if err := bundle.CheckDestination(out); err != nil {
-		return err
-	}
-	line := progress.New(os.Stderr)
-	win, err := collect.ObserveWindow(cmd.Context(), collect.WindowOptions{PID: pid, Duration: duration, Perf: true, SourceLines: true, Progress: line, Logger: a.log})
-	line.Clear()
-	if err != nil {
-		return err
-	}
-	if err := win.WriteBundle(out, "perfdoctor "+version+" sys"); err != nil {
-		return err
-	}
-	if win.PerfErr != nil {
-		return fmt.Errorf("bundle written to %s without stacks: %w", out, win.PerfErr)
-	}
-	fmt.Fprintf(a.stderr, "bundle written to %s: perf stacks and /proc snapshots of pid %d\n", out, pid)
-	return nil
 }

@@ -40,7 +40,7 @@ func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration
 	})
 	line.Clear()
 	if m != nil {
-		printCollected(a, out, m)
+		fmt.Fprint(a.stderr, m.Summary(out))
 	}
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,12 +50,12 @@ func (a *app) demo(ctx context.Context, dir string, duration time.Duration, conc
 	if err != nil {
 		return err
 	}
-	p, ready, err := supervise.StartLine(ctx, exec.Command(exe, "demo-service"), "ready ", 15*time.Second)
+	p, ready, err := supervise.StartLine(ctx, exec.Command(exe, "demo-service"), demoservice.ReadyPrefix, 15*time.Second)
 	if err != nil {
 		return fmt.Errorf("starting the demo service: %w", err)
 	}
 	defer p.Stop()
-	appURL, pprofURL, err := parseReady(ready)
+	appURL, pprofURL, err := demoservice.ParseReady(ready)
 	if err != nil {
 		return fmt.Errorf("starting the demo service: %w", err)
 	}
@@ -68,22 +67,6 @@ func (a *app) demo(ctx context.Context, dir string, duration time.Duration, conc
 	bundleDir := filepath.Join(dir, "bundle")
 	fmt.Fprintf(a.stderr, "demo: try: perfdoctor diagnose %s, go tool pprof %s\n", bundleDir, filepath.Join(bundleDir, bundle.CPUFile))
 	return nil
-}
-
-// parseReady reads the rest of "ready app=URL pprof=URL".
-func parseReady(line string) (app, pprofURL string, err error) {
-	for _, f := range strings.Fields(line) {
-		if v, ok := strings.CutPrefix(f, "app="); ok {
-			app = v
-		}
-		if v, ok := strings.CutPrefix(f, "pprof="); ok {
-			pprofURL = v
-		}
-	}
-	if app == "" || pprofURL == "" {
-		return "", "", fmt.Errorf("unexpected readiness line %q", "ready "+line)
-	}
-	return app, pprofURL, nil
 }
 
 func (a *app) demoServiceCommand() *cobra.Command {
@@ -98,7 +81,7 @@ func (a *app) demoServiceCommand() *cobra.Command {
 				return err
 			}
 			defer svc.Close()
-			fmt.Fprintf(a.stdout, "ready app=%s pprof=%s\n", svc.AppURL, svc.PprofURL)
+			fmt.Fprintln(a.stdout, svc.ReadyLine())
 			<-cmd.Context().Done()
 			return nil
 		},

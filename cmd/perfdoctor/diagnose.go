@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
-	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/formats/folded"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 func (a *app) diagnoseCommand() *cobra.Command {
@@ -48,17 +44,25 @@ CPU (or memory or latency) the fix can recover.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--folded-weights: %w", err)}
 			}
-			opt := evidence.LoadOptions{FoldedWeights: weights}
-			var rep *report.Report
-			if gcLog != "" {
-				rep, err = diagnoseWithGCTrace(cmd.InOrStdin(), gcLog, opt, args...)
-			} else {
-				rep, err = diagnoseWith(opt, args...)
+			opt := a.diagnoseOptions()
+			opt.Load.FoldedWeights = weights
+			switch gcLog {
+			case "":
+			case "-":
+				opt.GCTrace, opt.GCTraceName = cmd.InOrStdin(), "-"
+			default:
+				f, err := os.Open(gcLog)
+				if err != nil {
+					return fmt.Errorf("--gctrace: %w", err)
+				}
+				defer f.Close()
+				opt.GCTrace, opt.GCTraceName = f, gcLog
 			}
+			rep, err := diagnose.Paths(opt, args...)
 			if err != nil {
 				return err
 			}
-			if err := writeReport(a.stdout, out, format, rep); err != nil {
+			if err := report.Save(a.stdout, out, format, rep); err != nil {
 				return err
 			}
 			if failOn != "" {
@@ -78,67 +82,4 @@ CPU (or memory or latency) the fix can recover.`,
 	cmd.Flags().StringVar(&gcLog, "gctrace", "", "also read a GODEBUG=gctrace=1 log (the target's stderr) from this file, or - for stdin")
 	cmd.Flags().StringVar(&foldedWeights, "folded-weights", "auto", "what the counts of folded stacks are: samples, nanoseconds (async-profiler --total), or auto (guess, and say so in the report)")
 	return cmd
-}
-
-// diagnoseWithGCTrace is diagnose plus a gctrace log read from a file or,
-// for "-", from stdin; with no paths the log is the only evidence.
-func diagnoseWithGCTrace(stdin io.Reader, gcLog string, opt evidence.LoadOptions, paths ...string) (*report.Report, error) {
-	ev := evidence.New()
-	if len(paths) > 0 {
-		var err error
-		if ev, err = evidence.LoadWith(opt, paths...); err != nil {
-			return nil, err
-		}
-	}
-	if gcLog != "" {
-		r := stdin
-		if gcLog != "-" {
-			f, err := os.Open(gcLog)
-			if err != nil {
-				return nil, fmt.Errorf("--gctrace: %w", err)
-			}
-			defer f.Close()
-			r = f
-		}
-		if err := ev.AddGCTrace(r, gcLog); err != nil {
-			return nil, err
-		}
-	}
-	res := rules.Run(ev, catalog.All())
-	return report.New("perfdoctor "+version, ev, res), nil
-}
-
-// diagnose loads the evidence once and runs the catalog over it.
-func diagnose(paths ...string) (*report.Report, error) {
-	return diagnoseWith(evidence.LoadOptions{}, paths...)
-}
-
-// diagnoseWith is diagnose with load options.
-func diagnoseWith(opt evidence.LoadOptions, paths ...string) (*report.Report, error) {
-	ev, err := evidence.LoadWith(opt, paths...)
-	if err != nil {
-		return nil, err
-	}
-	res := rules.Run(ev, catalog.All())
-	return report.New("perfdoctor "+version, ev, res), nil
-}
-
-// writeReport writes to path (atomically) or, with no path, to w.
-func writeReport(w io.Writer, path, format string, rep *report.Report) error {
-	return writeOutput(w, path, func(w io.Writer) error { return report.Write(w, format, rep) })
-}
-
-// writeOutput renders to path (atomically) or, with no path, to w.
-func writeOutput(w io.Writer, path string, render func(io.Writer) error) error {
-	if path == "" {
-		return render(w)
-	}
-	var b bytes.Buffer
-	if err := render(&b); err != nil {
-		return err
-	}
-	if err := bundle.WriteFileAtomic(path, b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

@@ -52,7 +52,7 @@ or cumulative share grew by more than PCT percentage points.`,
 			}
 			d.Tool = "perfdoctor " + version
 			regressed := failOn && d.CheckRegression(failPct/100)
-			if err := writeOutput(a.stdout, out, func(w io.Writer) error { return write(w, d) }); err != nil {
+			if err := report.Output(a.stdout, out, func(w io.Writer) error { return write(w, d) }); err != nil {
 				return err
 			}
 			if regressed {

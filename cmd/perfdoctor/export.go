@@ -2,18 +2,18 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"io"
 	"slices"
-	"sort"
 	"strings"
 
-	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/export"
 	"github.com/perfdoctor/perfdoctor/formats/folded"
+	"github.com/perfdoctor/perfdoctor/report"
 )
 
 func (a *app) exportCommand() *cobra.Command {
@@ -47,7 +47,10 @@ folded file comes out in the same form as a Go profile.`,
 			if err != nil {
 				return err
 			}
-			p, err := pickProfile(ev, kind)
+			p, err := ev.PickProfile(kind)
+			if errors.Is(err, evidence.ErrSeveralProfiles) {
+				return usageError{fmt.Errorf("%w with --kind", err)}
+			}
 			if err != nil {
 				return err
 			}
@@ -55,14 +58,10 @@ folded file comes out in the same form as a Go profile.`,
 			if err := export.Write(&buf, format, p, sampleType); err != nil {
 				return err
 			}
-			if out == "" {
-				_, err := a.stdout.Write(buf.Bytes())
+			return report.Output(a.stdout, out, func(w io.Writer) error {
+				_, err := w.Write(buf.Bytes())
 				return err
-			}
-			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&format, "format", "f", "folded", "output format: "+strings.Join(export.Formats, ", "))
@@ -71,28 +70,4 @@ folded file comes out in the same form as a Go profile.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
 	cmd.Flags().StringVar(&weights, "folded-weights", "auto", "what counts in folded input are: auto, samples or nanoseconds")
 	return cmd
-}
-
-// pickProfile returns the profile of the named kind, or with no kind the
-// CPU profile, else the only profile there is.
-func pickProfile(ev *evidence.Evidence, kind string) (*profile.Profile, error) {
-	var kinds []string
-	for k := range ev.Profiles {
-		kinds = append(kinds, string(k))
-	}
-	sort.Strings(kinds)
-	switch {
-	case kind != "":
-		if p := ev.Profile(evidence.Kind(kind)); p != nil {
-			return p, nil
-		}
-		return nil, fmt.Errorf("no %s profile in the input (it has: %s)", kind, strings.Join(kinds, ", "))
-	case ev.Profile(evidence.CPU) != nil:
-		return ev.Profile(evidence.CPU), nil
-	case len(kinds) == 1:
-		return ev.Profile(evidence.Kind(kinds[0])), nil
-	case len(kinds) == 0:
-		return nil, fmt.Errorf("the input holds no profile to export")
-	}
-	return nil, usageError{fmt.Errorf("the input holds several profiles (%s): choose one with --kind", strings.Join(kinds, ", "))}
 }

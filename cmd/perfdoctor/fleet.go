@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/collect"
 	"github.com/perfdoctor/perfdoctor/fleet"
 	"github.com/perfdoctor/perfdoctor/fleet/fleetreport"
 	"github.com/perfdoctor/perfdoctor/history"
@@ -60,7 +60,7 @@ With --record, each service's diagnosis goes into the history database.`,
 				return usageError{fmt.Errorf("--match: %w", err)}
 			}
 			opt.Match = m
-			if opt.Token, err = readToken(tokenFile); err != nil {
+			if opt.Token, err = collect.ReadToken(tokenFile); err != nil {
 				return err
 			}
 			if out == "" {
@@ -77,23 +77,20 @@ With --record, each service's diagnosis goes into the history database.`,
 				}
 				defer store.Close()
 			}
-			opt.OutDir, opt.Logger, opt.Tool = out, a.log, "perfdoctor "+version
+			opt.OutDir, opt.Logger, opt.Tool = out, a.log, a.tool()
 			fmt.Fprintf(a.stderr, "perfdoctor fleet: discovering through %s, collecting into %s\n", fleet.RedactURL(opt.Prometheus), out)
 			rep, err := fleet.Run(cmd.Context(), opt)
 			if err != nil {
 				return err
 			}
-			for _, f := range []struct{ name, format string }{{"fleet.json", "json"}, {"fleet.html", "html"}} {
-				path := filepath.Join(out, f.name)
-				if err := writeFleetReport(path, f.format, rep); err != nil {
-					return err
-				}
+			if err := fleetreport.WriteFiles(rep); err != nil {
+				return err
 			}
 			if err := fleetreport.Write(a.stdout, format, rep); err != nil {
 				return err
 			}
 			if store != nil {
-				n, err := recordFleet(cmd, store, rep)
+				n, err := rep.Record(cmd.Context(), store)
 				if err != nil {
 					return err
 				}
@@ -120,7 +117,7 @@ With --record, each service's diagnosis goes into the history database.`,
 	f.DurationVar(&opt.Budget, "budget", fleet.DefaultBudget, "total time for all collections: instances not started by then are skipped")
 	f.StringVarP(&out, "output", "o", "", "directory for bundles and reports (default perfdoctor-fleet-TIME)")
 	f.StringVarP(&format, "format", "f", "text", "output format: "+fleetreport.FormatNames())
-	f.StringVar(&tokenFile, "token-file", "", "file holding the bearer token the instances require (or set $"+tokenEnv+")")
+	f.StringVar(&tokenFile, "token-file", "", "file holding the bearer token the instances require (or set $"+collect.TokenEnv+")")
 	f.BoolVar(&record, "record", false, "record each service's diagnosis in the history database")
 	f.StringVar(&db, "db", "", "history database: a file (default "+defaultDBHelp()+") or postgres://user@host/db")
 	return cmd
@@ -131,41 +128,4 @@ func defaultDBHelp() string {
 		return p
 	}
 	return "$XDG_DATA_HOME/perfdoctor/history.db"
-}
-
-func writeFleetReport(path, format string, rep *fleet.Report) error {
-	w, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := fleetreport.Write(w, format, rep); err != nil {
-		w.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return w.Close()
-}
-
-// recordFleet records each diagnosed service as one run of the fleet run.
-func recordFleet(cmd *cobra.Command, store *history.Store, rep *fleet.Report) (int, error) {
-	dir, err := filepath.Abs(rep.Dir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, s := range rep.Services {
-		if s.ReportJSON == "" {
-			continue // nothing diagnosed
-		}
-		cores := s.Cores
-		_, err := store.Record(cmd.Context(), history.Run{
-			Kind: history.KindService, Target: s.Name, At: rep.Start, Tool: rep.Tool,
-			Bundle: filepath.Join(dir, filepath.Dir(s.ReportJSON)), Cores: &cores,
-			Fleet: rep.Start.UTC().Format(time.RFC3339), Findings: history.FindingsOf(s.Findings, s.Cores),
-		})
-		if err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }

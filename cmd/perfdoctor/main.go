@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/perfdoctor/perfdoctor/diagnose"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -41,6 +43,13 @@ type app struct {
 	log            *slog.Logger
 	verbose        bool
 }
+
+// tool names the producer in reports and bundles.
+func (a *app) tool() string { return "perfdoctor " + version }
+
+// diagnoseOptions are the diagnosis defaults: the whole catalog, this
+// build named as the report's producer.
+func (a *app) diagnoseOptions() diagnose.Options { return diagnose.Options{Tool: a.tool()} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

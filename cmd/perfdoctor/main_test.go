@@ -144,13 +144,3 @@ func TestRulesAndExplain(t *testing.T) {
 		t.Errorf("explain gc-pressure:\n%s", stdout)
 	}
 }
-
-func TestParseReady(t *testing.T) {
-	app, pp, err := parseReady("ready app=http://127.0.0.1:1 pprof=http://127.0.0.1:2")
-	if err != nil || app != "http://127.0.0.1:1" || pp != "http://127.0.0.1:2" {
-		t.Errorf("got %q %q %v", app, pp, err)
-	}
-	if _, _, err := parseReady("panic: oops"); err == nil {
-		t.Error("garbage accepted")
-	}
-}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/collect"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/underload"
@@ -54,7 +54,7 @@ reports (report.txt, report.json, report.html) are written to --output.`,
 			}
 			defer restore()
 			if dir == "" {
-				dir = defaultBundleName(target, time.Now()) + "-run"
+				dir = collect.DefaultBundleName(target, time.Now()) + "-run"
 			}
 			return a.profileUnderLoad(cmd.Context(), target, cfg, warmup, dir, format)
 		},
@@ -68,38 +68,14 @@ reports (report.txt, report.json, report.html) are written to --output.`,
 	return cmd
 }
 
-// profileUnderLoad collects a bundle into dir/bundle under cfg's load
-// (underload), diagnoses it and writes the reports.
+// profileUnderLoad collects a bundle into dir/bundle under cfg's load,
+// diagnoses it and writes the reports.
 func (a *app) profileUnderLoad(ctx context.Context, pprofURL string, cfg load.Config, warmup time.Duration, dir, format string) error {
-	bundleDir := filepath.Join(dir, "bundle")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("output: %w", err)
-	}
-	res, err := underload.Run(ctx, underload.Options{PprofURL: pprofURL, Load: cfg, Warmup: warmup, BundleDir: bundleDir,
-		Progress: progress.New(os.Stderr), Logger: a.log, Messages: a.stderr})
-	if res != nil && res.Manifest != nil {
-		printCollected(a, bundleDir, res.Manifest)
-	}
+	res, err := underload.Diagnose(ctx, underload.Options{PprofURL: pprofURL, Load: cfg, Warmup: warmup,
+		Progress: progress.New(os.Stderr), Logger: a.log, Messages: a.stderr}, a.diagnoseOptions(), dir, format, a.stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "perfdoctor: load: %s\n", res.Load)
-	for _, w := range res.Load.Warnings {
-		fmt.Fprintf(a.stderr, "perfdoctor: warning: %s\n", w)
-	}
-	rep, err := diagnose(bundleDir)
-	if err != nil {
-		return err
-	}
-	if err := writeReport(a.stdout, "", format, rep); err != nil {
-		return err
-	}
-	for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"json", "json"}, {"html", "html"}} {
-		if err := writeReport(nil, filepath.Join(dir, "report."+f.ext), f.format, rep); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(a.stderr, "\nperfdoctor: bundle in %s, reports in %s\n", bundleDir, filepath.Join(dir, "report.{txt,json,html}"))
 	if res.Load.Interrupted {
 		return errInterrupted
 	}

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,12 +11,10 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect"
 	"github.com/perfdoctor/perfdoctor/collect/system"
-	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/report/systext"
-	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 func (a *app) sysCommand() *cobra.Command {
@@ -64,12 +60,12 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 				return err
 			}
 			if out != "" {
-				if err := win.WriteBundle(out, "perfdoctor "+version+" sys"); err != nil {
+				if err := win.WriteBundle(out, a.tool()+" sys"); err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stderr, "bundle written to %s\n", out)
 			}
-			return writeSys(a.stdout, format, win)
+			return a.writeSys(a.stdout, format, win)
 		},
 	}
 	cmd.Flags().IntVar(&pid, "pid", 0, "also observe this process: descriptors, threads, memory, cgroup")
@@ -86,39 +82,19 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 
 // writeSys diagnoses the window with the rules that read only /proc and
 // perf evidence, and writes the summary and the findings.
-func writeSys(w io.Writer, format string, win *collect.Window) error {
-	ev := evidence.New("/proc")
-	ev.SystemStart, ev.SystemEnd = win.Start, win.End
-	if win.Perf != nil {
-		ev.Profiles[evidence.Perf] = win.Perf
+func (a *app) writeSys(w io.Writer, format string, win *collect.Window) error {
+	rep, sum, err := diagnose.Window(a.tool(), win)
+	if err != nil {
+		return err
 	}
-	delta, ok := ev.SystemDelta()
-	if !ok {
-		return errors.New("the two system snapshots are not in time order")
-	}
-	rep := report.New("perfdoctor "+version, ev, rules.Run(ev, systemRules()))
-	s := systext.Summarize(delta, win.Perf, win.PerfErr)
 	if format == "json" {
 		return writeJSON(w, struct {
 			Summary systext.Summary `json:"summary"`
 			Report  *report.Report  `json:"report"`
-		}{s, rep})
+		}{sum, rep})
 	}
-	if err := systext.WriteText(w, s); err != nil {
+	if err := systext.WriteText(w, sum); err != nil {
 		return err
 	}
 	return report.WriteText(w, rep)
-}
-
-// systemRules are the rules that read only /proc and perf evidence.
-func systemRules() []*rules.Rule {
-	var out []*rules.Rule
-	for _, r := range catalog.All() {
-		if len(r.Needs) > 0 && !slices.ContainsFunc(r.Needs, func(in rules.Input) bool {
-			return in != rules.Host && in != rules.System && in != rules.Perf
-		}) {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/agent"
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect"
 )
 
 // TestCollectFromAgentWithToken collects from a real agent that requires a
@@ -22,7 +23,7 @@ func TestCollectFromAgentWithToken(t *testing.T) {
 	target := "http://" + a.Addr()
 	dir := t.TempDir()
 
-	t.Setenv(tokenEnv, "")
+	t.Setenv(collect.TokenEnv, "")
 	code, _, stderr := perfdoctor(t, "collect", target, "-d", "1s", "--trace", "0", "-o", filepath.Join(dir, "none"))
 	wantOneLineError(t, code, stderr, "401")
 
@@ -35,7 +36,7 @@ func TestCollectFromAgentWithToken(t *testing.T) {
 		"env":  nil,
 	} {
 		if name == "env" {
-			t.Setenv(tokenEnv, token)
+			t.Setenv(collect.TokenEnv, token)
 		}
 		out := filepath.Join(dir, name)
 		code, _, stderr := perfdoctor(t, append([]string{"collect", target, "-d", "1s", "--trace", "0", "-o", out}, args...)...)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/report/web"
 )
 
@@ -37,7 +38,7 @@ reach the address can then read the profiles and the source they point at.`,
 			if err != nil {
 				return usageError{err}
 			}
-			rep, err := diagnose(args...)
+			rep, err := diagnose.Paths(a.diagnoseOptions(), args...)
 			if err != nil {
 				return err
 			}

@@ -5,15 +5,18 @@
 package fleetreport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"html/template"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/fleet"
 )
 
@@ -45,6 +48,22 @@ func Write(w io.Writer, format string, r *fleet.Report) error {
 }
 
 // WriteJSON writes the document docs/fleet.md describes.
+// WriteFiles writes the fleet report next to the bundles: fleet.json and
+// fleet.html in the run's directory, each whole or not at all.
+func WriteFiles(r *fleet.Report) error {
+	for _, f := range []struct{ name, format string }{{"fleet.json", "json"}, {"fleet.html", "html"}} {
+		var b bytes.Buffer
+		if err := Write(&b, f.format, r); err != nil {
+			return err
+		}
+		path := filepath.Join(r.Dir, f.name)
+		if err := bundle.WriteFileAtomic(path, b.Bytes()); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
 func WriteJSON(w io.Writer, r *fleet.Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -163,4 +164,30 @@ func (s *Service) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ReadyPrefix starts the line the demo service prints when it serves; the
+// demo waits for it.
+const ReadyPrefix = "ready "
+
+// ReadyLine is the line announcing where the service serves.
+func (s *Service) ReadyLine() string {
+	return fmt.Sprintf("%sapp=%s pprof=%s", ReadyPrefix, s.AppURL, s.PprofURL)
+}
+
+// ParseReady reads the URLs back from a ready line (with or without its
+// prefix).
+func ParseReady(line string) (appURL, pprofURL string, err error) {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, "app="); ok {
+			appURL = v
+		}
+		if v, ok := strings.CutPrefix(f, "pprof="); ok {
+			pprofURL = v
+		}
+	}
+	if appURL == "" || pprofURL == "" {
+		return "", "", fmt.Errorf("unexpected readiness line %q", line)
+	}
+	return appURL, pprofURL, nil
 }

@@ -31,3 +31,13 @@ func TestServesSearchAndPprof(t *testing.T) {
 		}
 	}
 }
+
+func TestParseReady(t *testing.T) {
+	app, pp, err := ParseReady("ready app=http://127.0.0.1:1 pprof=http://127.0.0.1:2")
+	if err != nil || app != "http://127.0.0.1:1" || pp != "http://127.0.0.1:2" {
+		t.Errorf("got %q %q %v", app, pp, err)
+	}
+	if _, _, err := ParseReady("panic: oops"); err == nil {
+		t.Error("garbage accepted")
+	}
+}
