@@ -195,19 +195,20 @@ func unescapeModule(p string) string {
 // the user can edit that code (or ownership is unknown), else configFix, the
 // configuration or choice open to a user of a dependency or of a
 // third-party program, prefixed with whose code it is. The fact records the
-// reading.
-func (o *CodeOwners) Advise(f evidence.Frame, codeFix, configFix string) (string, Fact) {
+// reading; editable says whether codeFix was chosen, so a rule drops its
+// code example when the user cannot make that edit.
+func (o *CodeOwners) Advise(f evidence.Frame, codeFix, configFix string) (fix string, whose Fact, editable bool) {
 	w := o.Of(f)
 	site := ShortFunc(f.Func)
 	switch {
 	case w.Owner == OwnerDependency:
 		return fmt.Sprintf("The cost is in %s, a dependency (%s): its code is not yours to edit. %s", w.Module, w.Why, configFix),
-			Text("whose code", fmt.Sprintf("%s: dependency %s (%s)", site, w.Module, w.Why))
+			Text("whose code", fmt.Sprintf("%s: dependency %s (%s)", site, w.Module, w.Why)), false
 	case o.Program != "" && w.Owner != OwnerStdlib:
 		return fmt.Sprintf("The cost is in code shipped with the program, and %s: its code is not yours to edit. %s", o.Program, configFix),
-			Text("whose code", fmt.Sprintf("%s: a third-party program (%s)", site, o.Program))
+			Text("whose code", fmt.Sprintf("%s: a third-party program (%s)", site, o.Program)), false
 	case w.Owner == OwnerMain:
-		return codeFix, Text("whose code", fmt.Sprintf("%s: the main module (%s)", site, w.Why))
+		return codeFix, Text("whose code", fmt.Sprintf("%s: the main module (%s)", site, w.Why)), true
 	}
-	return codeFix, Text("whose code", site+": not known (no build info, and the file paths do not tell)")
+	return codeFix, Text("whose code", site+": not known (no build info, and the file paths do not tell)"), true
 }

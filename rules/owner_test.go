@@ -77,25 +77,25 @@ func TestOwnersFromBuildInfo(t *testing.T) {
 	if w := own.Of(zap); w.Owner != rules.OwnerDependency || w.Module != "go.uber.org/zap" {
 		t.Errorf("zap: %+v", w)
 	}
-	if fix, _ := own.Advise(caddyhttp, "edit", "configure"); fix != "edit" {
+	if fix, _, editable := own.Advise(caddyhttp, "edit", "configure"); fix != "edit" || !editable {
 		t.Errorf("own code: %q", fix)
 	}
-	if fix, fact := own.Advise(zap, "edit", "configure"); !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "go.uber.org/zap, a dependency") || !strings.Contains(fact.Value, "dependency") {
+	if fix, fact, editable := own.Advise(zap, "edit", "configure"); editable || !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "go.uber.org/zap, a dependency") || !strings.Contains(fact.Value, "dependency") {
 		t.Errorf("dependency: %q %+v", fix, fact)
 	}
 
 	// The same program installed from the distribution: nothing in it is the user's to edit.
 	packaged := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2"}, Executable: "/usr/bin/caddy"}))
-	if fix, _ := packaged.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "/usr/bin/caddy") {
+	if fix, _, editable := packaged.Advise(caddyhttp, "edit", "configure"); editable || !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "/usr/bin/caddy") {
 		t.Errorf("packaged program: %q", fix)
 	}
 	// Without build info, a packaged program's code is still not the user's.
 	noInfo := rules.Owners(withProc(&bundle.ProcessInfo{Executable: "/usr/bin/caddy"}))
-	if fix, _ := noInfo.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+	if fix, _, _ := noInfo.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("packaged program without build info: %q", fix)
 	}
 	released := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.2"}, Executable: "/opt/caddy"}))
-	if fix, _ := released.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+	if fix, _, _ := released.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("released build: %q", fix)
 	}
 }
@@ -134,7 +134,7 @@ func TestOwnersWithoutBuildInfo(t *testing.T) {
 			t.Errorf("%s (%s): %+v, want owner %d module %q", tc.f.Func, tc.f.File, w, tc.want, tc.module)
 		}
 	}
-	if fix, _ := rules.Owners(build(nil)).Advise(frame("github.com/acme/svc/api.Handle", ""), "edit", "configure"); fix != "edit" {
+	if fix, _, _ := rules.Owners(build(nil)).Advise(frame("github.com/acme/svc/api.Handle", ""), "edit", "configure"); fix != "edit" {
 		t.Errorf("unknown ownership must keep the code fix: %q", fix)
 	}
 }
@@ -181,7 +181,7 @@ func TestOwnersOfADistributionBuild(t *testing.T) {
 	}
 	// Its own web handler is code shipped with a packaged program: configuration, not an edit.
 	web := evidence.Frame{Func: "github.com/prometheus/prometheus/web.setPathWithPrefix.func1.1"}
-	if fix, _ := o.Advise(web, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+	if fix, _, _ := o.Advise(web, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("packaged prometheus: %q", fix)
 	}
 }

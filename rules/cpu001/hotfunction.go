@@ -180,7 +180,7 @@ func check(pass *rules.Pass) error {
 		// A dependency's hot function is not the user's to optimise: the
 		// lever is how often the service calls it and how it is set up.
 		var whose rules.Fact
-		f.Fix, whose = rules.Owners(pass.Evidence).Advise(lines[0].Frame, f.Fix,
+		f.Fix, whose, _ = rules.Owners(pass.Evidence).Advise(lines[0].Frame, f.Fix,
 			"Call it less (cache its results, batch, or skip work whose result is unused), look for a configuration that makes it cheaper, or choose another library or component for this path; a faster version of the code itself is its maintainers' change.")
 		f.Evidence = append(f.Evidence, whose)
 	}

@@ -210,12 +210,13 @@ func check(pass *rules.Pass) error {
 	}
 
 	var whose []rules.Fact
+	editable := true
 	if len(sites) > 0 {
 		// Generated code and caches are edits to the code that calls the
 		// codec; inside a dependency or a packaged program the choice is
 		// what goes through it and how it is configured.
 		var w rules.Fact
-		fix, w = rules.Owners(pass.Evidence).Advise(sites[0].Frame, fix,
+		fix, w, editable = rules.Owners(pass.Evidence).Advise(sites[0].Frame, fix,
 			"Reduce what goes through it (fewer or smaller messages and requests, watches or queries that return less), use its configuration where it offers a faster codec or caching, or choose a component that serializes less on this path.")
 		whose = append(whose, w)
 	}
@@ -240,7 +241,7 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Share(p.c.name+" share of CPU", p.share))
 	}
 	f.Evidence = append(f.Evidence, whose...)
-	if cache {
+	if cache && editable {
 		f.Example = pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After
 	}
 	if len(sites) > 0 {

@@ -289,9 +289,10 @@ func check(pass *rules.Pass) error {
 		code, config = append(code, r.code), append(config, r.config)
 	}
 	fix := strings.Join(code, " ")
+	editable := true
 	if len(callers) > 0 {
 		var whose rules.Fact
-		fix, whose = rules.Owners(ev).Advise(callers[0].Frame, fix, strings.Join(config, " "))
+		fix, whose, editable = rules.Owners(ev).Advise(callers[0].Frame, fix, strings.Join(config, " "))
 		facts = append(facts, whose)
 	}
 	if static < minStatic {
@@ -310,10 +311,14 @@ func check(pass *rules.Pass) error {
 		Summary:     fmt.Sprintf("Compression uses %s of CPU (%s)", human.Percent(share), shortLevel(best.level)),
 		Evidence:    facts,
 		Fix:         fix,
-		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     caveats,
 		Locations:   rules.Locations(callers, "code compressing"),
 		Frames:      cpu.Matched(Frames, 12),
+	}
+	if best.lower != "" && editable {
+		// The rule's example lowers a high level in code: shown only where
+		// that is the edit to make.
+		f.Example = pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After
 	}
 	if len(callers) > 0 {
 		f.Summary += ", called from " + rules.ShortFunc(callers[0].Func)

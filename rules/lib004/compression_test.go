@@ -216,6 +216,9 @@ func TestStaticContentIsPrecompressed(t *testing.T) {
 	if strings.Contains(g.Fix, "compress each once") || !strings.Contains(g.Fix, "If the same content is compressed again and again") {
 		t.Errorf("fresh content: fix %q", g.Fix)
 	}
+	if !strings.Contains(g.Example, "BestCompression") {
+		t.Errorf("BestCompression in the service's own code: example %q", g.Example)
+	}
 }
 
 func TestDependencyCompressingGetsConfiguration(t *testing.T) {
@@ -233,6 +236,10 @@ func TestDependencyCompressingGetsConfiguration(t *testing.T) {
 	}
 	if fact := f.Evidence[len(f.Evidence)-1]; fact.Name != "whose code" || !strings.Contains(fact.Value, "third-party program") {
 		t.Errorf("whose code: %+v", f.Evidence)
+	}
+	// A code edit the user cannot make (and a level already fast) is no example.
+	if f.Example != "" {
+		t.Errorf("packaged caddy at level 5 shown a code example: %q", f.Example)
 	}
 }
 

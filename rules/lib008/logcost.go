@@ -186,12 +186,12 @@ func check(pass *rules.Pass) error {
 		f.Summary += ", from " + rules.ShortFunc(sites[0].Func)
 		// Logging from a dependency or a packaged program is configured,
 		// not rewritten.
-		code := f.Fix
 		var whose rules.Fact
-		f.Fix, whose = rules.Owners(pass.Evidence).Advise(sites[0].Frame, code,
+		var editable bool
+		f.Fix, whose, editable = rules.Owners(pass.Evidence).Advise(sites[0].Frame, f.Fix,
 			"Configure its logging: raise its log level, turn off or sample the records on this path (access logs for hot routes, debug logs), or send them to a cheaper output. ("+lg.name+" is the logger it uses.)")
 		f.Evidence = append(f.Evidence, whose)
-		if f.Fix != code {
+		if !editable {
 			f.Example = "" // a code change the user cannot make
 		}
 	}
