@@ -24,7 +24,9 @@ var Rule = &rules.Rule{
 		Text: `A handler that calls other services one after the other takes the sum of
 their latencies, and every slow reply of any of them lands in its own p99: a
 backend with a 5% tail at 40 ms puts one request in seven into that tail
-when it is called three times. The CPU profile shows none of it; the first
+when it is called three times. A request that makes one call (a proxy's
+whole job) has nothing to reorder: the rule then says, at info level, that
+the latency is the downstream's and where to look next. The CPU profile shows none of it; the first
 question on call, "why is p99 high", is answered by where the request waited.`,
 		Evidence: `The execution trace, per HTTP request path (net/http servers): each
 request's wall time from reading it to waiting for the next one on its
@@ -59,6 +61,17 @@ const (
 	mediumShare        = 0.25
 	highShare          = 0.50
 	parallelOrHedgeCut = 0.5 // case L2: p99 132 ms -> 42 ms, 3x the throughput
+	// sequentialWaits is the waits per request from which the calls are
+	// several one after another: net/http's client waits twice per call
+	// (for the request to be written, then for the response), so L2's three
+	// calls wait 6 times a request, one call twice, caddy's proxy once.
+	sequentialWaits = 2.5
+)
+
+// proxies forward each request to one backend: waiting for it is their job.
+var proxies = evidence.FuncPrefix(
+	"net/http/httputil.(*ReverseProxy)", "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy.",
+	"github.com/traefik/traefik/", "github.com/gorilla/websocket.", "google.golang.org/grpc.(*ClientConn).Invoke",
 )
 
 func check(pass *rules.Pass) error {
@@ -79,13 +92,16 @@ func check(pass *rules.Pass) error {
 	// The code making the calls: the first application frame of the client
 	// wait sites, by time.
 	callers := map[trace.Frame]time.Duration{}
-	var longest time.Duration
+	var longest, proxied time.Duration
 	for _, w := range best.Waits {
 		if !isClient[w.Site] {
 			continue
 		}
 		site := s.Waits[w.Site]
 		longest = max(longest, site.Max)
+		if site.HasFunc(proxies) {
+			proxied += w.Total
+		}
 		for _, f := range site.Stack {
 			if rules.IsApplication(f.Func) && !families.DownstreamClient(f.Func) {
 				callers[f] += w.Total
@@ -103,6 +119,7 @@ func check(pass *rules.Pass) error {
 	facts := []rules.Fact{
 		rules.Share("request time waiting for the downstream", bestShare),
 		rules.Duration("downstream wait per request", perRequest),
+		rules.Count("downstream waits per request", float64(worst.Calls)/float64(n), ""),
 		rules.Duration("request latency p50", best.Latency.P50),
 		rules.Duration("request latency p99", best.Latency.P99),
 		rules.Duration("longest single downstream wait", longest),
@@ -122,7 +139,7 @@ func check(pass *rules.Pass) error {
 	if len(locs) > 0 {
 		summary += ", called from " + rules.ShortFunc(locs[0].Function)
 	}
-	pass.Report(rules.Finding{
+	f := rules.Finding{
 		Severity:    rules.Grade(bestShare, mediumShare, highShare),
 		Impact:      bestShare * parallelOrHedgeCut,
 		Resource:    "latency",
@@ -133,8 +150,31 @@ func check(pass *rules.Pass) error {
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     []string{pass.Rule.Doc.Caveats},
 		Locations:   locs,
-	})
+	}
+	if waits := float64(worst.Calls) / float64(n); waits < sequentialWaits || proxied >= bestWait/2 {
+		// One call per request (a proxy's whole job): nothing to make
+		// parallel here, and the wait is the downstream's own latency.
+		what := "each request makes one downstream call"
+		if proxied >= bestWait/2 {
+			what = "a proxy forwards each request to its backend"
+		}
+		f.Severity, f.Impact, f.Example, f.Caveats = rules.Info, 0, "", nil
+		f.Summary += fmt.Sprintf(" (%s: its latency is the downstream's)", what)
+		f.ImpactBasis = "nothing for this service to gain by reordering calls: the time is the downstream's, where a diagnosis of the downstream finds it"
+		f.Fix = "There is nothing to make parallel: " + what + ". Diagnose the downstream itself (perfdoctor collect or run against it)" +
+			peerClause(peer) + "; give each call a deadline from the request's budget; hedge idempotent calls if the downstream's tail is long (the longest wait here is " +
+			human.RoundDuration(longest).String() + " against " + human.RoundDuration(perRequest).String() + " per request); cache what does not need a call per request."
+	}
+	pass.Report(f)
 	return nil
+}
+
+// peerClause names the peer in a sentence, when it is known.
+func peerClause(peer string) string {
+	if peer == "" {
+		return ""
+	}
+	return ", probably " + peer
 }
 
 func sortLocations(locs []rules.Location) {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	rtrace "runtime/trace"
 	"strings"
 	"sync"
@@ -109,5 +111,38 @@ func TestSequentialCallsToADownstream(t *testing.T) {
 func TestParallelCallsAreNotReported(t *testing.T) {
 	if res := diagnose(t, parallel); len(res.Findings) != 0 {
 		t.Errorf("parallel calls reported: %q", res.Findings[0].Summary)
+	}
+}
+
+// single makes one call per request; proxy forwards each request with the
+// standard library's reverse proxy.
+func single(w http.ResponseWriter, r *http.Request) { fetch("a") }
+
+func reverseProxy(w http.ResponseWriter, r *http.Request) {
+	u, _ := url.Parse(backendURL) // set by diagnose before the first request
+	httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+}
+
+// A request that makes one downstream call has nothing to reorder: the
+// rule says so at info level, with no gain and no parallel-calls example,
+// and points at the downstream. A reverse proxy likewise.
+func TestOneCallPerRequestIsTheDownstreamsLatency(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		says    string
+	}{
+		{"one call", single, "each request makes one downstream call"},
+		{"reverse proxy", reverseProxy, "a proxy forwards each request"},
+	} {
+		res := diagnose(t, tc.handler)
+		if len(res.Findings) != 1 {
+			t.Fatalf("%s: want one finding: %+v", tc.name, res)
+		}
+		f := res.Findings[0]
+		if f.Severity != rules.Info || f.Impact != 0 || f.Example != "" || !strings.Contains(f.Summary, tc.says) ||
+			!strings.Contains(f.Fix, "Diagnose the downstream") {
+			t.Errorf("%s: %s impact %.2f %q example %q", tc.name, f.Severity, f.Impact, f.Summary, f.Example)
+		}
 	}
 }
