@@ -22,9 +22,9 @@ GOTOOLCHAIN="$PERFDOCTOR_NEWEST_GO" go version
 #   wrk        the reference the load generator is measured against
 #   prometheus the fleet test's real Prometheus (cmd/perfdoctor TestFleet*)
 #   postgresql the history store's PostgreSQL (a throwaway cluster per test)
-#   nginx-light, redis-server, etcd-server  real servers run on loopback by
+#   nginx-light, redis-server, etcd-server, caddy  real servers run on loopback by
 #              casebook/native (nginx's gzip, redis's appendfsync) and
-#              casebook/servers (etcd's WAL fdatasync)
+#              casebook/servers (etcd's WAL fdatasync, caddy's gzip and reverse proxy)
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
@@ -36,6 +36,7 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null 2>&1 || missing+=(nginx-light)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v caddy >/dev/null 2>&1 || missing+=(caddy)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		apt-get update
