@@ -129,6 +129,17 @@ func check(pass *rules.Pass) error {
 	}
 	if len(callers) > 0 {
 		f.Summary += " (observed from " + rules.ShortFunc(callers[0].Func) + ")"
+		// A packaged program's or a dependency's metrics are its
+		// maintainers' to change; the user can only turn them off or
+		// trim them where it offers that.
+		var whose rules.Fact
+		var editable bool
+		f.Fix, whose, editable = rules.Owners(pass.Evidence).Advise(callers[0].Frame, f.Fix,
+			"Look for a setting that turns these metrics off or trims their labels, and raise the Summary with its maintainers (a Histogram observes in O(1)).")
+		f.Evidence = append(f.Evidence, whose)
+		if !editable {
+			f.Example = ""
+		}
 	} else {
 		f.Caveats = append(f.Caveats, "No application frame calls Observe in the sampled stacks: the flush runs on client_golang's own goroutine, so find the Summary by its metric name in the code.")
 	}

@@ -3,9 +3,11 @@ package lib001
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -108,5 +110,27 @@ func TestTooFewSamplesIsNotChecked(t *testing.T) {
 	res := run(cpu)
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 {
 		t.Fatalf("50 samples: findings %d, not checked %v", len(res.Findings), res.NotChecked)
+	}
+}
+
+// Prometheus's own query Summary, in the program Debian installs: the
+// user can trim or turn off metrics, not rewrite them, so no code example.
+func TestPackagedProgramGetsConfiguration(t *testing.T) {
+	const spanTimer = "github.com/prometheus/prometheus/util/stats.(*SpanTimer).Finish"
+	cpu := testprof.Build(
+		stack(300, with([]string{perks + "(*stream).merge"}, flushGoroutine...)...),
+		stack(40, observer(spanTimer, "github.com/prometheus/prometheus/web/api/v1.(*API).queryRange")...),
+		stack(660, "github.com/prometheus/prometheus/promql.(*Engine).exec"),
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{
+		Build: &bundle.BuildInfo{Main: "github.com/prometheus/prometheus"}, Executable: "/usr/bin/prometheus"}}
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res.Findings)
+	}
+	f := res.Findings[0]
+	if !strings.Contains(f.Fix, "not yours to edit") || f.Example != "" {
+		t.Errorf("packaged prometheus: fix %q example %q", f.Fix, f.Example)
 	}
 }
