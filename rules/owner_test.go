@@ -185,3 +185,31 @@ func TestOwnersOfADistributionBuild(t *testing.T) {
 		t.Errorf("packaged prometheus: %q", fix)
 	}
 }
+
+// A finding whose rule did not ask whose code it names is qualified by the
+// engine when its first location is in a packaged program: the code change
+// is its maintainers', and the caveat says what is the user's. A location
+// in the user's own build is left alone.
+func TestForeignCodeIsQualified(t *testing.T) {
+	allocRule := func(fn string) *rules.Rule {
+		return &rules.Rule{ID: "T001", Class: "gc-pressure", Check: func(p *rules.Pass) error {
+			p.Report(rules.Finding{Severity: rules.Low, Impact: 0.1, Resource: "cpu", Summary: "allocations", Fix: "Cut allocations at " + fn,
+				Locations: []rules.Location{{Function: fn, File: "/build/prometheus/promql/parser/ast.go", Line: 313}}})
+			return nil
+		}}
+	}
+	packaged := testprof.Evidence(nil)
+	packaged.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{
+		Build: &bundle.BuildInfo{Main: "github.com/prometheus/prometheus"}, Executable: "/usr/bin/prometheus"}}
+	res := rules.Run(packaged, []*rules.Rule{allocRule("github.com/prometheus/prometheus/promql/parser.Walk")})
+	f := res.Findings[0]
+	if len(f.Caveats) != 1 || !strings.Contains(f.Caveats[0], "for its maintainers") || f.Evidence[len(f.Evidence)-1].Name != "whose code" {
+		t.Errorf("packaged program: caveats %q evidence %+v", f.Caveats, f.Evidence)
+	}
+	own := testprof.Evidence(nil)
+	own.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{
+		Build: &bundle.BuildInfo{Main: "github.com/prometheus/prometheus", MainVersion: "(devel)"}, Executable: "/home/me/prometheus/prometheus"}}
+	if f := rules.Run(own, []*rules.Rule{allocRule("github.com/prometheus/prometheus/promql/parser.Walk")}).Findings[0]; len(f.Caveats) != 0 {
+		t.Errorf("the user's own build: caveats %q", f.Caveats)
+	}
+}

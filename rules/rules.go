@@ -231,6 +231,7 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 		}
 	}
 	attribute(ev, res.Findings)
+	markForeignCode(ev, res.Findings)
 	Rank(res.Findings)
 	return res
 }
