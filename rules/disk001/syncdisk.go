@@ -193,6 +193,23 @@ func check(pass *rules.Pass) error {
 	return nil
 }
 
+// storeSettings are the durability settings of the data stores whose sync
+// per write perf shows by their process name: the user's levers, since
+// their code is not the user's to change.
+var storeSettings = map[string]string{
+	"redis-server": "redis is configured with appendfsync always: every write command waits for an fdatasync. Use appendfsync everysec " +
+		"(at most one second of writes lost on a crash) unless each write must be durable before its reply, and keep " +
+		"the AOF on a device with low sync latency.",
+	"postgres": "PostgreSQL flushes the WAL at every commit (synchronous_commit = on): each transaction waits for an fdatasync. " +
+		"Where a transaction may be lost on a crash without corrupting anything (the last few hundred ms, by wal_writer_delay), " +
+		"set synchronous_commit = off for it (per session or per transaction); with many concurrent committers, commit_delay " +
+		"(e.g. 1000 with commit_siblings = 5) lets one flush cover several commits; keep pg_wal on a device with low sync " +
+		"latency (pg_test_fsync measures it).",
+	"mysqld": "MySQL flushes the redo log at every commit (innodb_flush_log_at_trx_commit = 1) and may sync the binary log " +
+		"too (sync_binlog = 1). Where a second of transactions may be lost on a crash, innodb_flush_log_at_trx_commit = 2; " +
+		"keep the redo log on a device with low sync latency.",
+}
+
 // fromSamples is the view without a trace: on-CPU samples inside a sync
 // (perf shows the kernel's part). The waits themselves are not seen, so the
 // finding is at most medium and says so.
@@ -214,10 +231,8 @@ func fromSamples(pass *rules.Pass) error {
 		comm = s.Process.Comm
 	}
 	fix := pass.Rule.Doc.Fix
-	if comm == "redis-server" {
-		fix = "redis is configured with appendfsync always: every write command waits for an fdatasync. Use appendfsync everysec " +
-			"(at most one second of writes lost on a crash) unless each write must be durable before its reply, and keep " +
-			"the AOF on a device with low sync latency. " + fix
+	if advice, ok := storeSettings[comm]; ok {
+		fix = advice + " " + fix
 	}
 	app := func(fn string) bool {
 		return !nativeSync(fn) && !pass.Evidence.SystemFrames()(fn) && fn != "" && fn[0] != '['

@@ -77,3 +77,22 @@ func TestOnCPUSyncsFromPerf(t *testing.T) {
 		t.Errorf("%s %q %+v", f.Severity, f.Fix, f.Locations)
 	}
 }
+
+// A PostgreSQL backend under pgbench (perf -p on it): the WAL flush at
+// every commit, with PostgreSQL's own settings as the levers.
+func TestPostgresCommitFlushNamesItsSettings(t *testing.T) {
+	perf := testprof.Build(
+		testprof.Stack{Value: 110, Funcs: []string{"ext4_sync_file", "do_fsync", "__x64_sys_fdatasync", "fdatasync", "issue_xlog_fsync", "XLogFlush", "RecordTransactionCommit"}},
+		testprof.Stack{Value: 420, Funcs: []string{"ExecScan", "standard_ExecutorRun", "PortalRun", "exec_simple_query", "PostgresMain"}},
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: perf})
+	ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Comm: "postgres"}}
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res)
+	}
+	if f := res.Findings[0]; !strings.Contains(f.Fix, "synchronous_commit = off") || !strings.Contains(f.Fix, "commit_delay") ||
+		len(f.Locations) == 0 || f.Locations[0].Function != "issue_xlog_fsync" {
+		t.Errorf("postgres: fix %q locations %+v", f.Fix, f.Locations)
+	}
+}
