@@ -23,6 +23,11 @@ type Holdout struct {
 	Pauses int           // stop-the-world pauses that waited for it
 	Wait   time.Duration // how long those pauses waited for it, summed
 	Max    time.Duration
+	// CPUSamples counts the CPU profile samples the goroutine took while
+	// the pauses waited for it (when a CPU profile ran with the trace):
+	// the proof it was running. A goroutine whose thread the OS had taken
+	// off an oversubscribed CPU holds a pause too, without samples.
+	CPUSamples int
 }
 
 const (
@@ -40,13 +45,23 @@ const (
 type stwState struct {
 	stopper xtrace.GoID
 	last    xtrace.Time
+	g       xtrace.GoID // the goroutine that stopped last
 	stack   xtrace.Stack
 	entry   string
+	samples map[xtrace.GoID]int // CPU samples per goroutine during the pause
 }
 
 // stwBegin starts following a pause requested by goroutine stopper.
 func (a *analyzer) stwBegin(stopper xtrace.GoID) {
 	a.stwWait = stwState{stopper: stopper}
+}
+
+// stwSample counts a CPU profile sample of goroutine g during a pause.
+func (a *analyzer) stwSample(g xtrace.GoID) {
+	if a.stwWait.samples == nil {
+		a.stwWait.samples = map[xtrace.GoID]int{}
+	}
+	a.stwWait.samples[g]++
 }
 
 // stwStop notes goroutine id leaving the running state while the world
@@ -55,7 +70,7 @@ func (a *analyzer) stwStop(id xtrace.GoID, g *goroutine, stack xtrace.Stack, t x
 	if id == a.stwWait.stopper || t < a.stwWait.last {
 		return
 	}
-	a.stwWait.last, a.stwWait.stack, a.stwWait.entry = t, stack, ""
+	a.stwWait.last, a.stwWait.g, a.stwWait.stack, a.stwWait.entry = t, id, stack, ""
 	if g != nil && g.site >= 0 {
 		a.stwWait.entry = a.sites[g.site].Entry
 	}
@@ -102,6 +117,7 @@ func (a *analyzer) stwEnd(d time.Duration) {
 	h.Pauses++
 	h.Wait += held
 	h.Max = max(h.Max, held)
+	h.CPUSamples += w.samples[w.g]
 }
 
 // sortedHoldouts returns the holdouts, longest wait first.

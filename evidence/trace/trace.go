@@ -31,10 +31,13 @@ import (
 
 // Summary is what an execution trace says about one window.
 type Summary struct {
-	GoVersion  string        // from the trace header, e.g. "go1.26"
-	Window     time.Duration // from the first event to the last
-	Events     int           // events read
-	GOMAXPROCS int           // the last value the trace reported; 0 if none
+	GoVersion string        // from the trace header, e.g. "go1.26"
+	Window    time.Duration // from the first event to the last
+	Events    int           // events read
+	// CPUSamples counts the CPU profile samples the trace carries (a CPU
+	// profile was running while it was taken); 0 without one.
+	CPUSamples int
+	GOMAXPROCS int // the last value the trace reported; 0 if none
 
 	// SchedLatency is the delay from runnable to running: every time a
 	// goroutine was made ready (created, unblocked, preempted, back from a
@@ -420,6 +423,11 @@ func (a *analyzer) event(ev xtrace.Event) {
 			a.sum.GC.HeapGoal = m.Value.Uint64()
 		case "/memory/classes/heap/objects:bytes":
 			a.sum.GC.HeapObjects = m.Value.Uint64()
+		}
+	case xtrace.EventStackSample:
+		a.sum.CPUSamples++
+		if a.stwActive {
+			a.stwSample(ev.Goroutine())
 		}
 	case xtrace.EventRangeBegin, xtrace.EventRangeActive, xtrace.EventRangeEnd:
 		a.rangeEvent(ev, t)

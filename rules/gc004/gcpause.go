@@ -26,7 +26,7 @@ hundreds of milliseconds when the process cannot get a CPU (a cgroup quota
 throttling it, GOMAXPROCS above the CPUs it may use, an oversubscribed host)
 or a goroutine cannot be preempted: a copy or clear of hundreds of MiB is one
 runtime.memmove or memclr call, and assembly is never interrupted, so the
-pause lasts until the call returns (casebook L4: a 128 MiB snapshot copy).
+pause lasts until the call returns (casebook L4: a 256 MiB snapshot copy).
 Every request in flight waits the whole pause: a few such pauses a second set
 p99 no matter how fast the handlers are. A short execution trace rarely
 catches one; the runtime's pause history covers the whole window.`,
@@ -41,7 +41,10 @@ counts each phase's pauses too. Compared with the request latency the
 execution trace saw per HTTP handler, when it saw any. Reports long pauses
 taking 0.5% of the window (low), 2% (medium) or 5% (high). The cause is the
 code the trace's pauses waited for when one place held at least half of their
-time (the goroutine that stopped last, well into the pause); otherwise it is
+time (the goroutine that stopped last, well into the pause) and it ran through
+them (CPU profile samples in the trace while they waited; without those, on a
+host that was not oversubscribed, where a thread waiting for a CPU could hold
+a pause as well); otherwise it is
 named from the /proc snapshot: cgroup throttling, GOMAXPROCS above the CPUs
 or the quota, a load average above 1.5 per CPU (then at most low: the host,
 not the service, is the cause).`,
@@ -71,6 +74,9 @@ const (
 	// holdoutShare is the share of the trace's stop-the-world time one
 	// holdout must account for to be named the cause.
 	holdoutShare = 0.5
+	// minHoldSamples is how many CPU samples (10 ms of CPU each) a holdout
+	// must take during the pauses to count as running through them.
+	minHoldSamples = 2
 )
 
 func check(pass *rules.Pass) error {
@@ -136,7 +142,8 @@ func check(pass *rules.Pass) error {
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     []string{pass.Rule.Doc.Caveats},
 	}
-	if h, ok := holdout(ev); ok {
+	cause, hostBound := likelyCause(ev)
+	if h, ok := holdout(ev, hostBound); ok {
 		// The trace saw the pauses wait for code that would not stop: that
 		// code, not the host, is the cause, and removing it removes the
 		// long pauses.
@@ -147,6 +154,9 @@ func check(pass *rules.Pass) error {
 			rules.Text("what the pauses waited for (execution trace)", "the goroutine running "+stopped+entryNote(h.Entry)),
 			rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
 			rules.Duration("longest wait for it to stop", h.Max))
+		if h.CPUSamples > 0 {
+			f.Evidence = append(f.Evidence, rules.Count("CPU samples it took while the pauses waited (running, not waiting for a CPU)", float64(h.CPUSamples), ""))
+		}
 		if site, leaf, part, ok := workUnder(ev.CPUStacks(), at.Func); ok {
 			work = fmt.Sprintf("%s (%s:%d), in %s", rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line, rules.ShortFunc(leaf))
 			f.Evidence = append(f.Evidence, rules.Text("its CPU (CPU profile)", fmt.Sprintf("%s in %s of its samples, called at %s (%s:%d)",
@@ -157,15 +167,15 @@ func check(pass *rules.Pass) error {
 		f.Impact = share
 		f.ImpactBasis = "share of the window inside pauses of 10 ms or more (each delays every request in flight); the execution trace shows them waiting for one piece of code to stop, so making it preemptible removes them"
 		f.Fix = fmt.Sprintf("Make the work in %s preemptible: a copy, clear or assembly loop over hundreds of MiB is one call the runtime cannot interrupt, and every stop-the-world waits for it. Do it in chunks of about 1 MiB with a function call per chunk (each call's prologue is a preemption point), or avoid the bulk work (copy-on-write, a double buffer swapped by pointer). Fewer GC cycles (GOMEMLIMIT with a higher GOGC) then make the remaining pauses rarer.", work)
-		f.Example = "copy(snap, table)   // 128 MiB in one runtime.memmove\n->\nfor off := 0; off < len(table); off += 1 << 20 {\n\tcopyChunk(snap[off:], table[off:min(off+1<<20, len(table))]) // //go:noinline: a preemption point per MiB\n}"
+		f.Example = "copy(snap, table)   // 256 MiB in one runtime.memmove\n->\nfor off := 0; off < len(table); off += 1 << 20 {\n\tcopyChunk(snap[off:], table[off:min(off+1<<20, len(table))]) // //go:noinline: a preemption point per MiB\n}"
 		for _, fr := range h.Stack {
 			f.Locations = append(f.Locations, rules.Location{Function: fr.Func, File: fr.File, Line: fr.Line, Share: 1, Role: "where the goroutine the pauses waited for stopped"})
 			f.Frames = append(f.Frames, fr.Func)
 		}
-		if _, host := likelyCause(ev); host {
+		if hostBound {
 			f.Caveats = append(f.Caveats, "The host was oversubscribed during the window, which stretches the pauses further; the wait for non-preemptible code remains on a quiet host.")
 		}
-	} else if cause, hostBound := likelyCause(ev); cause != "" {
+	} else if cause != "" {
 		f.Evidence = append(f.Evidence, rules.Text("likely cause", cause))
 		summary += "; likely cause: " + cause
 		if hostBound {
@@ -186,8 +196,11 @@ func entryNote(entry string) string {
 }
 
 // holdout is the code the trace's stop-the-world pauses waited for, when
-// one place held at least half of their time.
-func holdout(ev *evidence.Evidence) (trace.Holdout, bool) {
+// one place held at least half of their time and is shown to have been
+// running through them: CPU profile samples in the trace during the holds,
+// or, without a CPU profile in the trace, a host that was not
+// oversubscribed (where the OS had not taken the thread off its CPU).
+func holdout(ev *evidence.Evidence, hostBound bool) (trace.Holdout, bool) {
 	if ev.TracePath == "" && ev.TraceSummary == nil {
 		return trace.Holdout{}, false
 	}
@@ -199,7 +212,10 @@ func holdout(ev *evidence.Evidence) (trace.Holdout, bool) {
 	if h.Max < longPause || h.Wait.Seconds() < holdoutShare*s.GC.STW.Total.Seconds() {
 		return trace.Holdout{}, false
 	}
-	return h, true
+	if s.CPUSamples > 0 {
+		return h, h.CPUSamples >= max(minHoldSamples, h.Pauses/2)
+	}
+	return h, !hostBound
 }
 
 // workUnder finds what the CPU profile shows fn doing: the leaf function

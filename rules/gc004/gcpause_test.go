@@ -70,12 +70,12 @@ func TestOversubscribedHostIsNamed(t *testing.T) {
 // holdoutTrace is a trace whose stop-the-world pauses waited for a
 // goroutine copying a snapshot: wait of the pauses' total.
 func holdoutTrace(wait, total time.Duration) *trace.Summary {
-	s := &trace.Summary{}
+	s := &trace.Summary{CPUSamples: 400}
 	s.GC.STW = trace.Dist{Count: 6, Total: total, Max: wait / 2}
 	s.GC.Holdouts = []trace.Holdout{{
 		Stack:  []trace.Frame{{Func: "example.com/snap.(*Store).loop", File: "/src/snap/store.go", Line: 98}},
 		Entry:  "example.com/snap.(*Store).loop",
-		Pauses: 2, Wait: wait, Max: wait / 2,
+		Pauses: 2, Wait: wait, Max: wait / 2, CPUSamples: int(wait / (10 * time.Millisecond)),
 	}}
 	return s
 }
@@ -95,6 +95,23 @@ func TestNonPreemptibleHoldoutIsTheCause(t *testing.T) {
 	if f.Severity != rules.High || !strings.Contains(f.Summary, "non-preemptible work in snap.(*Store).loop (store.go:98)") ||
 		len(f.Locations) == 0 || f.Locations[0].Function != "example.com/snap.(*Store).loop" || !strings.Contains(f.Fix, "preemptible") {
 		t.Errorf("%s %q %+v\n%s", f.Severity, f.Summary, f.Locations, f.Fix)
+	}
+}
+
+// A goroutine the pauses waited for that took no CPU sample meanwhile was
+// waiting for a CPU itself: on an oversubscribed host, the host is named.
+func TestHoldoutWithoutCPUIsTheHost(t *testing.T) {
+	ev := window(150*time.Millisecond, 150*time.Millisecond)
+	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
+	ev.TraceSummary = holdoutTrace(60*time.Millisecond, 62*time.Millisecond)
+	ev.TraceSummary.GC.Holdouts[0].CPUSamples = 0
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("300 ms of pauses: %+v", res)
+	}
+	if f := res.Findings[0]; f.Severity != rules.Low || strings.Contains(f.Summary, "non-preemptible") || !strings.Contains(f.Summary, "oversubscribed host") {
+		t.Errorf("%s %q", f.Severity, f.Summary)
 	}
 }
 
