@@ -53,9 +53,9 @@ use it on idempotent reads.`,
 		Since: "0.2",
 		Refs:  []string{"https://research.google/pubs/the-tail-at-scale/", "https://pkg.go.dev/golang.org/x/sync/errgroup"},
 	},
-	Needs: []rules.Input{},
-	Uses:  []rules.Input{rules.Trace, rules.Block, rules.Goroutine, rules.System},
-	Check: check,
+	NeedsOneOf: []rules.Input{rules.Trace, rules.Block},
+	Uses:       []rules.Input{rules.Goroutine, rules.System},
+	Check:      check,
 }
 
 const (
