@@ -6,11 +6,13 @@ package disk001
 import (
 	"errors"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -37,7 +39,10 @@ background committer. On the request path: medium from 20% of the window in
 syncs, high from 50%. From a background goroutine the syncs are already
 batched: the finding is informational (the sync time is the latency floor).
 Without a trace, perf or CPU-profile samples inside fsync/fdatasync (user or
-kernel frames) from 5% of CPU give an on-CPU-only view, at most medium.`,
+kernel frames) from 5% of CPU give an on-CPU-only view, at most medium, and
+medium whenever the block profile shows requests queued behind the syncs
+(half a goroutine or more waiting on average on a lock in the code that
+syncs). The finding says which sources it used.`,
 		Fix: `Group commit: queue the records, let one goroutine write everything queued
 and sync once, then acknowledge all of the waiting requests (etcd's WAL and
 most databases do this). Where the durability contract allows, sync on a
@@ -193,6 +198,51 @@ func check(pass *rules.Pass) error {
 	return nil
 }
 
+// minQueued is the average number of goroutines queued behind the syncing
+// code from which, without a trace, the syncs are a medium finding: the
+// requests wait for each other's syncs.
+const minQueued = 0.5
+
+// queuedBehindSyncs reads the block profile for goroutines waiting on a
+// lock in code that syncs (a function on the CPU profile's stacks above a
+// sync): the requests that queue behind each other's fsync, as in a log
+// whose lock is held across the sync. It returns the average number
+// waiting, where, and the block profile's window.
+func queuedBehindSyncs(ev *evidence.Evidence, st *evidence.Stacks) (float64, evidence.Frame, time.Duration, bool) {
+	w, ok := ev.BlockWaits()
+	if !ok || w.Window <= 0 || st == nil {
+		return 0, evidence.Frame{}, 0, false
+	}
+	syncs := st.FrameHits(nativeSync)
+	syncPath := map[string]bool{}
+	for _, sm := range st.Samples {
+		if slices.ContainsFunc(sm.Frames, func(id int32) bool { return syncs[id] }) {
+			for _, id := range sm.Frames {
+				if fn := st.Frames[id].Func; rules.IsApplication(fn) && !nativeSync(fn) {
+					syncPath[fn] = true
+				}
+			}
+		}
+	}
+	var queued time.Duration
+	var at evidence.Frame
+	for _, s := range w.Sites {
+		if s.Mechanism != "lock" {
+			continue
+		}
+		if where := s.Where(); syncPath[where.Func] {
+			if queued == 0 {
+				at = where
+			}
+			queued += s.Delay
+		}
+	}
+	if queued == 0 {
+		return 0, evidence.Frame{}, 0, false
+	}
+	return w.PerSecond(queued), at, w.Window, true
+}
+
 // fromSamples is the view without a trace: on-CPU samples inside a sync
 // (perf shows the kernel's part). The waits themselves are not seen, so the
 // finding is at most medium and says so.
@@ -241,6 +291,21 @@ func fromSamples(pass *rules.Pass) error {
 	if comm != "" {
 		f.Evidence = append(f.Evidence, rules.Text("process", comm))
 	}
+	source := "on-CPU samples inside fsync/fdatasync (" + st.Type + " profile)"
+	if waiting, at, window, ok := queuedBehindSyncs(pass.Evidence, st); ok {
+		// The block profile shows what the CPU view cannot: goroutines
+		// queued on a lock in the code that syncs, waiting for the sync.
+		f.Evidence[1] = rules.Text("not seen", "the time the sync itself waits for the device (off-CPU); an execution trace (Go) or perf's sched events show it")
+		f.Evidence = append(f.Evidence,
+			rules.Count("goroutines queued on a lock in the syncing code, on average (block profile)", waiting, ""),
+			rules.Text("where they queue", fmt.Sprintf("%s (%s:%d)", rules.ShortFunc(at.Func), filepath.Base(at.File), at.Line)))
+		f.Summary += fmt.Sprintf("; %s goroutines on average queue behind it at %s's lock", human.Number(waiting), rules.ShortFunc(at.Func))
+		source += fmt.Sprintf("; the queue behind them from the block profile over %s", human.RoundDuration(window))
+		if waiting >= minQueued {
+			f.Severity = rules.Medium
+		}
+	}
+	f.Evidence = append(f.Evidence, rules.Text("source", source))
 	if d, ok := pass.Evidence.SystemDelta(); ok && d.Seconds > 0 && d.Start.Process != nil && d.End.Process != nil && d.Start.Process.PID == d.End.Process.PID {
 		cpu := (d.End.Process.UserCPUSeconds + d.End.Process.SystemCPUSeconds - d.Start.Process.UserCPUSeconds - d.Start.Process.SystemCPUSeconds) / d.Seconds
 		f.Evidence = append(f.Evidence, rules.Count("CPUs the process used (the rest of its time it waited)", cpu, ""))
