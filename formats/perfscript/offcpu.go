@@ -165,6 +165,9 @@ func stackLine(line string) (sym, dso string, ok bool) {
 	if k := strings.LastIndex(sym, "+0x"); k > 0 {
 		sym = sym[:k]
 	}
+	if k := strings.Index(sym, "@GLIBC_"); k > 0 {
+		sym = sym[:k] // clock_nanosleep@GLIBC_2.2.5: the symbol's version
+	}
 	return sym, dso, true
 }
 
