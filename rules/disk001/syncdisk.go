@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/human"
@@ -42,7 +44,10 @@ Without a trace, perf or CPU-profile samples inside fsync/fdatasync (user or
 kernel frames) from 5% of CPU give an on-CPU-only view, at most medium, and
 medium whenever the block profile shows requests queued behind the syncs
 (half a goroutine or more waiting on average on a lock in the code that
-syncs). The finding says which sources it used.`,
+syncs). perf's sched_switch events (collect --perf, where the kernel permits
+them) add the waits themselves: threads waiting in a sync per second of the
+window, graded as the trace's syncs in flight. The finding says which
+sources it used.`,
 		Fix: `Group commit: queue the records, let one goroutine write everything queued
 and sync once, then acknowledge all of the waiting requests (etcd's WAL and
 most databases do this). Where the durability contract allows, sync on a
@@ -243,6 +248,30 @@ func queuedBehindSyncs(ev *evidence.Evidence, st *evidence.Stacks) (float64, evi
 	return w.PerSecond(queued), at, w.Window, true
 }
 
+// offCPUInSyncs is the off-CPU time perf's scheduler events saw inside a
+// sync (thread-seconds), the part in uninterruptible sleep (the device),
+// and the recording's window.
+func offCPUInSyncs(ev *evidence.Evidence) (waited, device, window time.Duration, ok bool) {
+	p := ev.Profiles[evidence.OffCPU]
+	if p == nil || p.DurationNanos <= 0 || len(p.SampleType) == 0 {
+		return 0, 0, 0, false
+	}
+	for _, s := range p.Sample {
+		inSync := slices.ContainsFunc(s.Location, func(l *profile.Location) bool {
+			return slices.ContainsFunc(l.Line, func(ln profile.Line) bool { return ln.Function != nil && nativeSync(ln.Function.Name) })
+		})
+		if !inSync {
+			continue
+		}
+		d := time.Duration(s.Value[0])
+		waited += d
+		if slices.Contains(s.Label["state"], "D") {
+			device += d
+		}
+	}
+	return waited, device, time.Duration(p.DurationNanos), waited > 0
+}
+
 // fromSamples is the view without a trace: on-CPU samples inside a sync
 // (perf shows the kernel's part). The waits themselves are not seen, so the
 // finding is at most medium and says so.
@@ -292,6 +321,15 @@ func fromSamples(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Text("process", comm))
 	}
 	source := "on-CPU samples inside fsync/fdatasync (" + st.Type + " profile)"
+	if waited, device, window, ok := offCPUInSyncs(pass.Evidence); ok {
+		// perf's scheduler events show the waits themselves.
+		inFlight := waited.Seconds() / window.Seconds()
+		f.Evidence[1] = rules.Share("threads waiting in fsync/fdatasync, per second of the window (off-CPU, perf sched_switch)", inFlight)
+		f.Evidence = append(f.Evidence, rules.Share("of that wait, uninterruptible (the device)", device.Seconds()/waited.Seconds()))
+		f.Summary += fmt.Sprintf("; a thread waits in the sync %s of the time", human.Percent(min(inFlight, 1)))
+		f.Severity = max(f.Severity, rules.Grade(inFlight, mediumInFlight, highInFlight))
+		source += fmt.Sprintf("; the waits from perf's sched_switch events over %s", human.RoundDuration(window))
+	}
 	if waiting, at, window, ok := queuedBehindSyncs(pass.Evidence, st); ok {
 		// The block profile shows what the CPU view cannot: goroutines
 		// queued on a lock in the code that syncs, waiting for the sync.

@@ -1,6 +1,7 @@
 package disk001
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -140,6 +142,75 @@ func TestUnrelatedLockWaitsAreNotTheSyncs(t *testing.T) {
 	ev.Profiles[evidence.Block] = blockProfile(15*time.Second, "sync.runtime_SemacquireMutex", "sync.(*Mutex).Lock", "example.com/wal.(*Cache).Get", "net/http.serverHandler.ServeHTTP")
 	res := rules.Run(ev, []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "queue") {
+		t.Errorf("%+v", res.Findings)
+	}
+}
+
+// offCPU is the off-CPU profile of a C program that sleeps 5 ms and
+// fdatasyncs in a loop, recorded with perf's sched_switch events.
+func offCPU(t *testing.T) *profile.Profile {
+	f, err := os.Open("../../formats/perfscript/testdata/sched_switch.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := perfscript.ParseOffCPU(f, 18439)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// perf's scheduler events show the waits in the syncs that on-CPU samples
+// miss: the finding grades them and names the source.
+func TestSyncWaitsFromPerfSchedEvents(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 200, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "main"}},
+		testprof.Stack{Value: 800, Funcs: []string{"main"}},
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: offCPU(t)})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	f := res.Findings[0]
+	var waits, source string
+	for _, fa := range f.Evidence {
+		switch fa.Name {
+		case "threads waiting in fsync/fdatasync, per second of the window (off-CPU, perf sched_switch)":
+			waits = fa.Value
+		case "source":
+			source = fa.Value
+		}
+	}
+	if waits == "" || !strings.Contains(f.Summary, "a thread waits in the sync") || !strings.Contains(source, "perf's sched_switch events") {
+		t.Errorf("%s %q %+v", f.Severity, f.Summary, f.Evidence)
+	}
+}
+
+// Off-CPU time elsewhere (sleeps) is not sync time.
+func TestOffCPUOutsideSyncsIsNotSyncTime(t *testing.T) {
+	p := offCPU(t)
+	var kept []*profile.Sample
+	for _, s := range p.Sample {
+		sync := false
+		for _, l := range s.Location {
+			if strings.Contains(l.Line[0].Function.Name, "fdatasync") {
+				sync = true
+			}
+		}
+		if !sync {
+			kept = append(kept, s)
+		}
+	}
+	p.Sample = kept
+	cpu := testprof.Build(
+		testprof.Stack{Value: 200, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "main"}},
+		testprof.Stack{Value: 800, Funcs: []string{"main"}},
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: p})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || strings.Contains(res.Findings[0].Summary, "waits in the sync") {
 		t.Errorf("%+v", res.Findings)
 	}
 }
