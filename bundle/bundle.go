@@ -33,7 +33,10 @@ const (
 	LoadFile         = "load.json"
 	// PerfFile holds stacks with kernel frames from Linux perf (collect
 	// --perf), converted from `perf script` to a pprof profile.
-	PerfFile       = "perf.pb.gz"
+	PerfFile = "perf.pb.gz"
+	// OffCPUFile holds a local process's off-CPU time by stack from perf's
+	// sched:sched_switch events (collect --perf, where permitted).
+	OffCPUFile     = "offcpu.pb.gz"
 	ExceptionsFile = "exceptions.pb.gz" // JVM: where exceptions were thrown
 	JVMFile        = "jvm.json"         // JVM: the JFR recording's summary
 	// Goroutines at the start of the window, the runtime's own leak

@@ -30,6 +30,7 @@ const (
 	kindMetrics                 // heap?debug=1, kept as parsed RuntimeStats
 	kindSystem                  // a /proc snapshot, local targets only
 	kindPerf                    // perf stacks of a local target
+	kindOffCPU                  // perf's off-CPU time of a local target
 	kindText                    // served text kept as is (goroutine?debug=2)
 )
 
@@ -224,8 +225,9 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 	order := []item{cpu, trace, heapStart, end[0], end[1], end[2], locks[0], locks[1], metricsStart, end[3], systemStart, end[4], goroutineStart, goroutineLeak, goroutineText}
 	order = append(order, series...)
 	perfItem := item{name: "perf", file: bundle.PerfFile, kind: kindPerf, length: c.window}
+	offCPUItem := item{name: "offcpu", file: bundle.OffCPUFile, kind: kindOffCPU, length: c.window}
 	if c.Perf {
-		order = append(order, perfItem)
+		order = append(order, perfItem, offCPUItem)
 	}
 	for _, it := range order {
 		c.items[it.name] = &bundle.Item{Name: it.name}
@@ -258,6 +260,7 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 	}
 	if c.Perf {
 		wg.Go(func() { c.do(ctx, perfItem) })
+		wg.Go(func() { c.do(ctx, offCPUItem) })
 	}
 	if len(series) > 0 {
 		wg.Go(func() {
@@ -417,6 +420,8 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 		return c.snapshot(it, path)
 	case kindPerf:
 		return c.recordPerf(ctx, it, path)
+	case kindOffCPU:
+		return c.recordOffCPU(ctx, it, path)
 	case kindMetrics:
 		st, err := c.runtimeStats(ctx, it)
 		if err != nil {
@@ -488,6 +493,27 @@ func (c *collector) recordPerf(ctx context.Context, it item, path string) (int64
 	}
 	p, err := perf.Record(ctx, perf.Options{PID: pid, Duration: it.length, Perf: c.PerfPath, Logger: c.Logger})
 	if errors.Is(err, perf.ErrNoSamples) {
+		return 0, nil, &skipError{err.Error()}
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := bundle.WriteProfile(path, p)
+	return n, p, err
+}
+
+// recordOffCPU records the local target's off-CPU time with perf's
+// scheduler tracepoints over the window; where they are refused, the item
+// is skipped with the one-line reason.
+func (c *collector) recordOffCPU(ctx context.Context, it item, path string) (int64, *profile.Profile, error) {
+	c.mu.Lock()
+	pid, why := c.pid, c.notLocal
+	c.mu.Unlock()
+	if pid == 0 {
+		return 0, nil, &skipError{"perf needs a local target: " + why}
+	}
+	p, err := perf.RecordOffCPU(ctx, perf.Options{PID: pid, Duration: it.length, Perf: c.PerfPath, Logger: c.Logger})
+	if errors.Is(err, perf.ErrSchedNotPermitted) || errors.Is(err, perf.ErrNoSamples) || errors.Is(err, perf.ErrNotInstalled) {
 		return 0, nil, &skipError{err.Error()}
 	}
 	if err != nil {
@@ -580,7 +606,7 @@ func (c *collector) runtimeInfo() bundle.RuntimeInfo {
 func (c *collector) allFailed(m *bundle.Manifest) (bundle.Item, bool) {
 	var first bundle.Item
 	for _, it := range m.Items {
-		if strings.HasPrefix(it.Name, "system-") || it.Name == "perf" {
+		if strings.HasPrefix(it.Name, "system-") || it.Name == "perf" || it.Name == "offcpu" {
 			continue
 		}
 		switch it.Status {

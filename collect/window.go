@@ -32,10 +32,14 @@ type Window struct {
 	Start, End *bundle.SystemSnapshot
 	Perf       *profile.Profile
 	PerfErr    error // why there is no perf profile, when one was asked for
-	PerfAsked  bool
-	Started    time.Time
-	Duration   time.Duration
-	PID        int
+	// OffCPU is the process's off-CPU time from perf's scheduler events,
+	// when perf was asked for with a process and the kernel permits them.
+	OffCPU    *profile.Profile
+	OffCPUErr error
+	PerfAsked bool
+	Started   time.Time
+	Duration  time.Duration
+	PID       int
 }
 
 // ObserveWindow snapshots /proc, waits o.Duration (recording perf
@@ -55,6 +59,11 @@ func ObserveWindow(ctx context.Context, o WindowOptions) (*Window, error) {
 		wg.Go(func() {
 			w.Perf, w.PerfErr = perf.Record(ctx, perf.Options{PID: o.PID, Duration: o.Duration, SourceLines: o.SourceLines, Logger: o.Logger})
 		})
+		if o.PID > 0 {
+			wg.Go(func() {
+				w.OffCPU, w.OffCPUErr = perf.RecordOffCPU(ctx, perf.Options{PID: o.PID, Duration: o.Duration, Logger: o.Logger})
+			})
+		}
 	}
 	o.Progress.Update("observing for %s", o.Duration)
 	t := time.NewTimer(o.Duration)
@@ -93,6 +102,12 @@ func (w *Window) WriteBundle(dir, tool string) error {
 		bw.AddProfile("perf", bundle.PerfFile, w.Perf, 0)
 	case w.PerfAsked:
 		bw.Fail("perf", w.PerfErr)
+	}
+	switch {
+	case w.OffCPU != nil:
+		bw.AddProfile("offcpu", bundle.OffCPUFile, w.OffCPU, 0)
+	case w.OffCPUErr != nil:
+		bw.Skip("offcpu", w.OffCPUErr.Error())
 	}
 	bw.Complete(m)
 	return bw.Finish(m, dir)

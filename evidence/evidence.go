@@ -47,6 +47,9 @@ const (
 	// Perf is a whole-stack profile from Linux perf (kernel frames included),
 	// converted from `perf script` output.
 	Perf Kind = "perf"
+	// OffCPU is a process's off-CPU time by stack and state, from perf's
+	// sched:sched_switch events (perfscript.ParseOffCPU).
+	OffCPU Kind = "offcpu"
 )
 
 // maxFileBytes bounds what one input file may occupy in memory.
@@ -650,6 +653,8 @@ func classify(p *profile.Profile, path string) (Kind, error) {
 	switch {
 	case slices.Contains(p.Comments, perfscript.Comment):
 		return Perf, nil
+	case slices.Contains(p.Comments, perfscript.OffCPUComment):
+		return OffCPU, nil
 	case has("cpu"):
 		return CPU, nil
 	case has("alloc_objects") || has("inuse_space"):

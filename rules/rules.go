@@ -8,6 +8,7 @@ package rules
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -120,11 +121,30 @@ type Rule struct {
 	Class string
 	Doc   Doc
 	Needs []Input // required: without them the rule is not checked
-	Uses  []Input // optional: they sharpen the finding when present
+	// NeedsOneOf are alternative sources: at least one is required (NET006
+	// reads a trace, or else the block profile).
+	NeedsOneOf []Input
+	Uses       []Input // optional: they sharpen the finding when present
 	// Fallback rules run after all others and see their findings, so they
 	// can stay out of what a specific rule already explained.
 	Fallback bool
 	Check    func(*Pass) error
+}
+
+// NeedsText lists what the rule requires: "cpu, metrics", "trace or block".
+func (r *Rule) NeedsText() string {
+	parts := make([]string, 0, len(r.Needs)+1)
+	for _, in := range r.Needs {
+		parts = append(parts, string(in))
+	}
+	if len(r.NeedsOneOf) > 0 {
+		alts := make([]string, len(r.NeedsOneOf))
+		for i, in := range r.NeedsOneOf {
+			alts[i] = string(in)
+		}
+		parts = append(parts, strings.Join(alts, " or "))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Pass is one rule's view of a run.
@@ -182,6 +202,9 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 				missing = append(missing, in)
 			}
 		}
+		if len(r.NeedsOneOf) > 0 && !slices.ContainsFunc(r.NeedsOneOf, func(in Input) bool { return Has(ev, in) }) {
+			missing = append(missing, r.NeedsOneOf...)
+		}
 		if len(missing) > 0 {
 			if foreign(ev, missing) {
 				return // a JVM rule on a Go service, or the reverse: not applicable, not missing
@@ -193,6 +216,9 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 				nc.Collect = append(nc.Collect, howToCollect[in])
 			}
 			nc.Reason = "needs " + strings.Join(names, ", ")
+			if len(r.NeedsOneOf) > 0 && len(missing) == len(r.Needs)+len(r.NeedsOneOf) {
+				nc.Reason = "needs " + r.NeedsText()
+			}
 			res.NotChecked = append(res.NotChecked, nc)
 			return
 		}

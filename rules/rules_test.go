@@ -36,6 +36,23 @@ func TestMissingInputsAreNotChecked(t *testing.T) {
 	}
 }
 
+// A rule with alternative sources runs on any one of them, and without
+// any says it needs one of them.
+func TestOneOfAlternativeInputs(t *testing.T) {
+	ran := 0
+	r := &rules.Rule{ID: "N1", Class: "downstream-wait", NeedsOneOf: []rules.Input{rules.Trace, rules.CPU}, Check: func(*rules.Pass) error {
+		ran++
+		return nil
+	}}
+	if res := rules.Run(cpuEvidence(), []*rules.Rule{r}); ran != 1 || len(res.NotChecked) != 0 {
+		t.Errorf("with a CPU profile: ran %d times, not checked %+v", ran, res.NotChecked)
+	}
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Heap: testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"main.f"}})}), []*rules.Rule{r})
+	if ran != 1 || len(res.NotChecked) != 1 || res.NotChecked[0].Reason != "needs trace or cpu" || len(res.NotChecked[0].Collect) != 2 {
+		t.Errorf("with neither: ran %d times, not checked %+v", ran, res.NotChecked)
+	}
+}
+
 func TestAPanickingRuleDoesNotStopTheRun(t *testing.T) {
 	bad := &rules.Rule{ID: "P1", Class: "hot-function", Needs: []rules.Input{rules.CPU}, Check: func(*rules.Pass) error { panic("boom") }}
 	res := rules.Run(cpuEvidence(), []*rules.Rule{bad, reporter("OK", 0.1, rules.Low)})

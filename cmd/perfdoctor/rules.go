@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/perfdoctor/perfdoctor/internal/ruledocs"
-	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
@@ -21,7 +19,7 @@ func (a *app) rulesCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tCLASS\tNEEDS\tTITLE")
 			for _, r := range catalog.All() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Class, inputs(r.Needs), r.Doc.Title)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Class, r.NeedsText(), r.Doc.Title)
 			}
 			return tw.Flush()
 		},
@@ -43,12 +41,4 @@ func (a *app) explainCommand() *cobra.Command {
 			return err
 		},
 	}
-}
-
-func inputs(ins []rules.Input) string {
-	s := make([]string, len(ins))
-	for i, in := range ins {
-		s[i] = string(in)
-	}
-	return strings.Join(s, ", ")
 }

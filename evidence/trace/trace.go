@@ -31,10 +31,13 @@ import (
 
 // Summary is what an execution trace says about one window.
 type Summary struct {
-	GoVersion  string        // from the trace header, e.g. "go1.26"
-	Window     time.Duration // from the first event to the last
-	Events     int           // events read
-	GOMAXPROCS int           // the last value the trace reported; 0 if none
+	GoVersion string        // from the trace header, e.g. "go1.26"
+	Window    time.Duration // from the first event to the last
+	Events    int           // events read
+	// CPUSamples counts the CPU profile samples the trace carries (a CPU
+	// profile was running while it was taken); 0 without one.
+	CPUSamples int
+	GOMAXPROCS int // the last value the trace reported; 0 if none
 
 	// SchedLatency is the delay from runnable to running: every time a
 	// goroutine was made ready (created, unblocked, preempted, back from a
@@ -163,6 +166,9 @@ type GC struct {
 	// itself caused when starting and stopping.
 	STW         Dist
 	STWByReason map[string]time.Duration
+	// Holdouts is the code stop-the-world pauses of 2 ms or more waited
+	// for, longest wait first.
+	Holdouts    []Holdout
 	Assist      time.Duration // goroutine time spent in mark assists
 	HeapGoal    uint64        // bytes, the last value reported; 0 if none
 	HeapObjects uint64        // bytes in heap objects, the last value reported
@@ -320,40 +326,43 @@ type goroutine struct {
 type siteKey struct{ creator, start xtrace.Stack }
 
 type analyzer struct {
-	sum         Summary
-	transitions int
-	first       xtrace.Time
-	last        xtrace.Time
-	started     bool
-	syncTime    xtrace.Time
-	gs          map[xtrace.GoID]*goroutine
-	live        int
-	sched       *hist
-	netpoll     *hist
-	lifetime    *hist
-	mark        *hist
-	stw         *hist
-	gcStart     xtrace.Time
-	gcPartial   bool
-	gcActive    bool
-	stwStart    xtrace.Time
-	stwActive   bool
-	assists     map[xtrace.GoID]xtrace.Time
-	sites       []Site
-	siteIndex   map[string]int32
-	stackCache  map[siteKey]int32 // per generation: stacks are tables of one generation
-	locks       []LockSite
-	lockIndex   map[Frame]int32
-	lockCache   map[xtrace.Stack]int32 // blocking stack -> lock index + 1, 0 if not a lock
-	parks       []ParkSite
-	parkIndex   map[Frame]int32
-	parkFuncs   map[string]int32       // a wait site of each function
-	parkCache   map[xtrace.Stack]int32 // per generation, like stackCache
-	waits       []WaitSite
-	waitIndex   map[string]int32
-	waitCache   map[waitKey]int32 // per generation, as stackCache
-	kinds       []siteKind        // per wait site
-	paths       map[string]*pathAcc
+	sum          Summary
+	transitions  int
+	first        xtrace.Time
+	last         xtrace.Time
+	started      bool
+	syncTime     xtrace.Time
+	gs           map[xtrace.GoID]*goroutine
+	live         int
+	sched        *hist
+	netpoll      *hist
+	lifetime     *hist
+	mark         *hist
+	stw          *hist
+	gcStart      xtrace.Time
+	gcPartial    bool
+	gcActive     bool
+	stwStart     xtrace.Time
+	stwActive    bool
+	stwWait      stwState
+	holdouts     []Holdout
+	holdoutIndex map[string]int
+	assists      map[xtrace.GoID]xtrace.Time
+	sites        []Site
+	siteIndex    map[string]int32
+	stackCache   map[siteKey]int32 // per generation: stacks are tables of one generation
+	locks        []LockSite
+	lockIndex    map[Frame]int32
+	lockCache    map[xtrace.Stack]int32 // blocking stack -> lock index + 1, 0 if not a lock
+	parks        []ParkSite
+	parkIndex    map[Frame]int32
+	parkFuncs    map[string]int32       // a wait site of each function
+	parkCache    map[xtrace.Stack]int32 // per generation, like stackCache
+	waits        []WaitSite
+	waitIndex    map[string]int32
+	waitCache    map[waitKey]int32 // per generation, as stackCache
+	kinds        []siteKind        // per wait site
+	paths        map[string]*pathAcc
 }
 
 func newAnalyzer() *analyzer {
@@ -363,23 +372,24 @@ func newAnalyzer() *analyzer {
 			BlockedByReason: map[string]time.Duration{},
 			GC:              GC{STWByReason: map[string]time.Duration{}},
 		},
-		gs:         map[xtrace.GoID]*goroutine{},
-		sched:      newHist(),
-		netpoll:    newHist(),
-		lifetime:   newHist(),
-		mark:       newHist(),
-		stw:        newHist(),
-		assists:    map[xtrace.GoID]xtrace.Time{},
-		siteIndex:  map[string]int32{},
-		stackCache: map[siteKey]int32{},
-		lockIndex:  map[Frame]int32{},
-		lockCache:  map[xtrace.Stack]int32{},
-		parkIndex:  map[Frame]int32{},
-		parkFuncs:  map[string]int32{},
-		parkCache:  map[xtrace.Stack]int32{},
-		waitIndex:  map[string]int32{},
-		waitCache:  map[waitKey]int32{},
-		paths:      map[string]*pathAcc{},
+		gs:           map[xtrace.GoID]*goroutine{},
+		sched:        newHist(),
+		netpoll:      newHist(),
+		lifetime:     newHist(),
+		mark:         newHist(),
+		stw:          newHist(),
+		assists:      map[xtrace.GoID]xtrace.Time{},
+		siteIndex:    map[string]int32{},
+		stackCache:   map[siteKey]int32{},
+		lockIndex:    map[Frame]int32{},
+		lockCache:    map[xtrace.Stack]int32{},
+		parkIndex:    map[Frame]int32{},
+		parkFuncs:    map[string]int32{},
+		parkCache:    map[xtrace.Stack]int32{},
+		waitIndex:    map[string]int32{},
+		waitCache:    map[waitKey]int32{},
+		paths:        map[string]*pathAcc{},
+		holdoutIndex: map[string]int{},
 	}
 }
 
@@ -413,6 +423,11 @@ func (a *analyzer) event(ev xtrace.Event) {
 			a.sum.GC.HeapGoal = m.Value.Uint64()
 		case "/memory/classes/heap/objects:bytes":
 			a.sum.GC.HeapObjects = m.Value.Uint64()
+		}
+	case xtrace.EventStackSample:
+		a.sum.CPUSamples++
+		if a.stwActive {
+			a.stwSample(ev.Goroutine())
 		}
 	case xtrace.EventRangeBegin, xtrace.EventRangeActive, xtrace.EventRangeEnd:
 		a.rangeEvent(ev, t)
@@ -449,12 +464,14 @@ func (a *analyzer) rangeEvent(ev xtrace.Event, t xtrace.Time) {
 		switch {
 		case begin:
 			a.stwStart, a.stwActive = t, true
+			a.stwBegin(ev.Goroutine())
 		case end && a.stwActive:
 			a.stwActive = false
 			if strings.Contains(reason, "trace") {
 				break // the tracer's own pause at start and stop
 			}
 			d := t.Sub(a.stwStart)
+			a.stwEnd(d)
 			a.stw.record(d)
 			a.sum.GC.STWByReason[reason] += d
 		}
@@ -517,6 +534,9 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 		a.sum.Goroutines.Max = max(a.sum.Goroutines.Max, a.live)
 	default:
 		a.leave(g, to, t)
+	}
+	if a.stwActive && from == xtrace.GoRunning {
+		a.stwStop(id, g, ev.Stack(), t)
 	}
 	if g.unplaced && from == xtrace.GoRunning {
 		a.placeWake(g, ev.Stack())
@@ -799,6 +819,7 @@ func (a *analyzer) finish() *Summary {
 	s.Goroutines.Lifetime = a.lifetime.dist()
 	s.GC.Mark = a.mark.dist()
 	s.GC.STW = a.stw.dist()
+	s.GC.Holdouts = a.sortedHoldouts()
 	sites := a.sites
 	sort.SliceStable(sites, func(i, j int) bool { return sites[i].Created > sites[j].Created })
 	s.Goroutines.Sites = sites

@@ -26,7 +26,7 @@ func TestCatalogIsComplete(t *testing.T) {
 		if d.Title == "" || d.Text == "" || d.Evidence == "" || d.Fix == "" || d.Since == "" {
 			t.Errorf("%s: doc incomplete (title, text, evidence, fix and since are required)", r.ID)
 		}
-		if len(r.Needs) == 0 || r.Check == nil {
+		if len(r.Needs)+len(r.NeedsOneOf) == 0 || r.Check == nil {
 			t.Errorf("%s: no inputs or no check", r.ID)
 		}
 	}

@@ -6,11 +6,15 @@ package disk001
 import (
 	"errors"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
+	"path/filepath"
+	"slices"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -37,7 +41,13 @@ background committer. On the request path: medium from 20% of the window in
 syncs, high from 50%. From a background goroutine the syncs are already
 batched: the finding is informational (the sync time is the latency floor).
 Without a trace, perf or CPU-profile samples inside fsync/fdatasync (user or
-kernel frames) from 5% of CPU give an on-CPU-only view, at most medium.`,
+kernel frames) from 5% of CPU give an on-CPU-only view, at most medium, and
+medium whenever the block profile shows requests queued behind the syncs
+(half a goroutine or more waiting on average on a lock in the code that
+syncs). perf's sched_switch events (collect --perf, where the kernel permits
+them) add the waits themselves: threads waiting in a sync per second of the
+window, graded as the trace's syncs in flight. The finding says which
+sources it used.`,
 		Fix: `Group commit: queue the records, let one goroutine write everything queued
 and sync once, then acknowledge all of the waiting requests (etcd's WAL and
 most databases do this). Where the durability contract allows, sync on a
@@ -210,6 +220,75 @@ var storeSettings = map[string]string{
 		"keep the redo log on a device with low sync latency.",
 }
 
+// minQueued is the average number of goroutines queued behind the syncing
+// code from which, without a trace, the syncs are a medium finding: the
+// requests wait for each other's syncs.
+const minQueued = 0.5
+
+// queuedBehindSyncs reads the block profile for goroutines waiting on a
+// lock in code that syncs (a function on the CPU profile's stacks above a
+// sync): the requests that queue behind each other's fsync, as in a log
+// whose lock is held across the sync. It returns the average number
+// waiting, where, and the block profile's window.
+func queuedBehindSyncs(ev *evidence.Evidence, st *evidence.Stacks) (float64, evidence.Frame, time.Duration, bool) {
+	w, ok := ev.BlockWaits()
+	if !ok || w.Window <= 0 || st == nil {
+		return 0, evidence.Frame{}, 0, false
+	}
+	syncs := st.FrameHits(nativeSync)
+	syncPath := map[string]bool{}
+	for _, sm := range st.Samples {
+		if slices.ContainsFunc(sm.Frames, func(id int32) bool { return syncs[id] }) {
+			for _, id := range sm.Frames {
+				if fn := st.Frames[id].Func; rules.IsApplication(fn) && !nativeSync(fn) {
+					syncPath[fn] = true
+				}
+			}
+		}
+	}
+	var queued time.Duration
+	var at evidence.Frame
+	for _, s := range w.Sites {
+		if s.Mechanism != "lock" {
+			continue
+		}
+		if where := s.Where(); syncPath[where.Func] {
+			if queued == 0 {
+				at = where
+			}
+			queued += s.Delay
+		}
+	}
+	if queued == 0 {
+		return 0, evidence.Frame{}, 0, false
+	}
+	return w.PerSecond(queued), at, w.Window, true
+}
+
+// offCPUInSyncs is the off-CPU time perf's scheduler events saw inside a
+// sync (thread-seconds), the part in uninterruptible sleep (the device),
+// and the recording's window.
+func offCPUInSyncs(ev *evidence.Evidence) (waited, device, window time.Duration, ok bool) {
+	p := ev.Profiles[evidence.OffCPU]
+	if p == nil || p.DurationNanos <= 0 || len(p.SampleType) == 0 {
+		return 0, 0, 0, false
+	}
+	for _, s := range p.Sample {
+		inSync := slices.ContainsFunc(s.Location, func(l *profile.Location) bool {
+			return slices.ContainsFunc(l.Line, func(ln profile.Line) bool { return ln.Function != nil && nativeSync(ln.Function.Name) })
+		})
+		if !inSync {
+			continue
+		}
+		d := time.Duration(s.Value[0])
+		waited += d
+		if slices.Contains(s.Label["state"], "D") {
+			device += d
+		}
+	}
+	return waited, device, time.Duration(p.DurationNanos), waited > 0
+}
+
 // fromSamples is the view without a trace: on-CPU samples inside a sync
 // (perf shows the kernel's part). The waits themselves are not seen, so the
 // finding is at most medium and says so.
@@ -256,6 +335,30 @@ func fromSamples(pass *rules.Pass) error {
 	if comm != "" {
 		f.Evidence = append(f.Evidence, rules.Text("process", comm))
 	}
+	source := "on-CPU samples inside fsync/fdatasync (" + st.Type + " profile)"
+	if waited, device, window, ok := offCPUInSyncs(pass.Evidence); ok {
+		// perf's scheduler events show the waits themselves.
+		inFlight := waited.Seconds() / window.Seconds()
+		f.Evidence[1] = rules.Share("threads waiting in fsync/fdatasync, per second of the window (off-CPU, perf sched_switch)", inFlight)
+		f.Evidence = append(f.Evidence, rules.Share("of that wait, uninterruptible (the device)", device.Seconds()/waited.Seconds()))
+		f.Summary += fmt.Sprintf("; a thread waits in the sync %s of the time", human.Percent(min(inFlight, 1)))
+		f.Severity = max(f.Severity, rules.Grade(inFlight, mediumInFlight, highInFlight))
+		source += fmt.Sprintf("; the waits from perf's sched_switch events over %s", human.RoundDuration(window))
+	}
+	if waiting, at, window, ok := queuedBehindSyncs(pass.Evidence, st); ok {
+		// The block profile shows what the CPU view cannot: goroutines
+		// queued on a lock in the code that syncs, waiting for the sync.
+		f.Evidence[1] = rules.Text("not seen", "the time the sync itself waits for the device (off-CPU); an execution trace (Go) or perf's sched events show it")
+		f.Evidence = append(f.Evidence,
+			rules.Count("goroutines queued on a lock in the syncing code, on average (block profile)", waiting, ""),
+			rules.Text("where they queue", fmt.Sprintf("%s (%s:%d)", rules.ShortFunc(at.Func), filepath.Base(at.File), at.Line)))
+		f.Summary += fmt.Sprintf("; %s goroutines on average queue behind it at %s's lock", human.Number(waiting), rules.ShortFunc(at.Func))
+		source += fmt.Sprintf("; the queue behind them from the block profile over %s", human.RoundDuration(window))
+		if waiting >= minQueued {
+			f.Severity = rules.Medium
+		}
+	}
+	f.Evidence = append(f.Evidence, rules.Text("source", source))
 	if d, ok := pass.Evidence.SystemDelta(); ok && d.Seconds > 0 && d.Start.Process != nil && d.End.Process != nil && d.Start.Process.PID == d.End.Process.PID {
 		cpu := (d.End.Process.UserCPUSeconds + d.End.Process.SystemCPUSeconds - d.Start.Process.UserCPUSeconds - d.Start.Process.SystemCPUSeconds) / d.Seconds
 		f.Evidence = append(f.Evidence, rules.Count("CPUs the process used (the rest of its time it waited)", cpu, ""))

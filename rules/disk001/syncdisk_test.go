@@ -1,13 +1,16 @@
 package disk001
 
 import (
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -94,5 +97,139 @@ func TestPostgresCommitFlushNamesItsSettings(t *testing.T) {
 	if f := res.Findings[0]; !strings.Contains(f.Fix, "synchronous_commit = off") || !strings.Contains(f.Fix, "commit_delay") ||
 		len(f.Locations) == 0 || f.Locations[0].Function != "issue_xlog_fsync" {
 		t.Errorf("postgres: fix %q locations %+v", f.Fix, f.Locations)
+	}
+}
+
+// blockProfile is a block profile over 5 s with one stack that blocked for
+// delay in total.
+func blockProfile(delay time.Duration, funcs ...string) *profile.Profile {
+	p := &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}},
+		DurationNanos: (5 * time.Second).Nanoseconds(),
+	}
+	var locs []*profile.Location
+	for i, fn := range funcs {
+		f := &profile.Function{ID: uint64(i + 1), Name: fn, Filename: "/src/wal/log.go"}
+		p.Function = append(p.Function, f)
+		l := &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: f, Line: int64(40 + i)}}}
+		p.Location = append(p.Location, l)
+		locs = append(locs, l)
+	}
+	p.Sample = []*profile.Sample{{Location: locs, Value: []int64{1000, delay.Nanoseconds()}}}
+	return p
+}
+
+// syncingService is a Go service whose CPU profile shows fdatasync under
+// its log's append, 6% of samples: without a trace, a low on-CPU view.
+func syncingService() *evidence.Evidence {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 60, Funcs: []string{"syscall.Fdatasync", "os.(*File).Sync", "example.com/wal.(*Log).Append", "example.com/wal.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP"}},
+		testprof.Stack{Value: 940, Funcs: []string{"example.com/wal.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP"}},
+	)
+	return testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
+}
+
+// The block profile shows requests queued on the log's lock behind the
+// syncs: the second source raises the no-trace view to medium and says so.
+func TestQueueBehindSyncsFromTheBlockProfile(t *testing.T) {
+	ev := syncingService()
+	base := rules.Run(ev, []*rules.Rule{Rule})
+	if len(base.Findings) != 1 || base.Findings[0].Severity != rules.Low {
+		t.Fatalf("on-CPU view alone: %+v", base)
+	}
+	ev.Profiles[evidence.Block] = blockProfile(15*time.Second, "sync.runtime_SemacquireMutex", "sync.(*Mutex).Lock", "example.com/wal.(*Log).Append", "example.com/wal.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP")
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	f := res.Findings[0]
+	var source string
+	for _, fa := range f.Evidence {
+		if fa.Name == "source" {
+			source = fa.Value
+		}
+	}
+	if f.Severity != rules.Medium || !strings.Contains(f.Summary, "3 goroutines on average queue behind it at wal.(*Log).Append's lock") ||
+		!strings.Contains(source, "block profile over 5s") {
+		t.Errorf("%s %q source %q", f.Severity, f.Summary, source)
+	}
+}
+
+// Lock waits elsewhere are not a queue behind the syncs.
+func TestUnrelatedLockWaitsAreNotTheSyncs(t *testing.T) {
+	ev := syncingService()
+	ev.Profiles[evidence.Block] = blockProfile(15*time.Second, "sync.runtime_SemacquireMutex", "sync.(*Mutex).Lock", "example.com/wal.(*Cache).Get", "net/http.serverHandler.ServeHTTP")
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "queue") {
+		t.Errorf("%+v", res.Findings)
+	}
+}
+
+// offCPU is the off-CPU profile of a C program that sleeps 5 ms and
+// fdatasyncs in a loop, recorded with perf's sched_switch events.
+func offCPU(t *testing.T) *profile.Profile {
+	f, err := os.Open("../../formats/perfscript/testdata/sched_switch.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := perfscript.ParseOffCPU(f, 18439)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// perf's scheduler events show the waits in the syncs that on-CPU samples
+// miss: the finding grades them and names the source.
+func TestSyncWaitsFromPerfSchedEvents(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 200, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "main"}},
+		testprof.Stack{Value: 800, Funcs: []string{"main"}},
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: offCPU(t)})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	f := res.Findings[0]
+	var waits, source string
+	for _, fa := range f.Evidence {
+		switch fa.Name {
+		case "threads waiting in fsync/fdatasync, per second of the window (off-CPU, perf sched_switch)":
+			waits = fa.Value
+		case "source":
+			source = fa.Value
+		}
+	}
+	if waits == "" || !strings.Contains(f.Summary, "a thread waits in the sync") || !strings.Contains(source, "perf's sched_switch events") {
+		t.Errorf("%s %q %+v", f.Severity, f.Summary, f.Evidence)
+	}
+}
+
+// Off-CPU time elsewhere (sleeps) is not sync time.
+func TestOffCPUOutsideSyncsIsNotSyncTime(t *testing.T) {
+	p := offCPU(t)
+	var kept []*profile.Sample
+	for _, s := range p.Sample {
+		sync := false
+		for _, l := range s.Location {
+			if strings.Contains(l.Line[0].Function.Name, "fdatasync") {
+				sync = true
+			}
+		}
+		if !sync {
+			kept = append(kept, s)
+		}
+	}
+	p.Sample = kept
+	cpu := testprof.Build(
+		testprof.Stack{Value: 200, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "main"}},
+		testprof.Stack{Value: 800, Funcs: []string{"main"}},
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: p})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || strings.Contains(res.Findings[0].Summary, "waits in the sync") {
+		t.Errorf("%+v", res.Findings)
 	}
 }

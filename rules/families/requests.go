@@ -11,3 +11,9 @@ var DownstreamClient = evidence.FuncPrefix(
 	"github.com/gomodule/redigo/", "github.com/jackc/pgx/", "github.com/lib/pq.", "github.com/go-sql-driver/mysql.",
 	"go.mongodb.org/mongo-driver/", "go.etcd.io/etcd/client/", "github.com/bradfitz/gomemcache/",
 )
+
+// InHandler is a goroutine running a request's handler (not a connection
+// idle between requests): net/http's handler call, gRPC's method call,
+// fasthttp's connection loop.
+var InHandler = evidence.FuncPrefix("net/http.serverHandler.ServeHTTP", "google.golang.org/grpc.(*Server).processUnaryRPC",
+	"google.golang.org/grpc.(*Server).processStreamingRPC", "github.com/valyala/fasthttp.(*Server).serveConn")

@@ -4,10 +4,13 @@ package gc004
 
 import (
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -21,25 +24,36 @@ var Rule = &rules.Rule{
 needs every running goroutine to stop, so one pause can stretch to tens or
 hundreds of milliseconds when the process cannot get a CPU (a cgroup quota
 throttling it, GOMAXPROCS above the CPUs it may use, an oversubscribed host)
-or a goroutine cannot be preempted (a long copy or a tight loop in assembly).
+or a goroutine cannot be preempted: a copy or clear of hundreds of MiB is one
+runtime.memmove or memclr call, and assembly is never interrupted, so the
+pause lasts until the call returns (casebook L4: a 256 MiB snapshot copy).
 Every request in flight waits the whole pause: a few such pauses a second set
 p99 no matter how fast the handlers are. A short execution trace rarely
 catches one; the runtime's pause history covers the whole window.`,
 		Evidence: `The runtime statistics' pause history (MemStats.PauseNs and PauseEnd: the
-last 256 pauses) between the window's start and end samples: the longest,
-the pauses of 10 ms or more, and the share of the window spent in them, which
-is the share of requests they delay. Compared with the request latency the
+last 256 GC cycles, each cycle's two stop-the-world phases summed, as gctrace's
+first and third clock figures) between the window's start and end samples:
+the longest, the cycles stopped 10 ms or more, and the share of the window
+spent in them, which is the share of requests they delay (of the time the
+history covers, when the window had more than 256 cycles). With
+runtime/metrics at both ends, the /sched/pauses/total/gc:seconds histogram
+counts each phase's pauses too. Compared with the request latency the
 execution trace saw per HTTP handler, when it saw any. Reports long pauses
-taking 0.5% of the window (low), 2% (medium) or 5% (high). The likely cause
-is named from the /proc snapshot: cgroup throttling, GOMAXPROCS above the
-CPUs or the quota, a load average above 1.5 per CPU (then at most low: the
-host, not the service, is the cause).`,
+taking 0.5% of the window (low), 2% (medium) or 5% (high). The cause is the
+code the trace's pauses waited for when one place held at least half of their
+time (the goroutine that stopped last, well into the pause) and it ran through
+them (CPU profile samples in the trace while they waited; without those, on a
+host that was not oversubscribed, where a thread waiting for a CPU could hold
+a pause as well); otherwise it is
+named from the /proc snapshot: cgroup throttling, GOMAXPROCS above the CPUs
+or the quota, a load average above 1.5 per CPU (then at most low: the host,
+not the service, is the cause).`,
 		Fix: `Give the stop-the-world phase CPUs to run on: GOMAXPROCS at or below the CPU
 quota (Go 1.25 does this by default in containers; before, go.uber.org/automaxprocs),
 a quota with headroom or no throttling, fewer co-located CPU-bound processes.
 Then make pauses rarer: fewer GC cycles (GOMEMLIMIT with a higher GOGC, fewer
 allocations). Break very long non-preemptible work (huge copies, assembly
-loops) into chunks.`,
+loops) into chunks with a function call per chunk (a preemption point).`,
 		Before:  `GOMAXPROCS=16 on a 2-CPU quota   # STW waits for throttled threads`,
 		After:   `GOMAXPROCS=2 (or Go >= 1.25's default), GOMEMLIMIT=... GOGC=400`,
 		Caveats: `The pause history holds 256 pauses: past 256 cycles in the window only the last ones are seen. Pauses delay requests in flight; queued requests wait longer still.`,
@@ -57,6 +71,12 @@ const (
 	mediumShare, highShare  = 0.02, 0.05
 	oversubscribed          = 1.5 // load average per CPU
 	fewerPausesWithHeadroom = 0.5
+	// holdoutShare is the share of the trace's stop-the-world time one
+	// holdout must account for to be named the cause.
+	holdoutShare = 0.5
+	// minHoldSamples is how many CPU samples (10 ms of CPU each) a holdout
+	// must take during the pauses to count as running through them.
+	minHoldSamples = 2
 )
 
 func check(pass *rules.Pass) error {
@@ -68,22 +88,43 @@ func check(pass *rules.Pass) error {
 	from, to := uint64(ev.MetricsStart.Time.UnixNano()), uint64(ev.MetricsEnd.Time.UnixNano())
 	var long []time.Duration
 	var longTotal time.Duration
+	covered := uint64(0) // the first pause of the history in the window
 	for _, p := range ev.MetricsEnd.Pauses {
-		if d := time.Duration(p.Ns); p.End >= from && p.End <= to && d >= longPause {
+		if p.End < from || p.End > to {
+			continue
+		}
+		if covered == 0 {
+			covered = p.End
+		}
+		if d := time.Duration(p.Ns); d >= longPause {
 			long = append(long, d)
 			longTotal += d
 		}
 	}
-	share := longTotal.Seconds() / gc.Span.Seconds()
+	// Past 256 cycles in the window the history holds only the last ones:
+	// the share is then of the time the history covers.
+	span := gc.Span
+	if gc.Cycles > uint64(gc.Pauses) {
+		span = time.Duration(to - covered)
+	}
+	share := longTotal.Seconds() / span.Seconds()
 	if share < lowShare {
 		return nil
 	}
 	facts := []rules.Fact{
-		rules.Duration("longest pause in the window", gc.PauseMax),
-		rules.Count("pauses of 10 ms or more", float64(len(long)), ""),
+		rules.Duration("longest pause in the window (one GC cycle's stop-the-world phases)", gc.PauseMax),
+		rules.Count("GC cycles stopped 10 ms or more", float64(len(long)), ""),
 		rules.Share("window spent in those pauses (requests delayed)", share),
 		rules.Count("GC pauses in the window's history", float64(gc.Pauses), ""),
 		rules.Duration("pause time in the window", gc.PauseTotal),
+	}
+	if gc.Cycles > uint64(gc.Pauses) {
+		facts = append(facts, rules.Duration("window covered by the pause history (last 256 cycles)", span))
+	}
+	if n, longest, ok := metricsPauses(ev); ok {
+		facts = append(facts,
+			rules.Count("stop-the-world pauses of 10 ms or more (runtime/metrics, each phase)", float64(n), ""),
+			rules.Duration("longest stop-the-world pause (runtime/metrics bucket)", longest))
 	}
 	summary := fmt.Sprintf("GC pauses up to %s (%d of 10 ms or more) stop every request for %s of the window",
 		human.RoundDuration(gc.PauseMax), len(long), human.Percent(share))
@@ -91,29 +132,155 @@ func check(pass *rules.Pass) error {
 		facts = append(facts, rules.Duration("request p99 in the execution trace ("+rules.ShortFunc(handler)+")", p99))
 		summary += fmt.Sprintf("; request p99 %s", human.RoundDuration(p99))
 	}
-	sev := rules.Grade(share, mediumShare, highShare)
-	cause, hostBound := likelyCause(ev)
-	if cause != "" {
-		facts = append(facts, rules.Text("likely cause", cause))
-		summary += "; likely cause: " + cause
-	}
 	f := rules.Finding{
-		Severity:    sev,
+		Severity:    rules.Grade(share, mediumShare, highShare),
 		Impact:      share * fewerPausesWithHeadroom,
 		Resource:    "latency",
 		ImpactBasis: "share of the window inside pauses of 10 ms or more (each delays every request in flight); CPU headroom for the stop-the-world phase and fewer cycles remove about half of it",
-		Summary:     summary,
 		Evidence:    facts,
 		Fix:         pass.Rule.Doc.Fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     []string{pass.Rule.Doc.Caveats},
 	}
-	if hostBound {
-		f.Severity = min(f.Severity, rules.Low)
-		f.Caveats = append(f.Caveats, "The host was oversubscribed during the window: pauses stretch when the process waits for a CPU, so measure again on a quiet host before acting.")
+	cause, hostBound := likelyCause(ev)
+	if h, ok := holdout(ev, hostBound); ok {
+		// The trace saw the pauses wait for code that would not stop: that
+		// code, not the host, is the cause, and removing it removes the
+		// long pauses.
+		at := h.Stack[0]
+		stopped := fmt.Sprintf("%s (%s:%d)", rules.ShortFunc(at.Func), filepath.Base(at.File), at.Line)
+		work := stopped
+		f.Evidence = append(f.Evidence,
+			rules.Text("what the pauses waited for (execution trace)", "the goroutine running "+stopped+entryNote(h.Entry)),
+			rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
+			rules.Duration("longest wait for it to stop", h.Max))
+		if h.CPUSamples > 0 {
+			f.Evidence = append(f.Evidence, rules.Count("CPU samples it took while the pauses waited (running, not waiting for a CPU)", float64(h.CPUSamples), ""))
+		}
+		if site, leaf, part, ok := workUnder(ev.CPUStacks(), at.Func); ok {
+			work = fmt.Sprintf("%s (%s:%d), in %s", rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line, rules.ShortFunc(leaf))
+			f.Evidence = append(f.Evidence, rules.Text("its CPU (CPU profile)", fmt.Sprintf("%s in %s of its samples, called at %s (%s:%d)",
+				rules.ShortFunc(leaf), human.Percent(part), rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line)))
+			f.Locations = append(f.Locations, rules.Location{Function: site.Func, File: site.File, Line: site.Line, Share: part, Role: "the work the pauses waited for (share of the goroutine's CPU)"})
+		}
+		summary += "; the pauses wait for non-preemptible work in " + work
+		f.Impact = share
+		f.ImpactBasis = "share of the window inside pauses of 10 ms or more (each delays every request in flight); the execution trace shows them waiting for one piece of code to stop, so making it preemptible removes them"
+		f.Fix = fmt.Sprintf("Make the work in %s preemptible: a copy, clear or assembly loop over hundreds of MiB is one call the runtime cannot interrupt, and every stop-the-world waits for it. Do it in chunks of about 1 MiB with a function call per chunk (each call's prologue is a preemption point), or avoid the bulk work (copy-on-write, a double buffer swapped by pointer). Fewer GC cycles (GOMEMLIMIT with a higher GOGC) then make the remaining pauses rarer.", work)
+		f.Example = "copy(snap, table)   // 256 MiB in one runtime.memmove\n->\nfor off := 0; off < len(table); off += 1 << 20 {\n\tcopyChunk(snap[off:], table[off:min(off+1<<20, len(table))]) // //go:noinline: a preemption point per MiB\n}"
+		for _, fr := range h.Stack {
+			f.Locations = append(f.Locations, rules.Location{Function: fr.Func, File: fr.File, Line: fr.Line, Share: 1, Role: "where the goroutine the pauses waited for stopped"})
+			f.Frames = append(f.Frames, fr.Func)
+		}
+		if hostBound {
+			f.Caveats = append(f.Caveats, "The host was oversubscribed during the window, which stretches the pauses further; the wait for non-preemptible code remains on a quiet host.")
+		}
+	} else if cause != "" {
+		f.Evidence = append(f.Evidence, rules.Text("likely cause", cause))
+		summary += "; likely cause: " + cause
+		if hostBound {
+			f.Severity = min(f.Severity, rules.Low)
+			f.Caveats = append(f.Caveats, "The host was oversubscribed during the window: pauses stretch when the process waits for a CPU, so measure again on a quiet host before acting.")
+		}
 	}
+	f.Summary = summary
 	pass.Report(f)
 	return nil
+}
+
+func entryNote(entry string) string {
+	if entry == "" {
+		return ""
+	}
+	return ", started as " + rules.ShortFunc(entry)
+}
+
+// holdout is the code the trace's stop-the-world pauses waited for, when
+// one place held at least half of their time and is shown to have been
+// running through them: CPU profile samples in the trace during the holds,
+// or, without a CPU profile in the trace, a host that was not
+// oversubscribed (where the OS had not taken the thread off its CPU).
+func holdout(ev *evidence.Evidence, hostBound bool) (trace.Holdout, bool) {
+	if ev.TracePath == "" && ev.TraceSummary == nil {
+		return trace.Holdout{}, false
+	}
+	s, err := ev.Trace()
+	if err != nil || len(s.GC.Holdouts) == 0 {
+		return trace.Holdout{}, false
+	}
+	h := s.GC.Holdouts[0]
+	if h.Max < longPause || h.Wait.Seconds() < holdoutShare*s.GC.STW.Total.Seconds() {
+		return trace.Holdout{}, false
+	}
+	if s.CPUSamples > 0 {
+		return h, h.CPUSamples >= max(minHoldSamples, h.Pauses/2)
+	}
+	return h, !hostBound
+}
+
+// workUnder finds what the CPU profile shows fn doing: the leaf function
+// most of fn's samples end in, and the application frame closest to it,
+// when one leaf has at least half of them.
+func workUnder(st *evidence.Stacks, fn string) (at evidence.Frame, leaf string, part float64, ok bool) {
+	if st == nil || st.Total == 0 {
+		return evidence.Frame{}, "", 0, false
+	}
+	inFn := st.FrameHits(func(f string) bool { return f == fn })
+	isApp := st.FrameHits(func(f string) bool { return !evidence.IsRuntime(f) })
+	var under int64
+	type key struct {
+		leaf string
+		at   evidence.Frame
+	}
+	by := map[key]int64{}
+	for _, sm := range st.Samples {
+		if !slices.ContainsFunc(sm.Frames, func(id int32) bool { return inFn[id] }) || len(sm.Frames) == 0 {
+			continue
+		}
+		under += sm.Value
+		k := key{leaf: st.Frames[sm.Frames[0]].Func}
+		if i := slices.IndexFunc(sm.Frames, func(id int32) bool { return isApp[id] }); i >= 0 {
+			k.at = st.Frames[sm.Frames[i]]
+		}
+		by[k] += sm.Value
+	}
+	var best key
+	for k, v := range by {
+		if v > by[best] {
+			best = k
+		}
+	}
+	if under == 0 || best.at.Func == "" || 2*by[best] < under {
+		return evidence.Frame{}, "", 0, false
+	}
+	return best.at, best.leaf, float64(by[best]) / float64(under), true
+}
+
+// metricsPauses reads the window's stop-the-world pauses from the
+// runtime/metrics histogram at both ends (each phase on its own, every
+// pause, not only the last 256 cycles): how many lasted 10 ms or more, and
+// the upper bound of the bucket of the longest.
+func metricsPauses(ev *evidence.Evidence) (long uint64, longest time.Duration, ok bool) {
+	a, b := ev.MetricsStart.Runtime, ev.MetricsEnd.Runtime
+	if a == nil || b == nil {
+		return 0, 0, false
+	}
+	h0, ok0 := a.Histograms[evidence.MetricGCPauses]
+	h1, ok1 := b.Histograms[evidence.MetricGCPauses]
+	if !ok0 || !ok1 || len(h0.Counts) != len(h1.Counts) || len(h1.Buckets) != len(h1.Counts)+1 {
+		return 0, 0, false
+	}
+	for i, c := range h1.Counts {
+		n := c - min(c, h0.Counts[i])
+		if n == 0 {
+			continue
+		}
+		if h1.Buckets[i] >= longPause.Seconds() {
+			long += n
+		}
+		longest = time.Duration(min(h1.Buckets[i+1], time.Hour.Seconds()) * 1e9)
+	}
+	return long, longest, true
 }
 
 // requestP99 is the p99 of the busiest request path the trace saw.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -64,4 +65,130 @@ func TestOversubscribedHostIsNamed(t *testing.T) {
 	if f := res.Findings[0]; f.Severity != rules.Low || !strings.Contains(f.Summary, "oversubscribed host (load average 7.3 on 2 CPUs)") {
 		t.Errorf("%s %q", f.Severity, f.Summary)
 	}
+}
+
+// holdoutTrace is a trace whose stop-the-world pauses waited for a
+// goroutine copying a snapshot: wait of the pauses' total.
+func holdoutTrace(wait, total time.Duration) *trace.Summary {
+	s := &trace.Summary{CPUSamples: 400}
+	s.GC.STW = trace.Dist{Count: 6, Total: total, Max: wait / 2}
+	s.GC.Holdouts = []trace.Holdout{{
+		Stack:  []trace.Frame{{Func: "example.com/snap.(*Store).loop", File: "/src/snap/store.go", Line: 98}},
+		Entry:  "example.com/snap.(*Store).loop",
+		Pauses: 2, Wait: wait, Max: wait / 2, CPUSamples: int(wait / (10 * time.Millisecond)),
+	}}
+	return s
+}
+
+// Pauses held by non-preemptible code name it, whatever the host's load:
+// the code is the cause, and the pauses stay high.
+func TestNonPreemptibleHoldoutIsTheCause(t *testing.T) {
+	ev := window(150*time.Millisecond, 150*time.Millisecond)
+	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
+	ev.TraceSummary = holdoutTrace(60*time.Millisecond, 62*time.Millisecond)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("300 ms of pauses: %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Severity != rules.High || !strings.Contains(f.Summary, "non-preemptible work in snap.(*Store).loop (store.go:98)") ||
+		len(f.Locations) == 0 || f.Locations[0].Function != "example.com/snap.(*Store).loop" || !strings.Contains(f.Fix, "preemptible") {
+		t.Errorf("%s %q %+v\n%s", f.Severity, f.Summary, f.Locations, f.Fix)
+	}
+}
+
+// A goroutine the pauses waited for that took no CPU sample meanwhile was
+// waiting for a CPU itself: on an oversubscribed host, the host is named.
+func TestHoldoutWithoutCPUIsTheHost(t *testing.T) {
+	ev := window(150*time.Millisecond, 150*time.Millisecond)
+	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
+	ev.TraceSummary = holdoutTrace(60*time.Millisecond, 62*time.Millisecond)
+	ev.TraceSummary.GC.Holdouts[0].CPUSamples = 0
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("300 ms of pauses: %+v", res)
+	}
+	if f := res.Findings[0]; f.Severity != rules.Low || strings.Contains(f.Summary, "non-preemptible") || !strings.Contains(f.Summary, "oversubscribed host") {
+		t.Errorf("%s %q", f.Severity, f.Summary)
+	}
+}
+
+// A holdout that holds a small part of the trace's pause time is not the
+// cause: the host is named, as without a trace.
+func TestMinorHoldoutIsNotTheCause(t *testing.T) {
+	ev := window(150*time.Millisecond, 150*time.Millisecond)
+	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
+	ev.TraceSummary = holdoutTrace(20*time.Millisecond, 300*time.Millisecond)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("300 ms of pauses: %+v", res)
+	}
+	if f := res.Findings[0]; f.Severity != rules.Low || strings.Contains(f.Summary, "non-preemptible") {
+		t.Errorf("%s %q", f.Severity, f.Summary)
+	}
+}
+
+// Past 256 cycles the history covers part of the window: the share is of
+// what it covers, not diluted by the time it does not see.
+func TestShareOfTheCoveredHistory(t *testing.T) {
+	var ps []time.Duration
+	for range 38 {
+		ps = append(ps, 500*time.Microsecond)
+	}
+	ev := window(append(ps, 60*time.Millisecond, 60*time.Millisecond)...)
+	// The ring kept the pause before the window and the last ten: the
+	// window's first 30 cycles were overwritten.
+	kept := ev.MetricsEnd.Pauses
+	ev.MetricsEnd.Pauses = append(kept[:1:1], kept[31:]...)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	// 120 ms in the 1.9 s the history covers (its first pause in the window
+	// ended at 3.1 s): 6.3%, where the whole 5 s would say 2.4%.
+	f := res.Findings[0]
+	if f.Severity != rules.High || !strings.Contains(f.Summary, "for 6.3% of the window") || !hasFact(f, "window covered by the pause history (last 256 cycles)") {
+		t.Errorf("%s %q %+v", f.Severity, f.Summary, f.Evidence)
+	}
+}
+
+// With runtime/metrics at both ends, each phase's pauses come from the
+// /sched/pauses/total/gc:seconds histogram's window delta.
+func TestMetricsHistogramCountsEachPhase(t *testing.T) {
+	ev := window(40*time.Millisecond, 60*time.Millisecond)
+	buckets := []float64{0, 0.001, 0.01, 0.05, 0.1}
+	ev.MetricsStart.Runtime = &bundle.RuntimeMetrics{Histograms: map[string]bundle.Histogram{evidence.MetricGCPauses: {Buckets: buckets, Counts: []uint64{100, 3, 1, 0}}}}
+	ev.MetricsEnd.Runtime = &bundle.RuntimeMetrics{Histograms: map[string]bundle.Histogram{evidence.MetricGCPauses: {Buckets: buckets, Counts: []uint64{140, 3, 2, 1}}}}
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	f := res.Findings[0]
+	for _, fa := range f.Evidence {
+		switch fa.Name {
+		case "stop-the-world pauses of 10 ms or more (runtime/metrics, each phase)":
+			if fa.Num != 2 {
+				t.Errorf("%s = %v", fa.Name, fa.Num)
+			}
+		case "longest stop-the-world pause (runtime/metrics bucket)":
+			if fa.Value != "100ms" {
+				t.Errorf("%s = %v", fa.Name, fa.Value)
+			}
+		}
+	}
+	if !hasFact(f, "longest stop-the-world pause (runtime/metrics bucket)") {
+		t.Errorf("no histogram facts: %+v", f.Evidence)
+	}
+}
+
+func hasFact(f rules.Finding, name string) bool {
+	for _, fa := range f.Evidence {
+		if fa.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -35,7 +35,12 @@ inside a client call (net/http's Transport, database/sql, gRPC, redis,
 pgx, MySQL, MongoDB, etcd, memcache clients). Waiting on a goroutine of its
 own (calls made in parallel) is not counted. Reports from 10% of the path's
 wall time at 20 requests or more: medium from 25%, high from 50%. The peer
-is the process's busiest outbound TCP endpoint from /proc, when known.`,
+is the process's busiest outbound TCP endpoint from /proc, when known.
+Without a trace, the block profile is the second source: time blocked per
+second inside client calls whose stack runs a request handler (clients that
+wait on a channel for the reply, as net/http's Transport and gRPC do) is the
+average number of requests waiting (Little's law), over the handlers in
+flight in the goroutine profiles; the finding says which source it used.`,
 		Fix: `Make independent calls in parallel (errgroup, or a goroutine per call and a
 WaitGroup) so the request takes the slowest call, not the sum; hedge calls
 with a long tail (send a second copy when the first has not answered by
@@ -50,9 +55,9 @@ use it on idempotent reads.`,
 		Since: "0.2",
 		Refs:  []string{"https://research.google/pubs/the-tail-at-scale/", "https://pkg.go.dev/golang.org/x/sync/errgroup"},
 	},
-	Needs: []rules.Input{rules.Trace},
-	Uses:  []rules.Input{rules.System},
-	Check: check,
+	NeedsOneOf: []rules.Input{rules.Trace, rules.Block},
+	Uses:       []rules.Input{rules.Goroutine, rules.System},
+	Check:      check,
 }
 
 const (
@@ -78,11 +83,9 @@ func check(pass *rules.Pass) error {
 	s, err := pass.Evidence.Trace()
 	switch {
 	case errors.Is(err, evidence.ErrNoTrace):
-		pass.Skip("needs an execution trace (perfdoctor collect takes one; or /debug/pprof/trace?seconds=1 under load)")
-		return nil
+		return fromBlock(pass, "no execution trace (perfdoctor collect takes one; or /debug/pprof/trace?seconds=1 under load)")
 	case err != nil:
-		pass.Skip("the execution trace could not be read: " + err.Error())
-		return nil
+		return fromBlock(pass, "the execution trace could not be read: "+err.Error())
 	}
 	worst := s.WorstPath(func(w trace.WaitSite) bool { return w.HasFunc(families.DownstreamClient) }, minRequests)
 	best, bestWait, bestShare, isClient := worst.Path, worst.Wait, worst.Share, worst.Sites

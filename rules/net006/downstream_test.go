@@ -7,9 +7,13 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+
+	"runtime"
+	"runtime/pprof"
 	rtrace "runtime/trace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,5 +148,87 @@ func TestOneCallPerRequestIsTheDownstreamsLatency(t *testing.T) {
 			!strings.Contains(f.Fix, "Diagnose the downstream") {
 			t.Errorf("%s: %s impact %.2f %q example %q", tc.name, f.Severity, f.Impact, f.Summary, f.Example)
 		}
+	}
+}
+
+// diagnoseFromBlock serves handler as diagnose does, without a trace: the
+// evidence is a block profile over the load (as collect fetches it, a
+// delta) and a goroutine profile taken while a request waits on the backend.
+func diagnoseFromBlock(t *testing.T, handler http.HandlerFunc) rules.Result {
+	t.Helper()
+	var snapshot *profile.Profile
+	var once sync.Once
+	var calls atomic.Int64
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 30 {
+			once.Do(func() { snapshot = readProfile(t, "goroutine") })
+		}
+		time.Sleep(2 * time.Millisecond)
+	}))
+	defer backend.Close()
+	backendURL = backend.URL + "/"
+	svc := httptest.NewServer(handler)
+	defer svc.Close()
+	runtime.SetBlockProfileRate(1)
+	defer runtime.SetBlockProfileRate(0)
+	before := readProfile(t, "block")
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range 20 {
+				fetchURL(svc.URL)
+			}
+		})
+	}
+	wg.Wait()
+	after := readProfile(t, "block")
+	before.Scale(-1)
+	block, err := profile.Merge([]*profile.Profile{after, before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block.DurationNanos = time.Since(start).Nanoseconds()
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Block: block, evidence.Goroutine: snapshot})
+	return rules.Run(ev, []*rules.Rule{Rule})
+}
+
+func readProfile(t *testing.T, name string) *profile.Profile {
+	var buf bytes.Buffer
+	if err := pprof.Lookup(name).WriteTo(&buf, 0); err != nil {
+		t.Error(err)
+		return nil
+	}
+	p, err := profile.Parse(&buf)
+	if err != nil {
+		t.Error(err)
+	}
+	return p
+}
+
+func TestSequentialCallsFromTheBlockProfile(t *testing.T) {
+	res := diagnoseFromBlock(t, sequential)
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Severity < rules.Medium || !strings.Contains(f.Summary, "net006.sequential spends about") ||
+		!strings.Contains(f.Summary, "(block profile)") || !strings.Contains(f.Summary, "called from net006.fetch") {
+		t.Errorf("%s %q", f.Severity, f.Summary)
+	}
+	var source string
+	for _, fa := range f.Evidence {
+		if fa.Name == "source" {
+			source = fa.Value
+		}
+	}
+	if !strings.HasPrefix(source, "block profile over") {
+		t.Errorf("source %q", source)
+	}
+}
+
+func TestParallelCallsAreNotReportedFromTheBlockProfile(t *testing.T) {
+	if res := diagnoseFromBlock(t, parallel); len(res.Findings) != 0 {
+		t.Errorf("parallel calls reported: %q", res.Findings[0].Summary)
 	}
 }

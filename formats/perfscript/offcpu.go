@@ -1,0 +1,231 @@
+package perfscript
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// OffCPUComment marks a profile of off-CPU time converted from perf's
+// sched:sched_switch events.
+const OffCPUComment = "perfdoctor off-CPU time from perf sched:sched_switch"
+
+// States name a switched-out thread's state (sched_switch's prev_state):
+// why it left the CPU.
+var States = map[string]string{
+	"S": "sleeping (waiting for an event: a lock, a socket, a timer)",
+	"D": "uninterruptible (waiting for the disk or a kernel resource)",
+	"R": "preempted (runnable, waiting for a CPU)",
+}
+
+// ParseOffCPU reads `perf script -F comm,pid,tid,time,event,trace,ip,sym,dso`
+// output of sched:sched_switch events recorded with stacks (-g) and returns
+// the off-CPU time of process pid by stack: each time one of its threads is
+// switched out (the event's stack is where it blocked) until a CPU switches
+// it back in. The profile's sample types are offcpu/nanoseconds and
+// switches/count, with a "state" label (S, D or R: see States). Threads
+// still off the CPU when the recording ends are counted up to its last
+// event.
+func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
+	type out struct {
+		at    float64
+		stack []string // "sym\x00dso", leaf first
+		state string
+	}
+	b := newOffCPUBuilder()
+	off := map[int]out{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var cur *out
+	var curTID int
+	var first, last float64
+	events := 0
+	flush := func() {
+		if cur != nil {
+			off[curTID] = *cur
+		}
+		cur = nil
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			flush()
+			continue
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if cur != nil {
+				if sym, dso, ok := stackLine(line); ok {
+					cur.stack = append(cur.stack, sym+"\x00"+dso)
+				}
+			}
+			continue
+		}
+		flush()
+		ev, ok := parseSwitch(line)
+		if !ok {
+			continue
+		}
+		events++
+		if first == 0 {
+			first = ev.time
+		}
+		last = max(last, ev.time)
+		if o, ok := off[ev.nextPID]; ok {
+			b.add(o.stack, o.state, time.Duration((ev.time-o.at)*1e9))
+			delete(off, ev.nextPID)
+		}
+		if ev.pid == pid && ev.prevPID == ev.tid {
+			cur, curTID = &out{at: ev.time, state: ev.prevState}, ev.tid
+		}
+	}
+	flush()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("perf script (sched_switch): %w", err)
+	}
+	if events == 0 {
+		return nil, ErrNoSamples
+	}
+	for _, o := range off {
+		b.add(o.stack, o.state, time.Duration((last-o.at)*1e9))
+	}
+	p := b.p
+	p.DurationNanos = int64((last - first) * 1e9)
+	return p, nil
+}
+
+type switchEvent struct {
+	pid, tid, prevPID, nextPID int
+	prevState                  string
+	time                       float64
+}
+
+// parseSwitch reads a sched_switch header line:
+// "comm PID/TID SECS.USECS: sched:sched_switch: prev_comm=... prev_pid=N ... prev_state=S ==> next_comm=... next_pid=M ...".
+func parseSwitch(line string) (switchEvent, bool) {
+	var ev switchEvent
+	i := strings.Index(line, ": sched:sched_switch:")
+	if i < 0 {
+		return ev, false
+	}
+	head := strings.Fields(line[:i])
+	if len(head) < 3 {
+		return ev, false
+	}
+	pidTID := head[len(head)-2]
+	p, t, ok := strings.Cut(pidTID, "/")
+	var err1, err2, err3 error
+	ev.pid, err1 = strconv.Atoi(p)
+	ev.tid, err2 = strconv.Atoi(t)
+	ev.time, err3 = strconv.ParseFloat(head[len(head)-1], 64)
+	if !ok || err1 != nil || err2 != nil || err3 != nil {
+		return ev, false
+	}
+	prevPID, nextPID := -1, -1
+	for _, f := range strings.Fields(line[i:]) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "prev_pid":
+			prevPID, _ = strconv.Atoi(v)
+		case "next_pid":
+			nextPID, _ = strconv.Atoi(v)
+		case "prev_state":
+			ev.prevState = strings.TrimRight(v, "+")
+		}
+	}
+	if prevPID < 0 || nextPID < 0 {
+		return ev, false
+	}
+	ev.prevPID, ev.nextPID = prevPID, nextPID
+	if _, known := States[ev.prevState]; !known {
+		ev.prevState = "S" // I (idle kernel threads), composite states: a sleep
+	}
+	return ev, true
+}
+
+// stackLine reads "\tffffffff82265488 __schedule ([kernel.kallsyms])".
+func stackLine(line string) (sym, dso string, ok bool) {
+	line = strings.TrimSpace(line)
+	_, rest, ok := strings.Cut(line, " ")
+	if !ok {
+		return "", "", false
+	}
+	j := strings.LastIndex(rest, " (")
+	if j < 0 || !strings.HasSuffix(rest, ")") {
+		return rest, "", true
+	}
+	sym, dso = rest[:j], rest[j+2:len(rest)-1]
+	if k := strings.LastIndex(sym, "+0x"); k > 0 {
+		sym = sym[:k]
+	}
+	if k := strings.Index(sym, "@GLIBC_"); k > 0 {
+		sym = sym[:k] // clock_nanosleep@GLIBC_2.2.5: the symbol's version
+	}
+	return sym, dso, true
+}
+
+// offCPUBuilder interns functions and locations per (symbol, object).
+type offCPUBuilder struct {
+	p       *profile.Profile
+	locs    map[string]*profile.Location
+	maps    map[string]*profile.Mapping
+	samples map[string]*profile.Sample
+}
+
+func newOffCPUBuilder() *offCPUBuilder {
+	return &offCPUBuilder{
+		p: &profile.Profile{
+			SampleType: []*profile.ValueType{{Type: "offcpu", Unit: "nanoseconds"}, {Type: "switches", Unit: "count"}},
+			PeriodType: &profile.ValueType{Type: "offcpu", Unit: "nanoseconds"},
+			Comments:   []string{OffCPUComment},
+		},
+		locs: map[string]*profile.Location{}, maps: map[string]*profile.Mapping{}, samples: map[string]*profile.Sample{},
+	}
+}
+
+func (b *offCPUBuilder) add(stack []string, state string, d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	key := state + "\x01" + strings.Join(stack, "\x01")
+	if s, ok := b.samples[key]; ok {
+		s.Value[0] += d.Nanoseconds()
+		s.Value[1]++
+		return
+	}
+	s := &profile.Sample{Value: []int64{d.Nanoseconds(), 1}, Label: map[string][]string{"state": {state}}}
+	for _, fr := range stack {
+		s.Location = append(s.Location, b.location(fr))
+	}
+	if len(stack) == 0 {
+		s.Location = append(s.Location, b.location("[unknown]\x00"))
+	}
+	b.samples[key] = s
+	b.p.Sample = append(b.p.Sample, s)
+}
+
+func (b *offCPUBuilder) location(fr string) *profile.Location {
+	if l, ok := b.locs[fr]; ok {
+		return l
+	}
+	sym, dso, _ := strings.Cut(fr, "\x00")
+	m, ok := b.maps[dso]
+	if !ok && dso != "" {
+		m = &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: dso}
+		b.maps[dso] = m
+		b.p.Mapping = append(b.p.Mapping, m)
+	}
+	f := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: sym, SystemName: sym, Filename: dso}
+	b.p.Function = append(b.p.Function, f)
+	l := &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: m, Line: []profile.Line{{Function: f}}}
+	b.p.Location = append(b.p.Location, l)
+	b.locs[fr] = l
+	return l
+}

@@ -1,0 +1,67 @@
+package perfscript
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testdata/sched_switch.txt is `perf record -e sched:sched_switch -g -a`
+// (filtered on the process's comm) of a C program that sleeps 5 ms and
+// fdatasyncs a file in a loop (pid 18439), on a loaded 2-CPU machine.
+func TestOffCPUByStackAndState(t *testing.T) {
+	f, err := os.Open("testdata/sched_switch.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := ParseOffCPU(f, 18439)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]time.Duration{}
+	for _, s := range p.Sample {
+		var funcs []string
+		for _, l := range s.Location {
+			funcs = append(funcs, l.Line[0].Function.Name)
+		}
+		stack := strings.Join(funcs, ";")
+		switch {
+		case strings.Contains(stack, "fdatasync"):
+			by["sync "+s.Label["state"][0]] += time.Duration(s.Value[0])
+		case strings.Contains(stack, "nanosleep"):
+			by["sleep "+s.Label["state"][0]] += time.Duration(s.Value[0])
+		}
+	}
+	// The program sleeps 5 ms a loop: its sleeps are most of its off-CPU
+	// time, the syncs wait uninterruptibly for the disk.
+	if by["sleep S"] < 50*time.Millisecond || by["sync D"] <= 0 {
+		t.Errorf("off-CPU time by place and state: %v", by)
+	}
+}
+
+// Lines of other programs, or no sched_switch at all, give no samples.
+func TestOffCPUOfOtherContent(t *testing.T) {
+	if _, err := ParseOffCPU(strings.NewReader("perf 1/1 1.0: cpu-clock:\n\tffff f (k)\n\n"), 1); err != ErrNoSamples {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func FuzzParseOffCPU(f *testing.F) {
+	if b, err := os.ReadFile("testdata/sched_switch.txt"); err == nil {
+		f.Add(string(b[:min(len(b), 4000)]))
+	}
+	f.Add("a 1/1 1.5: sched:sched_switch: prev_comm=a prev_pid=1 prev_state=D ==> next_comm=b next_pid=2\n\t1 f (x)\n\nb 2/2 1.6: sched:sched_switch: prev_comm=b prev_pid=2 prev_state=R+ ==> next_comm=a next_pid=1\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseOffCPU(strings.NewReader(s), 1)
+		if err == nil {
+			if err := p.CheckValid(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
