@@ -877,6 +877,18 @@ func (r *chunkReader) event(o *object) *event {
 			v.HWThreads = int(r.num(raw))
 		case "result":
 			v.Result = r.text(raw)
+		case "blockingOperation":
+			v.BlockingOperation = r.text(raw)
+		case "pinnedReason":
+			v.PinnedReason = r.text(raw)
+		case "parkedClass":
+			v.ParkedClass = r.class(raw)
+		case "activeCount":
+			v.ActiveCount = r.num(raw)
+		case "peakCount":
+			v.PeakCount = r.num(raw)
+		case "switchRate":
+			v.SwitchRate = r.float(raw)
 		}
 	}
 	return ev

@@ -1,0 +1,458 @@
+package jfr
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// threadEvents are the events about threads, locks and CPU load that the
+// JVM thread rules read (pinning, contention, pool sizing, balance,
+// context switches, CPU saturation).
+var threadEvents = []string{
+	"jdk.VirtualThreadPinned", "jdk.ThreadPark", "jdk.ThreadSleep",
+	"jdk.JavaThreadStatistics", "jdk.ThreadStart", "jdk.ThreadContextSwitchRate",
+}
+
+func init() { Events = append(Events, threadEvents...) }
+
+// Threading is what a recording says about the JVM's threads beyond their
+// CPU load: where they waited for locks or were pinned, how they group
+// into pools, how many there were, and how the CPU load moved.
+type Threading struct {
+	// Pinned is jdk.VirtualThreadPinned (JDK 21 and later, parks of at
+	// least 20 ms under the profile settings) by site, longest total first.
+	Pinned []WaitSite `json:"pinned,omitempty"`
+	// LockWaits is contended monitor entries (jdk.JavaMonitorEnter) and
+	// parks acquiring a java.util.concurrent lock (jdk.ThreadPark on a
+	// ReentrantLock, ReentrantReadWriteLock or StampedLock), both of at
+	// least 10 ms under the profile settings, by lock class and site.
+	LockWaits []WaitSite `json:"lock_waits,omitempty"`
+	// Pools are threads grouped by name without its number
+	// ("pool-1-thread-3" is pool "pool-1-thread"): groups of two or more,
+	// and executor workers on their own.
+	Pools []Pool `json:"pools,omitempty"`
+
+	// Live is jdk.JavaThreadStatistics: live threads, mean and highest.
+	LiveMean float64 `json:"live_mean,omitempty"`
+	LiveMax  int64   `json:"live_max,omitempty"`
+	// Started counts jdk.ThreadStart events: threads started in the span.
+	Started int `json:"started,omitempty"`
+
+	// ContextSwitchRate is jdk.ThreadContextSwitchRate, the host's context
+	// switches per second (all processes), mean and highest.
+	ContextSwitchRate    float64 `json:"context_switch_rate,omitempty"`
+	ContextSwitchRateMax float64 `json:"context_switch_rate_max,omitempty"`
+	ContextSwitchSamples int     `json:"context_switch_samples,omitempty"`
+
+	// CPULoad is every jdk.CPULoad reading in time order (one a second
+	// under both settings), at most maxCPULoads.
+	CPULoad []CPULoad `json:"cpu_load,omitempty"`
+}
+
+// WaitSite is time threads spent blocked at one place, for one reason.
+type WaitSite struct {
+	// Class is the lock's class (monitor or parked-on object).
+	Class string `json:"class,omitempty"`
+	// Kind is "monitor" or "lock" for lock waits; for pinning, the
+	// blocking operation ("LockSupport.park", JDK 24 and later).
+	Kind string `json:"kind,omitempty"`
+	// Reason is why a virtual thread was pinned (JDK 24 and later: "Native
+	// or VM frame on stack", "Holding monitor(s)"...).
+	Reason string `json:"reason,omitempty"`
+	// Stack is the waiting thread's stack, innermost first, at most
+	// maxSiteFrames frames.
+	Stack []StackFrame `json:"stack"`
+	Count int          `json:"count"`
+	// Threads counts the distinct threads that waited here.
+	Threads int           `json:"threads"`
+	Total   time.Duration `json:"total_ns"`
+	Max     time.Duration `json:"max_ns"`
+}
+
+// StackFrame is one Java frame: "pkg.Class.method", its guessed source
+// file and its line.
+type StackFrame struct {
+	Func string `json:"func"`
+	File string `json:"file,omitempty"`
+	Line int64  `json:"line,omitempty"`
+}
+
+// Pool is a group of threads named alike.
+type Pool struct {
+	Name    string `json:"name"`
+	Threads int    `json:"threads"`
+	// Executor says its threads ran java.util.concurrent executor work
+	// (ThreadPoolExecutor.runWorker, ForkJoinWorkerThread.run).
+	Executor bool `json:"executor,omitempty"`
+	// CPU is the threads' mean jdk.ThreadCPULoad summed, as a fraction of
+	// all CPUs; Busiest is the thread with the most, BusiestCPU its load.
+	CPU        float64 `json:"cpu"`
+	Busiest    string  `json:"busiest,omitempty"`
+	BusiestCPU float64 `json:"busiest_cpu,omitempty"`
+	// Samples counts the execution samples of the pool's threads and
+	// BusiestSamples those of its busiest thread by samples.
+	Samples        int `json:"samples,omitempty"`
+	BusiestSamples int `json:"busiest_samples,omitempty"`
+	// Blocked is the time its threads spent blocked inside a task
+	// (sleeping, waiting for a lock or a condition: the recorded events
+	// of 10 ms or more); Idle the time parked waiting for a task.
+	Blocked time.Duration `json:"blocked_ns"`
+	Idle    time.Duration `json:"idle_ns"`
+	// LoadSpan is how long ThreadCPULoad covered (from the first reading
+	// of a period to the last): the CPU figures are means over it.
+	LoadSpan time.Duration `json:"load_span_ns,omitempty"`
+}
+
+// CPULoad is one jdk.CPULoad reading, fractions of all CPUs.
+type CPULoad struct {
+	Time      time.Time `json:"t"`
+	JVMUser   float64   `json:"jvm_user"`
+	JVMSystem float64   `json:"jvm_system"`
+	Machine   float64   `json:"machine"`
+}
+
+const (
+	maxSiteFrames = 32
+	maxSites      = 16
+	maxSiteKeys   = 10_000
+	maxCPULoads   = 3600
+	maxPools      = 64
+)
+
+// lockClasses are the java.util.concurrent lock implementations whose
+// parks are lock acquisitions, not waits for a signal or for work.
+var lockClasses = []string{
+	"java.util.concurrent.locks.ReentrantLock$",
+	"java.util.concurrent.locks.ReentrantReadWriteLock$",
+	"java.util.concurrent.locks.StampedLock",
+}
+
+func isLockClass(c string) bool {
+	for _, p := range lockClasses {
+		if strings.HasPrefix(c, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Frames that tell a pool worker's wait for work from a wait inside a task.
+var (
+	taskWaitFrames = []string{
+		"java.util.concurrent.ThreadPoolExecutor.getTask",
+		"java.util.concurrent.ForkJoinPool.awaitWork",
+		"java.util.concurrent.ForkJoinPool.runWorker", // parked between tasks when no frame of a task is above
+	}
+	workerFrames = []string{
+		"java.util.concurrent.ThreadPoolExecutor.runWorker",
+		"java.util.concurrent.ForkJoinWorkerThread.run",
+	}
+)
+
+// threadAgg accumulates the thread events.
+type threadAgg struct {
+	pinned, locks siteAgg
+	perThread     map[string]*threadWait
+	samples       map[string]int
+	live          int64
+	liveN         int
+	liveMax       int64
+	started       int
+	csSum, csMax  float64
+	csN           int
+	cpu           []CPULoad
+	loadFirst     time.Time
+	loadLast      time.Time
+}
+
+type threadWait struct {
+	blocked, idle time.Duration
+	executor      bool
+}
+
+type siteAgg map[string]*siteAcc
+
+type siteAcc struct {
+	WaitSite
+	threads map[string]bool
+}
+
+func newThreadAgg() *threadAgg {
+	return &threadAgg{pinned: siteAgg{}, locks: siteAgg{}, perThread: map[string]*threadWait{}, samples: map[string]int{}}
+}
+
+func (a siteAgg) add(st *stackTrace, class, kind, reason, thread string, d time.Duration) {
+	frames := siteFrames(st)
+	var key strings.Builder
+	key.WriteString(class + "\x00" + kind + "\x00" + reason)
+	for _, f := range frames {
+		key.WriteString("\x00" + f.Func)
+	}
+	s := a[key.String()]
+	if s == nil {
+		if len(a) >= maxSiteKeys {
+			return
+		}
+		s = &siteAcc{WaitSite: WaitSite{Class: class, Kind: kind, Reason: reason, Stack: frames}, threads: map[string]bool{}}
+		a[key.String()] = s
+	}
+	s.Count++
+	s.Total += d
+	s.Max = max(s.Max, d)
+	if len(s.threads) < 1000 {
+		s.threads[thread] = true
+	}
+}
+
+func siteFrames(st *stackTrace) []StackFrame {
+	if st == nil {
+		return nil
+	}
+	out := make([]StackFrame, 0, min(len(st.Frames), maxSiteFrames))
+	for i := range st.Frames[:min(len(st.Frames), maxSiteFrames)] {
+		name := frameName(&st.Frames[i])
+		out = append(out, StackFrame{Func: name, File: sourceFile(name), Line: max(st.Frames[i].LineNumber, 0)})
+	}
+	return out
+}
+
+func (a siteAgg) finish() []WaitSite {
+	out := make([]WaitSite, 0, len(a))
+	for _, s := range a {
+		s.Threads = len(s.threads)
+		out = append(out, s.WaitSite)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Total != out[j].Total {
+			return out[i].Total > out[j].Total
+		}
+		return siteKey(out[i]) < siteKey(out[j])
+	})
+	if len(out) == 0 {
+		return nil
+	}
+	return out[:min(len(out), maxSites)]
+}
+
+func siteKey(s WaitSite) string {
+	k := s.Class + s.Kind + s.Reason
+	for _, f := range s.Stack {
+		k += "\x00" + f.Func
+	}
+	return k
+}
+
+func stackHas(st *stackTrace, names []string) bool {
+	if st == nil {
+		return false
+	}
+	for i := range st.Frames {
+		name := frameName(&st.Frames[i])
+		for _, n := range names {
+			if name == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wait files a thread's blocking event as waiting for work or blocked in
+// a task when the thread is an executor's worker.
+func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration) {
+	if thread == "" || !stackHas(st, workerFrames) {
+		return
+	}
+	w := a.perThread[thread]
+	if w == nil {
+		if len(a.perThread) >= 100_000 {
+			return
+		}
+		w = &threadWait{}
+		a.perThread[thread] = w
+	}
+	w.executor = true
+	if isTaskWait(st) {
+		w.idle += d
+	} else {
+		w.blocked += d
+	}
+}
+
+// isTaskWait reports whether a worker's stack is waiting for work: a
+// getTask or awaitWork frame, or ForkJoinPool.runWorker right under the
+// park with no task's frame between.
+func isTaskWait(st *stackTrace) bool {
+	for i := range st.Frames {
+		name := frameName(&st.Frames[i])
+		switch name {
+		case taskWaitFrames[0], taskWaitFrames[1], taskWaitFrames[2]:
+			return true
+		}
+		if !strings.HasPrefix(name, "java.util.concurrent.") && !strings.HasPrefix(name, "jdk.internal.misc.") {
+			return false
+		}
+	}
+	return false
+}
+
+// add files one of the thread events, and the monitor and CPU load events
+// the converter also reads.
+func (a *threadAgg) add(typ string, v *values) {
+	d := time.Duration(v.Duration)
+	thread := v.EventThread.name()
+	switch typ {
+	case "VirtualThreadPinned":
+		a.pinned.add(v.StackTrace, "", v.BlockingOperation, v.PinnedReason, thread, d)
+	case "JavaMonitorEnter":
+		a.locks.add(v.StackTrace, javaName(v.MonitorClass), "monitor", "", thread, d)
+		a.wait(thread, v.StackTrace, d)
+	case "ThreadPark":
+		if c := javaName(v.ParkedClass); isLockClass(c) {
+			a.locks.add(v.StackTrace, c, "lock", "", thread, d)
+		}
+		a.wait(thread, v.StackTrace, d)
+	case "ThreadSleep", "JavaMonitorWait":
+		a.wait(thread, v.StackTrace, d)
+	case "ExecutionSample":
+		if len(a.samples) < 100_000 || a.samples[v.SampledThread.name()] > 0 {
+			a.samples[v.SampledThread.name()]++
+		}
+	case "JavaThreadStatistics":
+		a.live += v.ActiveCount
+		a.liveN++
+		a.liveMax = max(a.liveMax, v.ActiveCount, v.PeakCount)
+	case "ThreadStart":
+		a.started++
+	case "ThreadContextSwitchRate":
+		a.csSum += v.SwitchRate
+		a.csMax = max(a.csMax, v.SwitchRate)
+		a.csN++
+	case "CPULoad":
+		if len(a.cpu) < maxCPULoads {
+			a.cpu = append(a.cpu, CPULoad{Time: v.StartTime, JVMUser: v.JVMUser, JVMSystem: v.JVMSystem, Machine: v.MachineTotal})
+		}
+	case "ThreadCPULoad":
+		if a.loadFirst.IsZero() || v.StartTime.Before(a.loadFirst) {
+			a.loadFirst = v.StartTime
+		}
+		if v.StartTime.After(a.loadLast) {
+			a.loadLast = v.StartTime
+		}
+	}
+}
+
+// finish fills t from what was added; loads are the threads' mean
+// jdk.ThreadCPULoad by name.
+func (a *threadAgg) finish(loads map[string]*threadAcc) Threading {
+	t := Threading{Pinned: a.pinned.finish(), LockWaits: a.locks.finish(), Started: a.started, LiveMax: a.liveMax}
+	if a.liveN > 0 {
+		t.LiveMean = float64(a.live) / float64(a.liveN)
+	}
+	if a.csN > 0 {
+		t.ContextSwitchRate, t.ContextSwitchRateMax, t.ContextSwitchSamples = a.csSum/float64(a.csN), a.csMax, a.csN
+	}
+	sort.SliceStable(a.cpu, func(i, j int) bool { return a.cpu[i].Time.Before(a.cpu[j].Time) })
+	t.CPULoad = a.cpu
+	t.Pools = a.pools(loads)
+	return t
+}
+
+// pools groups the threads seen (CPU load, samples, waits) by name.
+func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
+	names := map[string]bool{}
+	for n := range loads {
+		names[n] = true
+	}
+	for n := range a.samples {
+		names[n] = true
+	}
+	for n := range a.perThread {
+		names[n] = true
+	}
+	type group struct {
+		Pool
+		bySamples string
+	}
+	groups := map[string]*group{}
+	for n := range names {
+		pn, ok := PoolName(n)
+		if !ok {
+			continue
+		}
+		g := groups[pn]
+		if g == nil {
+			g = &group{Pool: Pool{Name: pn}}
+			groups[pn] = g
+		}
+		g.Threads++
+		if l := loads[n]; l != nil && l.n > 0 {
+			cpu := (l.user + l.system) / float64(l.n)
+			g.CPU += cpu
+			if cpu > g.BusiestCPU || cpu == g.BusiestCPU && (g.Busiest == "" || n < g.Busiest) {
+				g.Busiest, g.BusiestCPU = n, cpu
+			}
+		}
+		s := a.samples[n]
+		g.Samples += s
+		if s > g.BusiestSamples || s == g.BusiestSamples && s > 0 && n < g.bySamples {
+			g.BusiestSamples, g.bySamples = s, n
+		}
+		if w := a.perThread[n]; w != nil {
+			g.Executor = g.Executor || w.executor
+			g.Blocked += w.blocked
+			g.Idle += w.idle
+		}
+	}
+	var out []Pool
+	for _, g := range groups {
+		if g.Threads < 2 && !g.Executor {
+			continue
+		}
+		if a.loadLast.After(a.loadFirst) {
+			g.LoadSpan = a.loadLast.Sub(a.loadFirst)
+		}
+		out = append(out, g.Pool)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CPU != out[j].CPU {
+			return out[i].CPU > out[j].CPU
+		}
+		if out[i].Samples != out[j].Samples {
+			return out[i].Samples > out[j].Samples
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out[:min(len(out), maxPools)]
+}
+
+// jvmThreadPrefixes are the JVM's own threads, which are not a pool the
+// service sized.
+var jvmThreadPrefixes = []string{
+	"C1 CompilerThread", "C2 CompilerThread", "JFR ", "GC Thread", "G1 ", "VM ",
+	"Attach Listener", "Signal Dispatcher", "Reference Handler", "Finalizer",
+	"Common-Cleaner", "Notification Thread", "Service Thread", "Monitor Deflation",
+	"Sweeper thread", "process reaper", "Cleaner-",
+}
+
+// PoolName is a thread's name without the number that tells the threads of
+// a pool apart: "pool-1-thread-3" is "pool-1-thread", "worker-7" is
+// "worker", "http-nio-8080-exec-10" is "http-nio-8080-exec". ok is false
+// for the JVM's own threads and for names without a trailing number.
+func PoolName(thread string) (string, bool) {
+	for _, p := range jvmThreadPrefixes {
+		if strings.HasPrefix(thread, p) {
+			return "", false
+		}
+	}
+	base := strings.TrimRight(thread, "0123456789")
+	if base == thread || base == "" {
+		return "", false
+	}
+	base = strings.TrimRight(base, "-_#. ")
+	if base == "" {
+		return "", false
+	}
+	return base, true
+}
