@@ -372,7 +372,9 @@ func (r *chunkReader) read(want map[string]bool, emit func(*event) error) error 
 func (r *chunkReader) readMetadata() error {
 	r.pos = int(r.h.metaOffset)
 	size := r.int()
-	if size <= 0 || int64(r.pos)+size > int64(len(r.buf)) {
+	// The size counts the event's own size field, so the event may end
+	// exactly at the chunk's end (as jfr scrub writes it).
+	if size <= 0 || r.h.metaOffset+size > int64(len(r.buf)) {
 		return fmt.Errorf("metadata size %d out of the chunk", size)
 	}
 	raw := r.buf[int(r.h.metaOffset) : int(r.h.metaOffset)+int(size)]

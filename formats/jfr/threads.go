@@ -95,10 +95,15 @@ type Pool struct {
 	Samples        int `json:"samples,omitempty"`
 	BusiestSamples int `json:"busiest_samples,omitempty"`
 	// Blocked is the time its threads spent blocked inside a task
-	// (sleeping, waiting for a lock or a condition: the recorded events
-	// of 10 ms or more); Idle the time parked waiting for a task.
+	// (sleeping, waiting for a condition or I/O: the recorded events of
+	// 10 ms or more), Locked the time they waited for a monitor or lock
+	// inside a task, Idle the time parked waiting for a task.
 	Blocked time.Duration `json:"blocked_ns"`
+	Locked  time.Duration `json:"locked_ns"`
 	Idle    time.Duration `json:"idle_ns"`
+	// Window is from the first event of one of its threads to the last
+	// (samples and waits): how long the pool was seen at work.
+	Window time.Duration `json:"window_ns,omitempty"`
 	// LoadSpan is how long ThreadCPULoad covered (from the first reading
 	// of a period to the last): the CPU figures are means over it.
 	LoadSpan time.Duration `json:"load_span_ns,omitempty"`
@@ -155,6 +160,7 @@ type threadAgg struct {
 	pinned, locks siteAgg
 	perThread     map[string]*threadWait
 	samples       map[string]int
+	seen          map[string]*[2]time.Time // each thread's first and last event
 	live          int64
 	liveN         int
 	liveMax       int64
@@ -167,8 +173,8 @@ type threadAgg struct {
 }
 
 type threadWait struct {
-	blocked, idle time.Duration
-	executor      bool
+	blocked, locked, idle time.Duration
+	executor              bool
 }
 
 type siteAgg map[string]*siteAcc
@@ -179,7 +185,7 @@ type siteAcc struct {
 }
 
 func newThreadAgg() *threadAgg {
-	return &threadAgg{pinned: siteAgg{}, locks: siteAgg{}, perThread: map[string]*threadWait{}, samples: map[string]int{}}
+	return &threadAgg{pinned: siteAgg{}, locks: siteAgg{}, perThread: map[string]*threadWait{}, samples: map[string]int{}, seen: map[string]*[2]time.Time{}}
 }
 
 func (a siteAgg) add(st *stackTrace, class, kind, reason, thread string, d time.Duration) {
@@ -258,9 +264,9 @@ func stackHas(st *stackTrace, names []string) bool {
 	return false
 }
 
-// wait files a thread's blocking event as waiting for work or blocked in
-// a task when the thread is an executor's worker.
-func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration) {
+// wait files a thread's blocking event as waiting for work, for a lock or
+// blocked otherwise in a task when the thread is an executor's worker.
+func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration, lock bool) {
 	if thread == "" || !stackHas(st, workerFrames) {
 		return
 	}
@@ -273,9 +279,12 @@ func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration) {
 		a.perThread[thread] = w
 	}
 	w.executor = true
-	if isTaskWait(st) {
+	switch {
+	case isTaskWait(st):
 		w.idle += d
-	} else {
+	case lock:
+		w.locked += d
+	default:
 		w.blocked += d
 	}
 }
@@ -303,18 +312,27 @@ func (a *threadAgg) add(typ string, v *values) {
 	d := time.Duration(v.Duration)
 	thread := v.EventThread.name()
 	switch typ {
+	case "ExecutionSample":
+		a.see(v.SampledThread.name(), v.StartTime, v.StartTime)
+	case "JavaMonitorEnter", "ThreadPark", "ThreadSleep", "JavaMonitorWait":
+		a.see(thread, v.StartTime, v.StartTime.Add(max(d, 0)))
+	}
+	switch typ {
 	case "VirtualThreadPinned":
 		a.pinned.add(v.StackTrace, "", v.BlockingOperation, v.PinnedReason, thread, d)
 	case "JavaMonitorEnter":
 		a.locks.add(v.StackTrace, javaName(v.MonitorClass), "monitor", "", thread, d)
-		a.wait(thread, v.StackTrace, d)
+		a.wait(thread, v.StackTrace, d, true)
 	case "ThreadPark":
-		if c := javaName(v.ParkedClass); isLockClass(c) {
+		// An idle worker queueing for its executor's queue lock waits for
+		// work, not for a lock that holds up a request.
+		c := javaName(v.ParkedClass)
+		if isLockClass(c) && (v.StackTrace == nil || !isTaskWait(v.StackTrace)) {
 			a.locks.add(v.StackTrace, c, "lock", "", thread, d)
 		}
-		a.wait(thread, v.StackTrace, d)
+		a.wait(thread, v.StackTrace, d, isLockClass(c))
 	case "ThreadSleep", "JavaMonitorWait":
-		a.wait(thread, v.StackTrace, d)
+		a.wait(thread, v.StackTrace, d, false)
 	case "ExecutionSample":
 		if len(a.samples) < 100_000 || a.samples[v.SampledThread.name()] > 0 {
 			a.samples[v.SampledThread.name()]++
@@ -330,7 +348,8 @@ func (a *threadAgg) add(typ string, v *values) {
 		a.csMax = max(a.csMax, v.SwitchRate)
 		a.csN++
 	case "CPULoad":
-		if len(a.cpu) < maxCPULoads {
+		// The JVM's first reading has nothing to compare with: all zeros.
+		if len(a.cpu) < maxCPULoads && (v.MachineTotal > 0 || v.JVMUser > 0 || v.JVMSystem > 0) {
 			a.cpu = append(a.cpu, CPULoad{Time: v.StartTime, JVMUser: v.JVMUser, JVMSystem: v.JVMSystem, Machine: v.MachineTotal})
 		}
 	case "ThreadCPULoad":
@@ -340,6 +359,27 @@ func (a *threadAgg) add(typ string, v *values) {
 		if v.StartTime.After(a.loadLast) {
 			a.loadLast = v.StartTime
 		}
+	}
+}
+
+// see widens a thread's window of activity.
+func (a *threadAgg) see(thread string, from, to time.Time) {
+	if thread == "" || from.IsZero() {
+		return
+	}
+	w := a.seen[thread]
+	if w == nil {
+		if len(a.seen) >= 100_000 {
+			return
+		}
+		a.seen[thread] = &[2]time.Time{from, to}
+		return
+	}
+	if from.Before(w[0]) {
+		w[0] = from
+	}
+	if to.After(w[1]) {
+		w[1] = to
 	}
 }
 
@@ -373,7 +413,8 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 	}
 	type group struct {
 		Pool
-		bySamples string
+		bySamples   string
+		first, last time.Time
 	}
 	groups := map[string]*group{}
 	for n := range names {
@@ -399,9 +440,18 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 		if s > g.BusiestSamples || s == g.BusiestSamples && s > 0 && n < g.bySamples {
 			g.BusiestSamples, g.bySamples = s, n
 		}
+		if w := a.seen[n]; w != nil {
+			if g.first.IsZero() || w[0].Before(g.first) {
+				g.first = w[0]
+			}
+			if w[1].After(g.last) {
+				g.last = w[1]
+			}
+		}
 		if w := a.perThread[n]; w != nil {
 			g.Executor = g.Executor || w.executor
 			g.Blocked += w.blocked
+			g.Locked += w.locked
 			g.Idle += w.idle
 		}
 	}
@@ -412,6 +462,9 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 		}
 		if a.loadLast.After(a.loadFirst) {
 			g.LoadSpan = a.loadLast.Sub(a.loadFirst)
+		}
+		if g.last.After(g.first) {
+			g.Window = g.last.Sub(g.first)
 		}
 		out = append(out, g.Pool)
 	}

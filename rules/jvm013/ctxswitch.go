@@ -1,0 +1,104 @@
+// Package jvm013 detects a context-switch rate high enough to cost CPU
+// (finding class jvm-context-switches).
+package jvm013
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/jvmthreads"
+)
+
+// Rule is JVM013.
+var Rule = &rules.Rule{
+	ID:    "JVM013",
+	Class: "jvm-context-switches",
+	Doc: rules.Doc{
+		Title: "Threads switch on and off the CPUs at a costly rate",
+		Text: `Every time a thread blocks and another is woken, the kernel switches
+contexts: a few microseconds of direct cost, and more in caches and TLB
+refilled afterwards. Threads that hand work to each other one item at a
+time (a SynchronousQueue, a wait/notify per message), locks that park and
+wake on every acquisition, and far more runnable threads than CPUs drive
+the rate to hundreds of thousands a second, where the switching itself
+takes a large share of the CPUs.`,
+		Evidence: `jdk.ThreadContextSwitchRate: the host's context switches per second (every
+process, from the kernel's counters; perfdoctor collect --jfr reads it every
+second, the JFR settings alone every 10 s), per CPU. At an estimated 2 µs of
+CPU per switch (direct cost only; a lower bound) the rate is a CPU share.
+Reports from 50,000 switches a second per CPU (low, about 10% of the CPUs)
+and 80,000 (medium). Measured here, on a 2-CPU machine shared with other
+work: healthy recordings (E4, E5 and the J cases' fixed variants under load,
+the fixtures' healthy workloads) run 7,000 to 37,000 per CPU; the switches
+fixture (4 pairs of threads handing a token back and forth through
+SynchronousQueues) 98,000. Pool and lock findings of the same diagnosis
+name the likely cause.`,
+		Fix: `Hand work over in batches rather than one item at a time (drainTo a
+list, a ring buffer with batching consumers), keep runnable threads near the
+CPUs (a CPU-bound pool of about availableProcessors() threads, see JVM011),
+replace a lock that parks on every acquisition with less sharing (see
+JVM010), and on JDK 21 and later run blocking request work on virtual
+threads, which switch in user space without a kernel context switch.`,
+		Before: `SynchronousQueue<Msg> q;   // the consumer wakes for every message
+while (true) handle(q.take());`,
+		After: `ArrayBlockingQueue<Msg> q; List<Msg> batch = new ArrayList<>();
+while (true) { batch.add(q.take()); q.drainTo(batch, 255); handleAll(batch); batch.clear(); }`,
+		Caveats: "The rate is the host's, every process included: on a shared host it may be another process's. It is read once a second; a recording of a few seconds gives few readings.",
+		Since:   "0.3",
+		Refs: []string{
+			"https://docs.oracle.com/en/java/javase/21/docs/api/java.base/java/util/concurrent/BlockingQueue.html#drainTo(java.util.Collection,int)",
+		},
+	},
+	Needs: []rules.Input{rules.JVM},
+	Check: check,
+}
+
+const (
+	lowPerCPU    = 50_000
+	mediumPerCPU = 80_000
+	// costPerSwitch is a context switch's direct cost, a lower bound
+	// (1-3 µs measured on current x86 kernels; cache refills add more).
+	costPerSwitch = 2 * time.Microsecond
+)
+
+func check(pass *rules.Pass) error {
+	s := pass.Evidence.JVM
+	t := s.Threading
+	if t.ContextSwitchSamples == 0 {
+		return nil
+	}
+	cpus := jvmthreads.CPUs(s, 1)
+	perCPU := t.ContextSwitchRate / float64(cpus)
+	if perCPU < lowPerCPU {
+		return nil
+	}
+	share := min(perCPU*costPerSwitch.Seconds(), 1)
+	sev := rules.Low
+	if perCPU >= mediumPerCPU {
+		sev = rules.Medium
+	}
+	f := rules.Finding{
+		Severity:    sev,
+		Impact:      share,
+		Resource:    "cpu",
+		ImpactBasis: fmt.Sprintf("switches per second per CPU × %s each (the direct cost, a lower bound)", costPerSwitch),
+		Summary: fmt.Sprintf("The host switched contexts %s times a second (%s per CPU, peak %s): about %s of the CPUs at %s a switch",
+			human.Number(t.ContextSwitchRate), human.Number(perCPU), human.Number(t.ContextSwitchRateMax), human.Percent(share), costPerSwitch),
+		Evidence: []rules.Fact{
+			rules.Count("context switches per second (jdk.ThreadContextSwitchRate)", t.ContextSwitchRate, "/s"),
+			rules.Count("per CPU", perCPU, "/s"),
+			rules.Count("highest reading", t.ContextSwitchRateMax, "/s"),
+			rules.Count("readings", float64(t.ContextSwitchSamples), ""),
+		},
+		Fix:     pass.Rule.Doc.Fix,
+		Example: pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
+		Caveats: []string{pass.Rule.Doc.Caveats},
+	}
+	if t.LiveMax > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("live threads, highest", float64(t.LiveMax), ""))
+	}
+	pass.Report(f)
+	return nil
+}
