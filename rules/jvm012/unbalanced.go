@@ -61,9 +61,9 @@ const (
 	minBusiestCores = 0.5
 	// minOfJVM: a busiest thread short of half a CPU (a starved JVM) still
 	// counts when it has a quarter of the JVM's samples.
-	minOfJVM = 0.25
-	mediumSaving    = 0.20
-	highSaving      = 0.40
+	minOfJVM     = 0.25
+	mediumSaving = 0.20
+	highSaving   = 0.40
 )
 
 func check(pass *rules.Pass) error {
