@@ -34,6 +34,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *   smallpool / rightpool    a 2-thread pool behind a queue of 25 ms blocking
  *                            tasks / a 24-thread pool for the same tasks
  *   largepool                400 threads share the CPUs for CPU-bound tasks
+ *   sleepers                 64 threads serve 48 callers' 5 ms blocking tasks,
+ *                            waits too short to be recorded (a large pool
+ *                            that is right)
  *   unbalanced / balanced    one of 4 shard threads gets 90% of a parallel
  *                            job / each gets a quarter
  *   switches                 4 pairs of threads hand a token back and forth
@@ -52,6 +55,7 @@ public final class ThreadWork {
             case "unlocked" -> locks(end, false);
             case "smallpool" -> pool(end, 2);
             case "rightpool" -> pool(end, 24);
+            case "sleepers" -> sleepers(end);
             case "largepool" -> largePool(end);
             case "unbalanced" -> split(end, 0.9);
             case "balanced" -> split(end, 0.25);
@@ -167,6 +171,27 @@ public final class ThreadWork {
                         pool.submit(() -> {
                             sleep(25); // a downstream call
                             work(200_000);
+                        }).get();
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                }
+            }));
+        }
+        for (Thread t : callers) t.join();
+        pool.shutdownNow();
+    }
+
+    static void sleepers(long end) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(64);
+        List<Thread> callers = new ArrayList<>();
+        for (int i = 0; i < 48; i++) {
+            callers.add(Thread.ofPlatform().name("caller-" + i).start(() -> {
+                while (System.nanoTime() < end) {
+                    try {
+                        pool.submit(() -> {
+                            sleep(5); // a fast downstream call
+                            work(50_000);
                         }).get();
                     } catch (Exception e) {
                         throw new RuntimeException(e);

@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 java_home=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 events=jdk.ExecutionSample,jdk.JavaMonitorEnter,jdk.JavaMonitorWait,jdk.ThreadPark,jdk.ThreadSleep,jdk.VirtualThreadPinned,jdk.ThreadCPULoad,jdk.CPULoad,jdk.CPUInformation,jdk.JVMInformation,jdk.JavaThreadStatistics,jdk.ThreadStart,jdk.ThreadContextSwitchRate
 modes=("$@")
-[ ${#modes[@]} -gt 0 ] || modes=(pinned unpinned locks unlocked smallpool rightpool largepool unbalanced balanced switches bursts)
+[ ${#modes[@]} -gt 0 ] || modes=(pinned unpinned locks unlocked smallpool rightpool sleepers largepool unbalanced balanced switches bursts)
 classes=$(mktemp -d)
 trap 'rm -rf "$classes"' EXIT
 "$java_home/bin/javac" -d "$classes" ThreadWork.java
