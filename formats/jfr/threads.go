@@ -1,6 +1,7 @@
 package jfr
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,9 +34,8 @@ type Threading struct {
 	// and executor workers on their own.
 	Pools []Pool `json:"pools,omitempty"`
 
-	// Live is jdk.JavaThreadStatistics: live threads, mean and highest.
-	LiveMean float64 `json:"live_mean,omitempty"`
-	LiveMax  int64   `json:"live_max,omitempty"`
+	// LiveMax is the most live threads (jdk.JavaThreadStatistics).
+	LiveMax int64 `json:"live_max,omitempty"`
 	// Started counts jdk.ThreadStart events: threads started in the span.
 	Started int `json:"started,omitempty"`
 
@@ -104,9 +104,6 @@ type Pool struct {
 	// Window is from the first event of one of its threads to the last
 	// (samples and waits): how long the pool was seen at work.
 	Window time.Duration `json:"window_ns,omitempty"`
-	// LoadSpan is how long ThreadCPULoad covered (from the first reading
-	// of a period to the last): the CPU figures are means over it.
-	LoadSpan time.Duration `json:"load_span_ns,omitempty"`
 }
 
 // CPULoad is one jdk.CPULoad reading, fractions of all CPUs.
@@ -161,15 +158,11 @@ type threadAgg struct {
 	perThread     map[string]*threadWait
 	samples       map[string]int
 	seen          map[string]*[2]time.Time // each thread's first and last event
-	live          int64
-	liveN         int
 	liveMax       int64
 	started       int
 	csSum, csMax  float64
 	csN           int
 	cpu           []CPULoad
-	loadFirst     time.Time
-	loadLast      time.Time
 }
 
 type threadWait struct {
@@ -295,8 +288,7 @@ func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration, lock bo
 func isTaskWait(st *stackTrace) bool {
 	for i := range st.Frames {
 		name := frameName(&st.Frames[i])
-		switch name {
-		case taskWaitFrames[0], taskWaitFrames[1], taskWaitFrames[2]:
+		if slices.Contains(taskWaitFrames, name) {
 			return true
 		}
 		if !strings.HasPrefix(name, "java.util.concurrent.") && !strings.HasPrefix(name, "jdk.internal.misc.") {
@@ -338,8 +330,6 @@ func (a *threadAgg) add(typ string, v *values) {
 			a.samples[v.SampledThread.name()]++
 		}
 	case "JavaThreadStatistics":
-		a.live += v.ActiveCount
-		a.liveN++
 		a.liveMax = max(a.liveMax, v.ActiveCount, v.PeakCount)
 	case "ThreadStart":
 		a.started++
@@ -351,13 +341,6 @@ func (a *threadAgg) add(typ string, v *values) {
 		// The JVM's first reading has nothing to compare with: all zeros.
 		if len(a.cpu) < maxCPULoads && (v.MachineTotal > 0 || v.JVMUser > 0 || v.JVMSystem > 0) {
 			a.cpu = append(a.cpu, CPULoad{Time: v.StartTime, JVMUser: v.JVMUser, JVMSystem: v.JVMSystem, Machine: v.MachineTotal})
-		}
-	case "ThreadCPULoad":
-		if a.loadFirst.IsZero() || v.StartTime.Before(a.loadFirst) {
-			a.loadFirst = v.StartTime
-		}
-		if v.StartTime.After(a.loadLast) {
-			a.loadLast = v.StartTime
 		}
 	}
 }
@@ -387,9 +370,6 @@ func (a *threadAgg) see(thread string, from, to time.Time) {
 // jdk.ThreadCPULoad by name.
 func (a *threadAgg) finish(loads map[string]*threadAcc) Threading {
 	t := Threading{Pinned: a.pinned.finish(), LockWaits: a.locks.finish(), Started: a.started, LiveMax: a.liveMax}
-	if a.liveN > 0 {
-		t.LiveMean = float64(a.live) / float64(a.liveN)
-	}
 	if a.csN > 0 {
 		t.ContextSwitchRate, t.ContextSwitchRateMax, t.ContextSwitchSamples = a.csSum/float64(a.csN), a.csMax, a.csN
 	}
@@ -459,9 +439,6 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 	for _, g := range groups {
 		if g.Threads < 2 && !g.Executor {
 			continue
-		}
-		if a.loadLast.After(a.loadFirst) {
-			g.LoadSpan = a.loadLast.Sub(a.loadFirst)
 		}
 		if g.last.After(g.first) {
 			g.Window = g.last.Sub(g.first)

@@ -192,7 +192,7 @@ func tooSmall(pass *rules.Pass, p jfr.Pool, u use, jvmCPU float64, cpus int) rul
 
 func tooLarge(pass *rules.Pass, p jfr.Pool, u use, cpus int) rules.Finding {
 	perCPU := float64(p.Threads) / float64(cpus)
-	return rules.Finding{
+	f := rules.Finding{
 		Severity: rules.Medium,
 		// Each task's run stretches by the threads per CPU; throughput
 		// does not change, so the estimate is the switching overhead only.
@@ -212,4 +212,9 @@ func tooLarge(pass *rules.Pass, p jfr.Pool, u use, cpus int) rules.Finding {
 		Fix:     pass.Rule.Doc.Fix,
 		Caveats: []string{caveat},
 	}
+	if t := pass.Evidence.JVM.Threading; t.LiveMax > 0 {
+		f.Evidence = append(f.Evidence, rules.Count("live threads, highest (jdk.JavaThreadStatistics)", float64(t.LiveMax), ""),
+			rules.Count("threads started in the recording (jdk.ThreadStart)", float64(t.Started), ""))
+	}
+	return f
 }
