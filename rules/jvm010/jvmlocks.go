@@ -33,10 +33,13 @@ of the service's code (an executor's own bookkeeping, the JFR recorder) are
 left out. The blocked time is normalised to a wait share: blocked
 time / (span × CPUs), the average number of threads queued on locks per
 CPU, as LOCK001 does for Go. Reports from 0.05 (low), 0.15 (medium), 0.40
-(high). Measured here: healthy recordings (the unlocked fixture, casebook E4,
-E5 and J2 fixed) wait 0 to 0.01; casebook J2 bad (an account ledger that
-writes its journal while holding the monitor) about 1.5; the locks fixture
-(8 threads sleeping 5 ms under one monitor and one ReentrantLock) 2.6. The
+(high). Measured here, on 2 CPUs at a load average near 20 from other
+work: healthy recordings wait 0 to 0.03 (the unlocked fixture, casebook E4
+and E5 at 13-22k requests a second, J3), 0.05 (J2 fixed, which still books
+under the monitor, preempted while holding it) and 0.11 (J1 fixed, the HTTP
+client's own locks); casebook J2 bad (a ledger making its audit call while
+holding the monitor) 0.96-1.32; the locks fixture (8 threads sleeping 5 ms
+under one monitor and one ReentrantLock) 2.6. The
 finding names the lock's class and the code that waits for it, which for a
 monitor is the synchronized method or block that holds it too.`,
 		Fix: `Hold the lock for less, and for nothing slow: move I/O, logging, remote

@@ -49,9 +49,10 @@ host's CPUs saturated in most readings. Pools of threads making fast
 downstream calls read 45-60% runnable (their waits under 10 ms go
 unrecorded: the sleepers fixture, casebook J2's audit pool); 400 threads
 running CPU-bound tasks on 2 CPUs (the largepool fixture) 87%. Measured here: the rightpool fixture (24 threads for 16
-concurrent 25 ms tasks) is 64% busy; casebook J3 fixed 20-30%; E4 and E5
-fixed run CPU-bound pools of 4 threads (blocked share near 0); J3 bad (2
-threads for blocking calls) 97-100% busy, 99% of it blocked.`,
+concurrent 25 ms tasks) is 57% busy; casebook J3 fixed 13% (32 threads for
+4 connections); E4 and E5 run CPU-bound pools of 4 threads, 74-85% busy and
+never blocked; J3 bad (2 threads for 20 ms backend calls) 99% busy and
+91-97% blocked, the smallpool fixture 100% and 80%.`,
 		Fix: `Size a pool for blocking tasks from Little's law: threads = task rate ×
 task time (blocked and running), or CPUs × (1 + wait time / compute time),
 and bound the queue in front of it so overload is refused rather than

@@ -33,7 +33,8 @@ time an even split saves is 1 - 1 / (k × busiest share). Reports when that
 is at least 20% (medium) and the busiest thread ran at least half a CPU or
 a quarter of the JVM's samples; high from 40%. Measured here: the balanced fixture (4 shards, even split,
 2 CPUs) has its busiest thread at 28% of the samples (nothing to save);
-casebook E4 and E5 fixed spread their pool of 4 threads within 20-35%; the
+casebook E4 and E5, bad and fixed, spread their pool of 4 threads at 28-30%
+for the busiest (nothing to save either); the
 unbalanced fixture (one shard of four gets 90% of the work) 93%, which an
 even split would finish 46% sooner.`,
 		Fix: `Split the work by size, not by key: hash with a salt or split the hot key
