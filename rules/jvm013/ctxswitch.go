@@ -32,8 +32,8 @@ every second, the JFR settings alone every 10 s); per CPU. At an estimated 2 µs
 CPU per switch (direct cost only; a lower bound) the rate is a CPU share.
 Reports from 50,000 switches a second per CPU (low, about 10% of the CPUs)
 and 80,000 (medium). Measured here, on a 2-CPU machine shared with other
-work: the JVM's own rate in casebook E4 and E5 at 8-22k requests a second is
-16,000-27,000 per CPU, in the J cases 600-3,000; the host-wide rate on that
+work: the JVM's own rate in casebook E4 and E5 at 8-27k requests a second is
+16,000-33,000 per CPU, in the J cases 600-3,000; the host-wide rate on that
 busy machine read 19,000-64,000 per CPU whatever the JVM did; the switches
 fixture (4 pairs of threads handing a token back and forth through
 SynchronousQueues, a .jfr alone, so host-wide) 105,000. Pool and lock findings of the same diagnosis
