@@ -2,7 +2,6 @@ package jfr
 
 import (
 	"compress/gzip"
-	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,25 +15,16 @@ import (
 func TestThreadEventsMatchJDKReader(t *testing.T) {
 	tool := needTool(t)
 	for _, mode := range []string{"pinned", "locks", "smallpool"} {
-		t.Run(mode, func(t *testing.T) {
-			path := gunzipFixture(t, filepath.Join("..", "..", "rules", "testdata", "jfr", mode+".jfr.gz"))
-			native, err := ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jdk, err := ConvertWith(context.Background(), tool, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			native.Wall, native.JVM.End = nil, jdk.JVM.End
-			if a, b := render(native), render(jdk); a != b {
-				t.Errorf("native and JDK readings differ:\n%s", firstDiff(a, b))
-			}
-		})
+		t.Run(mode, func(t *testing.T) { matchJDKReader(t, tool, gunzipFixture(t, threadFixture(mode))) })
 	}
 }
 
-func gunzipFixture(t *testing.T, path string) string {
+// threadFixture is the path of a JVM thread rules' fixture.
+func threadFixture(mode string) string {
+	return filepath.Join("..", "..", "rules", "testdata", "jfr", mode+".jfr.gz")
+}
+
+func gunzipFixture(t testing.TB, path string) string {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -62,7 +52,7 @@ func gunzipFixture(t *testing.T, path string) string {
 // What the thread summary holds for the fixtures' workloads.
 func TestThreadSummary(t *testing.T) {
 	read := func(mode string) Threading {
-		rec, err := ReadFile(gunzipFixture(t, filepath.Join("..", "..", "rules", "testdata", "jfr", mode+".jfr.gz")))
+		rec, err := ReadFile(gunzipFixture(t, threadFixture(mode)))
 		if err != nil {
 			t.Fatal(err)
 		}
