@@ -9,9 +9,9 @@ import (
 
 func TestFeature(t *testing.T) {
 	for version, want := range map[string]int{
-		"OpenJDK 64-Bit Server VM (25.0.3+9-LTS) for linux-amd64 JRE (25.0.3+9-LTS), built on 2026-04-21T00:00:00Z with gcc 14.2.0": 25,
+		"OpenJDK 64-Bit Server VM (25.0.3+9-LTS) for linux-amd64 JRE (25.0.3+9-LTS), built on 2026-04-21T00:00:00Z with gcc 14.2.0":  25,
 		"OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1deb12u1) for linux-amd64 JRE (17.0.15+6-Debian-1deb12u1), built on May  1 2025": 17,
-		"OpenJDK 64-Bit Server VM (25.402-b06) for linux-amd64 JRE (1.8.0_402-b06), built on Jan 10 2024":                          8,
+		"OpenJDK 64-Bit Server VM (25.402-b06) for linux-amd64 JRE (1.8.0_402-b06), built on Jan 10 2024":                            8,
 		"": 0,
 	} {
 		if got := Feature(&jfr.Summary{JVMVersion: version}); got != want {
