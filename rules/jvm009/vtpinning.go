@@ -112,6 +112,9 @@ func check(pass *rules.Pass) error {
 	case share >= mediumShare:
 		f.Severity = rules.Medium
 	}
+	if pinnedByNative(feature, top) {
+		f.Example = nativeExample
+	}
 	if caller, ok := nativeCaller(top.Stack); ok {
 		f.Summary += ", inside a callback from native code called by " + caller
 	}
@@ -132,10 +135,8 @@ func check(pass *rules.Pass) error {
 
 // prescription is the fix for the JDK that ran and why it pinned.
 func prescription(feature int, top jfr.WaitSite, general string) string {
-	_, upcall := nativeCaller(top.Stack)
-	native := strings.Contains(strings.ToLower(top.Reason), "native") || upcall
 	switch {
-	case feature >= 24 || native:
+	case pinnedByNative(feature, top):
 		fix := "The pin comes from a native frame on the stack (a JNI or foreign-function call that calls back into Java) or a class initializer, which still pin on JDK 24 and later: do not block inside the callback or the static initializer; do the blocking work before calling into native code and pass its result in, initialise eagerly at start-up, or run that call on a bounded pool of platform threads."
 		if feature > 0 && feature < 24 {
 			fix += " On JDK " + fmt.Sprint(feature) + " synchronized and Object.wait pin too: upgrading to JDK 24 or later (JEP 491) removes those pins."
@@ -145,6 +146,21 @@ func prescription(feature int, top jfr.WaitSite, general string) string {
 		return fmt.Sprintf("On JDK %d a virtual thread is pinned inside synchronized and Object.wait. Upgrade to JDK 24 or later, where they no longer pin (JEP 491); until then replace the synchronized block around the blocking call with a java.util.concurrent.locks.ReentrantLock, and Object.wait with a Condition.", feature)
 	}
 	return general
+}
+
+// nativeExample is the fix where the pin is a native frame: block before
+// the native call, not inside its callback.
+const nativeExample = `// the comparator blocks inside the native sort's callback
+nativeSort(items, (a, b) -> Integer.compare(pricing.price(a), pricing.price(b)));
+->
+Map<Item, Integer> prices = pricing.prices(items);   // before the native call
+nativeSort(items, (a, b) -> Integer.compare(prices.get(a), prices.get(b)));`
+
+// pinnedByNative reports whether the pin is one JDK 24 and later keep: a
+// native frame or class initializer on the stack, or any pin on those JDKs.
+func pinnedByNative(feature int, top jfr.WaitSite) bool {
+	_, upcall := nativeCaller(top.Stack)
+	return feature >= 24 || upcall || strings.Contains(strings.ToLower(top.Reason), "native")
 }
 
 // nativeCaller is, when the stack went through native code back into Java
