@@ -29,6 +29,10 @@ type Threading struct {
 	// ReentrantLock, ReentrantReadWriteLock or StampedLock), both of at
 	// least 10 ms under the profile settings, by lock class and site.
 	LockWaits []WaitSite `json:"lock_waits,omitempty"`
+	// TaskWaits is where executor workers blocked inside their tasks
+	// (sleeping, parked, waiting on a condition: not for a lock, not for
+	// a task), by pool (Class is the pool's name) and site.
+	TaskWaits []WaitSite `json:"task_waits,omitempty"`
 	// Pools are threads grouped by name without its number
 	// ("pool-1-thread-3" is pool "pool-1-thread"): groups of two or more,
 	// and executor workers on their own.
@@ -90,10 +94,12 @@ type Pool struct {
 	CPU        float64 `json:"cpu"`
 	Busiest    string  `json:"busiest,omitempty"`
 	BusiestCPU float64 `json:"busiest_cpu,omitempty"`
-	// Samples counts the execution samples of the pool's threads and
-	// BusiestSamples those of its busiest thread by samples.
-	Samples        int `json:"samples,omitempty"`
-	BusiestSamples int `json:"busiest_samples,omitempty"`
+	// Samples counts the execution samples of the pool's threads,
+	// BusiestSampled names its thread with the most and BusiestSamples
+	// counts them.
+	Samples        int    `json:"samples,omitempty"`
+	BusiestSampled string `json:"busiest_sampled,omitempty"`
+	BusiestSamples int    `json:"busiest_samples,omitempty"`
 	// Blocked is the time its threads spent blocked inside a task
 	// (sleeping, waiting for a condition or I/O: the recorded events of
 	// 10 ms or more), Locked the time they waited for a monitor or lock
@@ -154,15 +160,15 @@ var (
 
 // threadAgg accumulates the thread events.
 type threadAgg struct {
-	pinned, locks siteAgg
-	perThread     map[string]*threadWait
-	samples       map[string]int
-	seen          map[string]*[2]time.Time // each thread's first and last event
-	liveMax       int64
-	started       int
-	csSum, csMax  float64
-	csN           int
-	cpu           []CPULoad
+	pinned, locks, tasks siteAgg
+	perThread            map[string]*threadWait
+	samples              map[string]int
+	seen                 map[string]*[2]time.Time // each thread's first and last event
+	liveMax              int64
+	started              int
+	csSum, csMax         float64
+	csN                  int
+	cpu                  []CPULoad
 }
 
 type threadWait struct {
@@ -178,7 +184,7 @@ type siteAcc struct {
 }
 
 func newThreadAgg() *threadAgg {
-	return &threadAgg{pinned: siteAgg{}, locks: siteAgg{}, perThread: map[string]*threadWait{}, samples: map[string]int{}, seen: map[string]*[2]time.Time{}}
+	return &threadAgg{pinned: siteAgg{}, locks: siteAgg{}, tasks: siteAgg{}, perThread: map[string]*threadWait{}, samples: map[string]int{}, seen: map[string]*[2]time.Time{}}
 }
 
 func (a siteAgg) add(st *stackTrace, class, kind, reason, thread string, d time.Duration) {
@@ -279,6 +285,11 @@ func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration, lock bo
 		w.locked += d
 	default:
 		w.blocked += d
+		pool, ok := PoolName(thread)
+		if !ok {
+			pool = thread
+		}
+		a.tasks.add(st, pool, "", "", thread, d)
 	}
 }
 
@@ -369,7 +380,7 @@ func (a *threadAgg) see(thread string, from, to time.Time) {
 // finish fills t from what was added; loads are the threads' mean
 // jdk.ThreadCPULoad by name.
 func (a *threadAgg) finish(loads map[string]*threadAcc) Threading {
-	t := Threading{Pinned: a.pinned.finish(), LockWaits: a.locks.finish(), Started: a.started, LiveMax: a.liveMax}
+	t := Threading{Pinned: a.pinned.finish(), LockWaits: a.locks.finish(), TaskWaits: a.tasks.finish(), Started: a.started, LiveMax: a.liveMax}
 	if a.csN > 0 {
 		t.ContextSwitchRate, t.ContextSwitchRateMax, t.ContextSwitchSamples = a.csSum/float64(a.csN), a.csMax, a.csN
 	}
@@ -393,7 +404,6 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 	}
 	type group struct {
 		Pool
-		bySamples   string
 		first, last time.Time
 	}
 	groups := map[string]*group{}
@@ -417,8 +427,8 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 		}
 		s := a.samples[n]
 		g.Samples += s
-		if s > g.BusiestSamples || s == g.BusiestSamples && s > 0 && n < g.bySamples {
-			g.BusiestSamples, g.bySamples = s, n
+		if s > g.BusiestSamples || s == g.BusiestSamples && s > 0 && n < g.BusiestSampled {
+			g.BusiestSamples, g.BusiestSampled = s, n
 		}
 		if w := a.seen[n]; w != nil {
 			if g.first.IsZero() || w[0].Before(g.first) {

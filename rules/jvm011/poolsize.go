@@ -188,6 +188,18 @@ func tooSmall(pass *rules.Pass, p jfr.Pool, u use, jvmCPU float64, cpus int) rul
 		Example: pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats: []string{caveat},
 	}
+	var waits []jfr.WaitSite
+	var total time.Duration
+	for _, w := range pass.Evidence.JVM.Threading.TaskWaits {
+		if w.Class == p.Name {
+			waits = append(waits, w)
+			total += w.Total
+		}
+	}
+	f.Locations = jvmthreads.Locations(waits, total, 3, func(jfr.WaitSite) string { return "where the pool's threads wait" })
+	if len(f.Locations) > 0 {
+		f.Summary += "; they wait in " + jvmthreads.SiteName(waits[0].Stack)
+	}
 	return f
 }
 

@@ -18,6 +18,9 @@ func TestFiresOnSmallPool(t *testing.T) {
 	if f.Severity != rules.High || !strings.Contains(f.Summary, "pool-1-thread has 2 threads") || f.Impact < 0.5 {
 		t.Errorf("summary %q at %s, impact %.2f", f.Summary, f.Severity, f.Impact)
 	}
+	if len(f.Locations) == 0 || f.Locations[0].Function != "perfdoctor.fixtures.ThreadWork.sleep" || !strings.Contains(f.Summary, "they wait in ThreadWork.sleep") {
+		t.Errorf("locations %+v", f.Locations)
+	}
 }
 
 // 400 threads running CPU-bound tasks on 2 CPUs: too large.

@@ -5,8 +5,12 @@ package jvm012
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -54,6 +58,7 @@ queues[shard].add(event);`,
 		},
 	},
 	Needs: []rules.Input{rules.JVM},
+	Uses:  []rules.Input{rules.CPU},
 	Check: check,
 }
 
@@ -91,8 +96,8 @@ func check(pass *rules.Pass) error {
 			Impact:      saving,
 			Resource:    "latency",
 			ImpactBasis: fmt.Sprintf("time an even split over %d threads would save: 1 - 1 / (%d × the busiest thread's %s of the samples)", int(k), int(k), human.Percent(top)),
-			Summary: fmt.Sprintf("Thread group %s: one of its %d threads ran %s of the group's CPU samples while the others idled; an even split would finish about %s sooner",
-				p.Name, p.Threads, human.Percent(top), human.Percent(saving)),
+			Summary: fmt.Sprintf("Thread group %s: one of its %d threads (%s) ran %s of the group's CPU samples while the others idled; an even split would finish about %s sooner",
+				p.Name, p.Threads, p.BusiestSampled, human.Percent(top), human.Percent(saving)),
 			Evidence: []rules.Fact{
 				rules.Count("threads in the group", float64(p.Threads), ""),
 				rules.Share("busiest thread's share of the group's samples", top),
@@ -101,9 +106,10 @@ func check(pass *rules.Pass) error {
 				rules.Count("CPU samples of the group", float64(p.Samples), ""),
 				rules.Count("CPUs", float64(cpus), ""),
 			},
-			Fix:     pass.Rule.Doc.Fix,
-			Example: pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
-			Caveats: []string{pass.Rule.Doc.Caveats},
+			Fix:       pass.Rule.Doc.Fix,
+			Example:   pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
+			Caveats:   []string{pass.Rule.Doc.Caveats},
+			Locations: rules.Locations(threadSites(pass.Evidence, p.BusiestSampled), "the busiest thread's work"),
 		})
 	}
 	return nil
@@ -117,4 +123,25 @@ func busiestCores(p jfr.Pool, span time.Duration, cpus int) float64 {
 		return p.BusiestCPU * float64(cpus)
 	}
 	return float64(p.BusiestSamples) * jfr.SamplePeriod.Seconds() / span.Seconds()
+}
+
+// threadSites are the service's code the named thread ran most, from the
+// CPU profile's samples of that thread.
+func threadSites(ev *evidence.Evidence, thread string) []evidence.Site {
+	p := ev.Profile(evidence.CPU)
+	if p == nil || thread == "" {
+		return nil
+	}
+	only := &profile.Profile{SampleType: p.SampleType, DefaultSampleType: p.DefaultSampleType, PeriodType: p.PeriodType, Period: p.Period}
+	for _, s := range p.Sample {
+		if slices.Contains(s.Label["thread"], thread) {
+			only.Sample = append(only.Sample, s)
+		}
+	}
+	st := evidence.NewStacks(only, "cpu")
+	if st == nil {
+		return nil
+	}
+	first := st.First(rules.IsApplication)
+	return st.TopSites(3, func(s evidence.Sample) *evidence.Frame { return first(s) })
 }

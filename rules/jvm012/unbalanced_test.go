@@ -15,8 +15,11 @@ func TestFiresOnUnbalancedShards(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 	f := res.Findings[0]
-	if f.Severity != rules.High || !strings.Contains(f.Summary, "Thread group shard: one of its 4 threads") {
+	if f.Severity != rules.High || !strings.Contains(f.Summary, "Thread group shard: one of its 4 threads (shard-0)") {
 		t.Errorf("summary %q at %s", f.Summary, f.Severity)
+	}
+	if len(f.Locations) == 0 || f.Locations[0].Function != "perfdoctor.fixtures.ThreadWork.work" {
+		t.Errorf("locations %+v", f.Locations)
 	}
 }
 
