@@ -57,7 +57,6 @@ container's CPU limit (-XX:ActiveProcessorCount overrides it).`,
 		},
 	},
 	Needs: []rules.Input{rules.JVM},
-	Uses:  []rules.Input{rules.CPU},
 	// Saturation is usually the symptom of a CPU cost another rule names;
 	// running after the others lets it rank under its cause.
 	Fallback: true,
