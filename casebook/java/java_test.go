@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,18 +62,32 @@ type service struct {
 // mainClass with the variant, waiting for its "app=URL" line.
 func start(t *testing.T, src, mainClass, variant string, classpath ...string) *service {
 	t.Helper()
+	return startOn(t, jdk{}, src, mainClass, variant, classpath...)
+}
+
+// jdk is the JDK a case runs on: its bin directory ("" for PATH's) and
+// the JVM options the case needs.
+type jdk struct {
+	bin     string
+	options []string
+}
+
+// startOn is start on the given JDK.
+func startOn(t *testing.T, j jdk, src, mainClass, variant string, classpath ...string) *service {
+	t.Helper()
 	classes := t.TempDir()
 	args := []string{"-d", classes}
 	if len(classpath) > 0 {
 		args = append(args, "-cp", strings.Join(classpath, ":"))
 	}
-	if out, err := exec.Command("javac", append(args, src)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(j.bin, "javac"), append(args, src)...).CombinedOutput(); err != nil {
 		t.Fatalf("javac %s: %v\n%s", src, err, out)
 	}
 	// nodelay: the JDK's HTTP server otherwise waits on delayed ACKs between
 	// headers and body, and every variant would measure 40 ms round trips.
-	cmd := exec.Command("java", "-Xmx256m", "-Dsun.net.httpserver.nodelay=true",
-		"-cp", strings.Join(append([]string{classes}, classpath...), ":"), mainClass, variant)
+	jvmArgs := append([]string{"-Xmx256m", "-Dsun.net.httpserver.nodelay=true"}, j.options...)
+	cmd := exec.Command(filepath.Join(j.bin, "java"), append(jvmArgs,
+		"-cp", strings.Join(append([]string{classes}, classpath...), ":"), mainClass, variant)...)
 	url := harness.Start(t, cmd, "app=", 30*time.Second)
 	return &service{pid: cmd.Process.Pid, url: url}
 }
@@ -82,14 +97,19 @@ func start(t *testing.T, src, mainClass, variant string, classpath ...string) *s
 // the findings of `perfdoctor diagnose` and the throughput measured while
 // recording. On a busy machine a window can hold too few CPU samples for
 // the rules; it then records again over a window twice as long, at most
-// three times, rather than judge thin evidence.
-func diagnoseUnderLoad(t *testing.T, s *service) ([]harness.Finding, float64) {
+// three times, rather than judge thin evidence. Cases judged from thread
+// events rather than CPU samples (needCPU false) record once.
+func diagnoseUnderLoad(t *testing.T, s *service, needCPU bool) ([]harness.Finding, float64) {
 	t.Helper()
-	const warmup = 3 * time.Second
+	// Thread events need no JIT-compiled steady state, and four one-second
+	// CPU load readings are enough: shorter runs keep CI time bounded.
+	warmup, window := 3*time.Second, 6*time.Second
+	if !needCPU {
+		warmup, window = time.Second, 4*time.Second
+	}
 	if _, err := load.Run(context.Background(), load.Config{URL: s.url, Concurrency: 4, Duration: warmup}); err != nil {
 		t.Fatalf("warm-up load: %v", err)
 	}
-	window := 6 * time.Second
 	for attempt := 1; ; attempt++ {
 		bundleDir, rps := recordUnderLoad(t, s, window)
 		ev, err := evidence.Load(bundleDir)
@@ -97,8 +117,9 @@ func diagnoseUnderLoad(t *testing.T, s *service) ([]harness.Finding, float64) {
 			t.Fatalf("load the bundle: %v", err)
 		}
 		n := evidence.SampleCount(ev.Profile(evidence.CPU))
-		if n >= rules.MinCPUSamples || attempt == 3 {
+		if n >= rules.MinCPUSamples || attempt == 3 || !needCPU {
 			t.Logf("%d CPU samples over %s (attempt %d)", n, window, attempt)
+			logThreads(t, ev)
 			return harness.Diagnose(t, perfdoctor, bundleDir).Findings, rps
 		}
 		t.Logf("only %d CPU samples over %s (a busy machine?): recording again over %s", n, window, 2*window)
@@ -141,11 +162,21 @@ func recordUnderLoad(t *testing.T, s *service, window time.Duration) (string, fl
 // check runs both variants of a case: the bad one's top finding must be
 // the case's class, the fixed one must not show it above low.
 func check(t *testing.T, class string, run func(t *testing.T, variant string) *service) {
+	checkCase(t, class, true, run)
+}
+
+// checkThreads is check for a case judged from thread events, which a
+// service that mostly waits gives without many CPU samples.
+func checkThreads(t *testing.T, class string, run func(t *testing.T, variant string) *service) {
+	checkCase(t, class, false, run)
+}
+
+func checkCase(t *testing.T, class string, needCPU bool, run func(t *testing.T, variant string) *service) {
 	var rps [2]float64
 	for i, variant := range []string{"bad", "fixed"} {
 		t.Run(variant, func(t *testing.T) {
 			var findings []harness.Finding
-			findings, rps[i] = diagnoseUnderLoad(t, run(t, variant))
+			findings, rps[i] = diagnoseUnderLoad(t, run(t, variant), needCPU)
 			if variant == "bad" {
 				if len(findings) == 0 || findings[0].Class != class {
 					t.Fatalf("top finding is not %s: %+v", class, findings)
@@ -176,5 +207,108 @@ func TestE4FrameworkRouting(t *testing.T) {
 	jar := springCore(t)
 	check(t, "framework-routing-cost", func(t *testing.T, variant string) *service {
 		return start(t, "e4/Routes.java", "casebook.e4.Routes", variant, jar)
+	})
+}
+
+// logThreads logs what the JVM thread rules (JVM009 to JVM014) read, the
+// figures their thresholds are set against.
+func logThreads(t *testing.T, ev *evidence.Evidence) {
+	t.Helper()
+	s := ev.JVM
+	if s == nil {
+		return
+	}
+	if d, ok := ev.SystemDelta(); ok && d.Start.Process != nil && d.End.Process != nil {
+		a, b := d.Start.Process, d.End.Process
+		t.Logf("the JVM's own context switches: %.0f/s", float64(b.VoluntaryCtxt+b.NonvoluntaryCtxt-a.VoluntaryCtxt-a.NonvoluntaryCtxt)/d.Seconds)
+	}
+	th := s.Threading
+	var pinned, locked time.Duration
+	for _, w := range th.Pinned {
+		pinned += w.Total
+	}
+	for _, w := range th.LockWaits {
+		locked += w.Total
+	}
+	cpus := max(float64(s.HWThreads), 1)
+	span := max(s.Span().Seconds(), 1e-9)
+	t.Logf("threads: pinned %s, lock waits %.2f per CPU, context switches %.0f/s per CPU, JVM CPU %.0f%%, machine %.0f%%",
+		pinned, locked.Seconds()/span/cpus, th.ContextSwitchRate/cpus, 100*s.JVMCPU, 100*s.MachineCPU)
+	for _, p := range th.Pools[:min(len(th.Pools), 4)] {
+		w := max(p.Window.Seconds(), 1e-9)
+		n := float64(p.Threads)
+		top := 0.0
+		if p.Samples > 0 {
+			top = float64(p.BusiestSamples) / float64(p.Samples)
+		}
+		t.Logf("pool %s: %d threads, executor %v, idle %.0f%%, blocked %.0f%%, locked %.0f%%, busiest thread %.0f%% of %d samples",
+			p.Name, p.Threads, p.Executor, 100*p.Idle.Seconds()/w/n, 100*p.Blocked.Seconds()/w/n, 100*p.Locked.Seconds()/w/n, 100*top, p.Samples)
+	}
+}
+
+// modernJDK finds a JDK 22 or later (the foreign function API): JAVA_HOME,
+// else the newest under /usr/lib/jvm (the machine image's Temurin 25;
+// Debian 12 packages only JDK 17). It skips without one, and fails under CI.
+func modernJDK(t *testing.T) jdk {
+	t.Helper()
+	homes := []string{os.Getenv("JAVA_HOME")}
+	dirs, _ := filepath.Glob("/usr/lib/jvm/*")
+	homes = append(homes, dirs...)
+	best, bestVersion := "", 0
+	for _, h := range homes {
+		if h == "" {
+			continue
+		}
+		release, err := os.ReadFile(filepath.Join(h, "release"))
+		if err != nil {
+			continue
+		}
+		m := javaVersion.FindSubmatch(release)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.Atoi(string(m[1]))
+		if _, err := os.Stat(filepath.Join(h, "bin", "jcmd")); err == nil && v > bestVersion {
+			best, bestVersion = h, v
+		}
+	}
+	if bestVersion < 22 {
+		msg := "no JDK 22 or later (JAVA_HOME or /usr/lib/jvm): the case runs virtual threads through the foreign function API"
+		if harness.InCI() {
+			t.Fatal("CI is set and there is " + msg)
+		}
+		t.Skip("skipped: " + msg)
+	}
+	t.Logf("JDK %d at %s", bestVersion, best)
+	return jdk{bin: filepath.Join(best, "bin"), options: []string{"--enable-native-access=ALL-UNNAMED"}}
+}
+
+var javaVersion = regexp.MustCompile(`(?m)^JAVA_VERSION="(\d+)`)
+
+// TestJ1PinnedVirtualThreads: virtual threads blocking inside a callback
+// from native code, which pins them on every JDK.
+func TestJ1PinnedVirtualThreads(t *testing.T) {
+	need(t)
+	j := modernJDK(t)
+	checkThreads(t, "virtual-thread-pinning", func(t *testing.T, variant string) *service {
+		return startOn(t, j, "j1pinned/Catalog.java", "casebook.j1.Catalog", variant)
+	})
+}
+
+// TestJ2ContendedMonitor: a remote call made while holding the monitor
+// every request needs.
+func TestJ2ContendedMonitor(t *testing.T) {
+	need(t)
+	checkThreads(t, "jvm-lock-contention", func(t *testing.T, variant string) *service {
+		return start(t, "j2monitor/Ledger.java", "casebook.j2.Ledger", variant)
+	})
+}
+
+// TestJ3SmallThreadPool: a pool sized for the CPUs serving requests that
+// wait on a backend.
+func TestJ3SmallThreadPool(t *testing.T) {
+	need(t)
+	checkThreads(t, "jvm-thread-pool-size", func(t *testing.T, variant string) *service {
+		return start(t, "j3pool/Quotes.java", "casebook.j3.Quotes", variant)
 	})
 }

@@ -149,6 +149,9 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 
 	opt.Progress.Update("starting a JFR recording in process %d", opt.PID)
 	args := []string{"JFR.start", "name=" + c.name, "settings=" + opt.Settings}
+	// Both settings read threads' CPU and the context switch rate every
+	// 10 s, which a recording of seconds would not see at all.
+	args = append(args, "jdk.ThreadCPULoad#period=1s", "jdk.ThreadContextSwitchRate#period=1s")
 	if opt.Exceptions {
 		args = append(args, "+jdk.JavaExceptionThrow#enabled=true")
 	}

@@ -20,6 +20,7 @@ type converter struct {
 	excSeen                                                      int
 	cpuLoads                                                     int
 	threads                                                      map[string]*threadAcc
+	threading                                                    *threadAgg
 	explicitCallers                                              map[string]bool
 	// wallMode is set by async-profiler's "event" setting "wall": its
 	// execution samples are then wall-clock samples, running or not.
@@ -42,6 +43,7 @@ func newConverter() *converter {
 		wall:            newBuilder("wall", [2]string{"samples", "count"}, [2]string{"wall", "nanoseconds"}),
 		sum:             Summary{Format: SummaryFormat, Properties: map[string]string{}},
 		threads:         map[string]*threadAcc{},
+		threading:       newThreadAgg(),
 		explicitCallers: map[string]bool{},
 	}
 }
@@ -57,7 +59,11 @@ func (c *converter) add(ev *event) {
 		}
 	}
 	s := &c.sum
-	switch strings.TrimPrefix(ev.Type, "jdk.") {
+	typ := strings.TrimPrefix(ev.Type, "jdk.")
+	if typ != "ExecutionSample" || !c.wallMode && onCPU(v.State) {
+		c.threading.add(typ, v)
+	}
+	switch typ {
 	case "ActiveSetting":
 		if v.Name == "event" && rawString(v.Value) == "wall" {
 			c.wallMode = true
@@ -233,6 +239,7 @@ func (c *converter) finish() *Recording {
 		return a.Name < b.Name
 	})
 	s.Threads = s.Threads[:min(len(s.Threads), 20)]
+	s.Threading = c.threading.finish(c.threads)
 	for caller := range c.explicitCallers {
 		s.GC.ExplicitCallers = append(s.GC.ExplicitCallers, caller)
 	}

@@ -372,7 +372,9 @@ func (r *chunkReader) read(want map[string]bool, emit func(*event) error) error 
 func (r *chunkReader) readMetadata() error {
 	r.pos = int(r.h.metaOffset)
 	size := r.int()
-	if size <= 0 || int64(r.pos)+size > int64(len(r.buf)) {
+	// The size counts the event's own size field, so the event may end
+	// exactly at the chunk's end (as jfr scrub writes it).
+	if size <= 0 || r.h.metaOffset+size > int64(len(r.buf)) {
 		return fmt.Errorf("metadata size %d out of the chunk", size)
 	}
 	raw := r.buf[int(r.h.metaOffset) : int(r.h.metaOffset)+int(size)]
@@ -877,6 +879,18 @@ func (r *chunkReader) event(o *object) *event {
 			v.HWThreads = int(r.num(raw))
 		case "result":
 			v.Result = r.text(raw)
+		case "blockingOperation":
+			v.BlockingOperation = r.text(raw)
+		case "pinnedReason":
+			v.PinnedReason = r.text(raw)
+		case "parkedClass":
+			v.ParkedClass = r.class(raw)
+		case "activeCount":
+			v.ActiveCount = r.num(raw)
+		case "peakCount":
+			v.PeakCount = r.num(raw)
+		case "switchRate":
+			v.SwitchRate = r.float(raw)
 		}
 	}
 	return ev

@@ -31,21 +31,25 @@ var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.j
 func TestNativeMatchesJDKReader(t *testing.T) {
 	tool := needTool(t)
 	for _, name := range nativeFixtures {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join("testdata", name)
-			native, err := ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			jdk, err := ConvertWith(context.Background(), tool, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			native.Wall, native.JVM.End = nil, jdk.JVM.End
-			if a, b := render(native), render(jdk); a != b {
-				t.Errorf("native and JDK readings differ:\n%s", firstDiff(a, b))
-			}
-		})
+		t.Run(name, func(t *testing.T) { matchJDKReader(t, tool, filepath.Join("testdata", name)) })
+	}
+}
+
+// matchJDKReader reads the recording at path natively and with the JDK's
+// jfr tool, and compares the two readings.
+func matchJDKReader(t *testing.T, tool, path string) {
+	t.Helper()
+	native, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jdk, err := ConvertWith(context.Background(), tool, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	native.Wall, native.JVM.End = nil, jdk.JVM.End
+	if a, b := render(native), render(jdk); a != b {
+		t.Errorf("native and JDK readings differ:\n%s", firstDiff(a, b))
 	}
 }
 
@@ -187,6 +191,12 @@ func FuzzRead(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// A recording of the thread events (pinning, lock parks, pools).
+	data, err := os.ReadFile(gunzipFixture(f, threadFixture("locks")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := Read(bytes.NewReader(data))
 		if err != nil {

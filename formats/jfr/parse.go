@@ -97,6 +97,13 @@ type (
 
 		Result string `json:"result"`
 
+		BlockingOperation string  `json:"blockingOperation"` // jdk.VirtualThreadPinned, JDK 24+
+		PinnedReason      string  `json:"pinnedReason"`
+		ParkedClass       *class  `json:"parkedClass"`
+		ActiveCount       int64   `json:"activeCount"`
+		PeakCount         int64   `json:"peakCount"`
+		SwitchRate        float64 `json:"switchRate"`
+
 		State   string `json:"state"`   // the sampled thread's state
 		Samples int64  `json:"samples"` // profiler.WallClockSample: samples merged in one event
 	}

@@ -52,6 +52,10 @@ type Summary struct {
 	// deadlock report found in one of them.
 	ThreadDumps int    `json:"thread_dumps"`
 	Deadlock    string `json:"deadlock,omitempty"`
+
+	// Threading is pinning, lock waits, pools, thread counts, context
+	// switches and the CPU load over time.
+	Threading Threading `json:"threading"`
 }
 
 // Flag is one JVM flag and where its value came from.

@@ -19,6 +19,12 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/jvm006"
 	"github.com/perfdoctor/perfdoctor/rules/jvm007"
 	"github.com/perfdoctor/perfdoctor/rules/jvm008"
+	"github.com/perfdoctor/perfdoctor/rules/jvm009"
+	"github.com/perfdoctor/perfdoctor/rules/jvm010"
+	"github.com/perfdoctor/perfdoctor/rules/jvm011"
+	"github.com/perfdoctor/perfdoctor/rules/jvm012"
+	"github.com/perfdoctor/perfdoctor/rules/jvm013"
+	"github.com/perfdoctor/perfdoctor/rules/jvm014"
 	"github.com/perfdoctor/perfdoctor/rules/lib001"
 	"github.com/perfdoctor/perfdoctor/rules/lib002"
 	"github.com/perfdoctor/perfdoctor/rules/lib003"
@@ -62,6 +68,12 @@ func All() []*rules.Rule {
 		jvm006.Rule,   // JVM006 jvm-boxing
 		jvm007.Rule,   // JVM007 jvm-deadlock
 		jvm008.Rule,   // JVM008 jvm-flags
+		jvm009.Rule,   // JVM009 virtual-thread-pinning
+		jvm010.Rule,   // JVM010 jvm-lock-contention
+		jvm011.Rule,   // JVM011 jvm-thread-pool-size
+		jvm012.Rule,   // JVM012 jvm-unbalanced-parallelism
+		jvm013.Rule,   // JVM013 jvm-context-switches
+		jvm014.Rule,   // JVM014 jvm-cpu-saturation
 		lib001.Rule,   // LIB001 metrics-summary-cost
 		lib002.Rule,   // LIB002 unbatched-producer
 		lib003.Rule,   // LIB003 reflection-serialization
