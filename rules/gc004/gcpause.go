@@ -85,14 +85,11 @@ func check(pass *rules.Pass) error {
 	if gc.Span <= 0 || gc.Pauses == 0 {
 		return nil
 	}
-	from, to := uint64(ev.MetricsStart.Time.UnixNano()), uint64(ev.MetricsEnd.Time.UnixNano())
+	to := uint64(ev.MetricsEnd.Time.UnixNano())
 	var long []time.Duration
 	var longTotal time.Duration
 	covered := uint64(0) // the first pause of the history in the window
-	for _, p := range ev.MetricsEnd.Pauses {
-		if p.End < from || p.End > to {
-			continue
-		}
+	for _, p := range ev.MetricsEnd.PausesSince(ev.MetricsStart) {
 		if covered == 0 {
 			covered = p.End
 		}
@@ -104,7 +101,7 @@ func check(pass *rules.Pass) error {
 	// Past 256 cycles in the window the history holds only the last ones:
 	// the share is then of the time the history covers.
 	span := gc.Span
-	if gc.Cycles > uint64(gc.Pauses) {
+	if gc.Cycles > uint64(gc.Pauses) && to > covered {
 		span = time.Duration(to - covered)
 	}
 	share := longTotal.Seconds() / span.Seconds()
