@@ -39,15 +39,15 @@ history covers, when the window had more than 256 cycles). With
 runtime/metrics at both ends, the /sched/pauses/total/gc:seconds histogram
 counts each phase's pauses too. Compared with the request latency the
 execution trace saw per HTTP handler, when it saw any. Reports long pauses
-taking 0.5% of the window (low), 2% (medium) or 5% (high). The cause is the
-code the trace's pauses waited for when one place held at least half of their
-time (the goroutine that stopped last, well into the pause) and it ran through
-them (CPU profile samples in the trace while they waited; without those, on a
-host that was not oversubscribed, where a thread waiting for a CPU could hold
-a pause as well); otherwise it is
-named from the /proc snapshot: cgroup throttling, GOMAXPROCS above the CPUs
-or the quota, a load average above 1.5 per CPU (then at most low: the host,
-not the service, is the cause).`,
+taking 0.5% of the window (low), 2% (medium) or 5% (high). The window's
+pauses are its cycles by number (start to end sample), not by clock. The
+cause is the code the trace's pauses waited for when one place held at least
+half of their time (the goroutine that stopped last, well into the pause) and
+ran through them (CPU profile samples in the trace while they waited; without
+those, only on a host that was not oversubscribed, where a thread waiting for
+a CPU can hold a pause too). Otherwise it is named from the /proc snapshot:
+cgroup throttling, GOMAXPROCS above the CPUs or the quota, a load average
+above 1.5 per CPU (then at most low: the host, not the service, is the cause).`,
 		Fix: `Give the stop-the-world phase CPUs to run on: GOMAXPROCS at or below the CPU
 quota (Go 1.25 does this by default in containers; before, go.uber.org/automaxprocs),
 a quota with headroom or no throttling, fewer co-located CPU-bound processes.
