@@ -45,16 +45,22 @@ type Pause struct {
 	Ns  uint64 `json:"ns"`
 }
 
-// PausesBetween sums the pauses that ended in [from, to] and counts them.
-func (s *RuntimeStats) PausesBetween(from, to time.Time) (total time.Duration, n int) {
-	lo, hi := uint64(from.UnixNano()), uint64(to.UnixNano())
-	for _, p := range s.Pauses {
-		if p.End >= lo && p.End <= hi {
-			total += time.Duration(p.Ns)
-			n++
-		}
+// PausesSince returns the pauses of the cycles after the start sample's
+// (its NumGC) up to this sample's, oldest first, at most the history's
+// 256. It selects by cycle number, not by clock: under load a sample's
+// time is taken after the target read its statistics, and cycles that
+// ended in between would otherwise fall out of both ends. A pause that
+// ended before the start sample's last GC is not the window's.
+func (s *RuntimeStats) PausesSince(start *RuntimeStats) []Pause {
+	if s.NumGC <= start.NumGC {
+		return nil
 	}
-	return total, n
+	n := min(s.NumGC-start.NumGC, uint64(len(s.Pauses)))
+	out := s.Pauses[len(s.Pauses)-int(n):]
+	for len(out) > 0 && out[0].End <= start.LastGC {
+		out = out[1:]
+	}
+	return out
 }
 
 // ErrNoMemStats is returned by ParseMemStats when the text has no

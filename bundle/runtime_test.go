@@ -36,8 +36,8 @@ func TestParseMemStatsFromRealHeapProfile(t *testing.T) {
 	if last.End != st.LastGC {
 		t.Errorf("newest pause ends at %d, LastGC is %d", last.End, st.LastGC)
 	}
-	if d, n := st.PausesBetween(time.Unix(0, 0), time.Now()); n != len(st.Pauses) || d <= 0 {
-		t.Errorf("PausesBetween = %v, %d", d, n)
+	if got := st.PausesSince(&RuntimeStats{}); len(got) != len(st.Pauses) {
+		t.Errorf("PausesSince(start of process) = %d of %d pauses", len(got), len(st.Pauses))
 	}
 }
 
@@ -81,4 +81,22 @@ func FuzzParseMemStats(f *testing.F) {
 			t.Errorf("%d pauses", len(st.Pauses))
 		}
 	})
+}
+
+// The window's pauses are its cycles', by number: a start sample read late
+// (its clock after cycles the end sample holds) loses none of them.
+func TestPausesSinceCountsCycles(t *testing.T) {
+	start := &RuntimeStats{Time: time.Unix(100, 0), NumGC: 2, LastGC: uint64(time.Unix(90, 0).UnixNano())}
+	end := &RuntimeStats{NumGC: 5, Pauses: []Pause{
+		{End: uint64(time.Unix(80, 0).UnixNano()), Ns: 1}, {End: uint64(time.Unix(90, 0).UnixNano()), Ns: 2}, // cycles 1, 2
+		{End: uint64(time.Unix(99, 0).UnixNano()), Ns: 3}, // cycle 3, before the start sample's clock
+		{End: uint64(time.Unix(101, 0).UnixNano()), Ns: 4}, {End: uint64(time.Unix(102, 0).UnixNano()), Ns: 5},
+	}}
+	got := end.PausesSince(start)
+	if len(got) != 3 || got[0].Ns != 3 || got[2].Ns != 5 {
+		t.Errorf("PausesSince = %+v", got)
+	}
+	if got := start.PausesSince(end); got != nil {
+		t.Errorf("a later start: %+v", got)
+	}
 }

@@ -42,12 +42,10 @@ func (e *Evidence) GC() (GCWindow, bool) {
 		NextGC:        b.NextGC,
 	}
 	w.CyclesPerSec = float64(w.Cycles) / secs
-	w.PauseTotal, w.Pauses = b.PausesBetween(a.Time, b.Time)
-	from, to := uint64(a.Time.UnixNano()), uint64(b.Time.UnixNano())
-	for _, p := range b.Pauses {
-		if p.End >= from && p.End <= to {
-			w.PauseMax = max(w.PauseMax, time.Duration(p.Ns))
-		}
+	for _, p := range b.PausesSince(a) {
+		w.Pauses++
+		w.PauseTotal += time.Duration(p.Ns)
+		w.PauseMax = max(w.PauseMax, time.Duration(p.Ns))
 	}
 	return w, true
 }

@@ -207,6 +207,25 @@ func TestSyncWaitsFromPerfSchedEvents(t *testing.T) {
 	}
 }
 
+// A process that waits in its syncs is on a CPU little: with one perf
+// sample inside fdatasync, the scheduler events alone make it a latency
+// finding.
+func TestWaitingProcessFromPerfSchedEventsAlone(t *testing.T) {
+	stacks := testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "main"}})
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: stacks, evidence.Perf: stacks, evidence.OffCPU: offCPU(t)})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if f := res.Findings[0]; f.Resource != "latency" || f.Severity < rules.Medium || !strings.HasPrefix(f.Summary, "A thread waits in fsync/fdatasync") {
+		t.Errorf("%s %s %q", f.Resource, f.Severity, f.Summary)
+	}
+	delete(ev.Profiles, evidence.OffCPU)
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		t.Errorf("one on-CPU sample alone: %+v", res.Findings)
+	}
+}
+
 // Off-CPU time elsewhere (sleeps) is not sync time.
 func TestOffCPUOutsideSyncsIsNotSyncTime(t *testing.T) {
 	p := offCPU(t)

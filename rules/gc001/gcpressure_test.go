@@ -118,9 +118,9 @@ func TestUsesRuntimeStatistics(t *testing.T) {
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	t0 := time.Unix(1000, 0)
-	ev.MetricsStart = &bundle.RuntimeStats{Time: t0, NumGC: 10, TotalAlloc: 0, Mallocs: 0}
+	ev.MetricsStart = &bundle.RuntimeStats{Time: t0, NumGC: 10, TotalAlloc: 0, Mallocs: 0, LastGC: uint64(t0.Add(-time.Second / 2).UnixNano())}
 	ev.MetricsEnd = &bundle.RuntimeStats{Time: t0.Add(10 * time.Second), NumGC: 60, TotalAlloc: 5 << 30, Mallocs: 1e8,
-		Pauses: []bundle.Pause{{End: uint64(t0.Add(5 * time.Second).UnixNano()), Ns: 2e6}, {End: uint64(t0.Add(-time.Second).UnixNano()), Ns: 9e6}}}
+		Pauses: []bundle.Pause{{End: uint64(t0.Add(-time.Second).UnixNano()), Ns: 9e6}, {End: uint64(t0.Add(5 * time.Second).UnixNano()), Ns: 2e6}}}
 	res := rules.Run(ev, []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatal("no finding")

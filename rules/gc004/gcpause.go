@@ -39,15 +39,15 @@ history covers, when the window had more than 256 cycles). With
 runtime/metrics at both ends, the /sched/pauses/total/gc:seconds histogram
 counts each phase's pauses too. Compared with the request latency the
 execution trace saw per HTTP handler, when it saw any. Reports long pauses
-taking 0.5% of the window (low), 2% (medium) or 5% (high). The cause is the
-code the trace's pauses waited for when one place held at least half of their
-time (the goroutine that stopped last, well into the pause) and it ran through
-them (CPU profile samples in the trace while they waited; without those, on a
-host that was not oversubscribed, where a thread waiting for a CPU could hold
-a pause as well); otherwise it is
-named from the /proc snapshot: cgroup throttling, GOMAXPROCS above the CPUs
-or the quota, a load average above 1.5 per CPU (then at most low: the host,
-not the service, is the cause).`,
+taking 0.5% of the window (low), 2% (medium) or 5% (high). The window's
+pauses are its cycles by number (start to end sample), not by clock. The
+cause is the code the trace's pauses waited for when one place held at least
+half of their time (the goroutine that stopped last, well into the pause) and
+ran through them (CPU profile samples in the trace while they waited; without
+those, only on a host that was not oversubscribed, where a thread waiting for
+a CPU can hold a pause too). Otherwise it is named from the /proc snapshot:
+cgroup throttling, GOMAXPROCS above the CPUs or the quota, a load average
+above 1.5 per CPU (then at most low: the host, not the service, is the cause).`,
 		Fix: `Give the stop-the-world phase CPUs to run on: GOMAXPROCS at or below the CPU
 quota (Go 1.25 does this by default in containers; before, go.uber.org/automaxprocs),
 a quota with headroom or no throttling, fewer co-located CPU-bound processes.
@@ -85,14 +85,11 @@ func check(pass *rules.Pass) error {
 	if gc.Span <= 0 || gc.Pauses == 0 {
 		return nil
 	}
-	from, to := uint64(ev.MetricsStart.Time.UnixNano()), uint64(ev.MetricsEnd.Time.UnixNano())
+	to := uint64(ev.MetricsEnd.Time.UnixNano())
 	var long []time.Duration
 	var longTotal time.Duration
 	covered := uint64(0) // the first pause of the history in the window
-	for _, p := range ev.MetricsEnd.Pauses {
-		if p.End < from || p.End > to {
-			continue
-		}
+	for _, p := range ev.MetricsEnd.PausesSince(ev.MetricsStart) {
 		if covered == 0 {
 			covered = p.End
 		}
@@ -104,7 +101,7 @@ func check(pass *rules.Pass) error {
 	// Past 256 cycles in the window the history holds only the last ones:
 	// the share is then of the time the history covers.
 	span := gc.Span
-	if gc.Cycles > uint64(gc.Pauses) {
+	if gc.Cycles > uint64(gc.Pauses) && to > covered {
 		span = time.Duration(to - covered)
 	}
 	share := longTotal.Seconds() / span.Seconds()
