@@ -293,11 +293,13 @@ func offCPUInSyncs(ev *evidence.Evidence) (waited, device, window time.Duration,
 // (perf shows the kernel's part). The waits themselves are not seen, so the
 // finding is at most medium and says so.
 func fromSamples(pass *rules.Pass) error {
-	st := pass.Evidence.PerfStacks()
+	st, prof := pass.Evidence.PerfStacks(), pass.Evidence.Profile(evidence.Perf)
 	if st == nil {
-		st = pass.Evidence.CPUStacks()
+		st, prof = pass.Evidence.CPUStacks(), pass.Evidence.Profile(evidence.CPU)
 	}
 	share := st.Share(nativeSync)
+	// Counted in samples: a Go CPU profile's total is in nanoseconds.
+	syncSamples := share * float64(evidence.SampleCount(prof))
 	// A process that mostly waits is on a CPU little: its syncs' waits,
 	// when perf's scheduler events saw them, are evidence on their own.
 	waited, device, window, offCPU := offCPUInSyncs(pass.Evidence)
@@ -305,8 +307,8 @@ func fromSamples(pass *rules.Pass) error {
 	if share < minCPUShare && !offCPU {
 		return nil
 	}
-	if n := share * float64(st.Total); n < minSyncSamples && !offCPU {
-		pass.Skip(fmt.Sprintf("too few samples inside fsync/fdatasync (%.0f) to judge; profile longer or under load, or collect an execution trace", n))
+	if syncSamples < minSyncSamples && !offCPU {
+		pass.Skip(fmt.Sprintf("too few samples inside fsync/fdatasync (%.0f) to judge; profile longer or under load, or collect an execution trace", syncSamples))
 		return nil
 	}
 	comm := ""
@@ -348,7 +350,7 @@ func fromSamples(pass *rules.Pass) error {
 		f.Summary += fmt.Sprintf("; a thread waits in the sync %s of the time", human.Percent(min(inFlight, 1)))
 		f.Severity = max(f.Severity, rules.Grade(inFlight, mediumInFlight, highInFlight))
 		source += fmt.Sprintf("; the waits from perf's sched_switch events over %s", human.RoundDuration(window))
-		if n := share * float64(st.Total); n < minSyncSamples {
+		if syncSamples < minSyncSamples {
 			// Too few on-CPU samples to claim CPU: the cost is the wait.
 			f.Resource, f.Impact = "latency", min(inFlight, 1)*groupCommitGain
 			f.ImpactBasis = "share of the window a thread waited in fsync/fdatasync (perf sched_switch); group commit served 2.4x the requests on the same disk in case L1, about half of that time back"

@@ -252,3 +252,16 @@ func TestOffCPUOutsideSyncsIsNotSyncTime(t *testing.T) {
 		t.Errorf("%+v", res.Findings)
 	}
 }
+
+// Samples are counted as samples: a Go CPU profile's values are also in
+// nanoseconds, and 6 samples inside fdatasync are too few to judge.
+func TestFewSyncSamplesInAGoProfileAreNotJudged(t *testing.T) {
+	cpu := testprof.Build(
+		testprof.Stack{Value: 6, Funcs: []string{"syscall.fdatasync", "os.(*File).Sync", "main.(*wal).append"}},
+		testprof.Stack{Value: 94, Funcs: []string{"main.handle"}},
+	)
+	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "too few samples inside") {
+		t.Errorf("6 sync samples judged: %+v", res)
+	}
+}
