@@ -66,6 +66,9 @@ return Integer.parseInt(header);`,
 	Check: check,
 }
 
+// MeasuredFact names the share measured from a profiler's samples.
+const MeasuredFact = "CPU creating exceptions, VM stack walk included"
+
 const caveat = "Exceptions that signal real failures must stay; the cost is in creating them on paths that succeed or expect the failure."
 
 var (
@@ -144,7 +147,7 @@ func check(pass *rules.Pass) error {
 	}
 	f.Summary += fmt.Sprintf(": about %s of CPU", human.Percent(share))
 	if measured {
-		f.Evidence = append(f.Evidence, rules.Share("CPU creating exceptions, VM stack walk included ("+ev.JVM.Profiler+")", cpuShare))
+		f.Evidence = append(f.Evidence, rules.Share(MeasuredFact, cpuShare))
 		f.Frames = cpu.Matched(Frames, 8)
 	} else if cpu != nil {
 		f.Evidence = append(f.Evidence, rules.Share("sampled CPU creating exceptions (Throwable frames)", cpuShare))
