@@ -118,14 +118,9 @@ func readLibrary(path, plat string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("async-profiler jar %s: %w", path, err)
 	}
-	f, err := zr.Open(plat + "/" + libraryName)
+	lib, err := readEntry(zr, plat+"/"+libraryName)
 	if err != nil {
-		return nil, fmt.Errorf("async-profiler jar %s has no %s/%s", path, plat, libraryName)
-	}
-	defer f.Close()
-	lib, err := io.ReadAll(io.LimitReader(f, profilerLimit))
-	if err != nil {
-		return nil, fmt.Errorf("async-profiler jar %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return lib, nil
 }
@@ -155,16 +150,7 @@ func placeLibrary(procRoot string, pid int, lib []byte) (string, error) {
 			return "/tmp/" + name, nil
 		}
 	}
-	// A new file under a random name, renamed over the destination: never
-	// written through a link someone else left in /tmp.
-	f, err := os.CreateTemp(dir, ".perfdoctor-async-profiler-*")
-	if err != nil {
-		return "", fmt.Errorf("copying async-profiler into the target's /tmp: %w", err)
-	}
-	_, werr := f.Write(lib)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644), os.Rename(f.Name(), dest)); err != nil {
-		os.Remove(f.Name())
+	if err := writeFileAtomic(dest, lib); err != nil {
 		return "", fmt.Errorf("copying async-profiler into the target's /tmp: %w", err)
 	}
 	return "/tmp/" + name, nil
