@@ -278,6 +278,11 @@ func (c *collection) loadProfiler(ctx context.Context) (*profiler, error) {
 	p := &profiler{lib: path, out: out, log: strings.TrimSuffix(out, ".jfr") + ".log", interval: 10 * time.Millisecond}
 	c.opt.Progress.Update("loading async-profiler into process %d", c.opt.PID)
 	if err := c.agentLoad(ctx, p, p.startOptions()); err != nil {
+		if ctx.Err() != nil { // jcmd was stopped midway: the profiler may have started
+			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c.stopProfiler(stop, p)
+		}
 		os.Remove(p.out)
 		os.Remove(p.log)
 		return nil, err
