@@ -31,16 +31,17 @@ func (f *jfrFlags) register(cmd *cobra.Command) {
 
 // collectJFR writes a bundle from a JFR recording of a local JVM.
 func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration time.Duration, out string) error {
-	if len(args) > 0 {
-		return usageError{errors.New("--jfr and --jvm take a process ID, not a URL")}
-	}
 	if f.pid != 0 && f.jvm != 0 {
 		return usageError{errors.New("--jfr and --jvm both record a JVM: give one")}
 	}
+	flag := "--jfr"
 	if f.jvm != 0 {
-		f.pid = f.jvm
+		f.pid, flag = f.jvm, "--jvm"
 	} else if f.library != "" {
 		return usageError{errors.New("--async-profiler goes with --jvm")}
+	}
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes a process ID, not a URL", flag)}
 	}
 	if out == "" {
 		out = fmt.Sprintf("perfdoctor-jvm-%d-%s", f.pid, time.Now().Format("20060102-150405"))
