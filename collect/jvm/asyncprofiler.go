@@ -135,8 +135,8 @@ func readLimited(path string) ([]byte, error) {
 }
 
 // placeLibrary copies the library into the target's /tmp (through
-// /proc/PID/root, so a JVM in a container sees it too, and a JVM running
-// as another user can read it) and returns its path as the JVM sees it.
+// /proc/PID/root, readable by all, so a JVM running as another user can
+// load it) and returns its path as the JVM sees it.
 // The name holds the library's checksum: a later collection loads the same
 // file, which the JVM already has mapped, rather than a second copy of the
 // profiler. The file is left in place for that reason; it is 0.6 MB.
