@@ -290,8 +290,8 @@ func (c *collection) loadProfiler(ctx context.Context) (*profiler, error) {
 	return p, nil
 }
 
-// stopProfiler stops sampling: the library stays mapped (a JVM cannot
-// unload an agent) but idle, with no timer, signal or hook left active.
+// stopProfiler stops sampling and recording: the library stays mapped (a
+// JVM cannot unload an agent) but idle, its status "not active".
 func (c *collection) stopProfiler(ctx context.Context, p *profiler) error {
 	t0 := time.Now()
 	err := c.agentLoad(ctx, p, "stop,log="+p.log)
