@@ -58,7 +58,9 @@ func TestCollectJVMBadInput(t *testing.T) {
 	}{
 		{[]string{"--jvm", "1", "http://127.0.0.1:1"}, "--jvm takes a process ID, not a URL"},
 		{[]string{"--jvm", "1", "--jfr", "1"}, "--jfr and --jvm both record a JVM: give one"},
-		{[]string{"--jfr", "1", "--async-profiler", "lib.so"}, "--async-profiler goes with --jvm"},
+		{[]string{"--jfr", "1", "--async-profiler", "lib.so"}, "--async-profiler and --jvm-event go with --jvm"},
+		{[]string{"--jfr", "1", "--jvm-event", "itimer"}, "--async-profiler and --jvm-event go with --jvm"},
+		{[]string{"--jvm", "1", "--jvm-event", "wall", "-d", "1s", "-o", filepath.Join(t.TempDir(), "c")}, "want cpu or itimer"},
 		{[]string{"--jvm", "999999999", "-d", "1s", "-o", filepath.Join(t.TempDir(), "b")}, "no such process"},
 	} {
 		code, _, stderr := perfdoctor(t, append([]string{"collect"}, tc.args...)...)

@@ -165,16 +165,18 @@ func ownedByUs(st fs.FileInfo) bool {
 type profiler struct {
 	lib      string // the library's path in the target
 	out, log string // its recording and its log, as the JVM writes them
+	event    string // "cpu" or "itimer"
 	interval time.Duration
 	took     time.Duration // loading, starting and stopping it
 }
 
 // startOptions are the agent's options: CPU time sampled every interval
-// with Java, VM, native and kernel frames (cstack=vm walks the VM's own
-// structures, so no frame pointers are needed), an allocation sample
-// every 512 KiB, lock waits over 10 ms in total, written as JFR.
+// with Java, VM, native and (for event cpu) kernel frames (cstack=vm walks
+// the VM's own structures, so no frame pointers are needed), an
+// allocation sample every 512 KiB, lock waits over 10 ms in total,
+// written as JFR.
 func (p *profiler) startOptions() string {
-	return fmt.Sprintf("start,event=cpu,interval=%dus,cstack=vm,alloc=512k,lock=10ms,jfr,file=%s,log=%s", p.interval.Microseconds(), p.out, p.log)
+	return fmt.Sprintf("start,event=%s,interval=%dus,cstack=vm,alloc=512k,lock=10ms,jfr,file=%s,log=%s", p.event, p.interval.Microseconds(), p.out, p.log)
 }
 
 // agentLoad runs JVMTI.agent_load with the agent's options. jcmd would
@@ -275,7 +277,7 @@ func (c *collection) loadProfiler(ctx context.Context) (*profiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &profiler{lib: path, out: out, log: strings.TrimSuffix(out, ".jfr") + ".log", interval: 10 * time.Millisecond}
+	p := &profiler{lib: path, out: out, log: strings.TrimSuffix(out, ".jfr") + ".log", event: c.opt.ProfilerEvent, interval: 10 * time.Millisecond}
 	c.opt.Progress.Update("loading async-profiler into process %d", c.opt.PID)
 	if err := c.agentLoad(ctx, p, p.startOptions()); err != nil {
 		if ctx.Err() != nil { // jcmd was stopped midway: the profiler may have started

@@ -192,12 +192,14 @@ func TestFetchProfiler(t *testing.T) {
 }
 
 // collect --jvm on a real JVM: async-profiler's samples replace JFR's, and
-// afterwards the JVM runs neither profiler nor recording.
+// afterwards the JVM runs neither profiler nor recording. With the itimer
+// event the samples hold no kernel frames (casebook/java checks the
+// default cpu event's).
 func TestCollectWithAsyncProfiler(t *testing.T) {
 	jar := profilerJar(t)
 	pid := startWorkload(t)
 	out := filepath.Join(t.TempDir(), "b")
-	m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out, AsyncProfiler: true, ProfilerLibrary: jar})
+	m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out, AsyncProfiler: true, ProfilerLibrary: jar, ProfilerEvent: "itimer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +218,12 @@ func TestCollectWithAsyncProfiler(t *testing.T) {
 	if !strings.HasPrefix(ev.JVM.Profiler, "async-profiler "+ProfilerVersion) || ev.JVM.ExecutionSamples == 0 {
 		t.Errorf("JVM summary: profiler %q, %d samples", ev.JVM.Profiler, ev.JVM.ExecutionSamples)
 	}
-	if cpu := ev.CPUStacks(); cpu.Share(evidence.FuncPrefix("Workload.spin")) == 0 {
+	cpu := ev.CPUStacks()
+	if cpu.Share(evidence.FuncPrefix("Workload.spin")) == 0 {
 		t.Error("Workload.spin missing from async-profiler's CPU samples")
+	}
+	if kernel := cpu.Share(ev.KernelFrames()); kernel != 0 {
+		t.Errorf("itimer samples with kernel frames: %.2f", kernel)
 	}
 	// As found: no JFR recording left, and the profiler idle.
 	if out, _ := exec.Command("jcmd", strconv.Itoa(pid), "JFR.check").CombinedOutput(); !strings.Contains(string(out), "No available recordings") {

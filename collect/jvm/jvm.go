@@ -47,9 +47,14 @@ type Options struct {
 	// ProfilerLibrary is libasyncProfiler.so or the jar holding it; empty
 	// means $PERFDOCTOR_ASYNC_PROFILER, else the cache FetchProfiler fills.
 	ProfilerLibrary string
-	Roots           system.Roots // for the /proc snapshots; zero means the real ones
-	Progress        *progress.Line
-	Logger          *slog.Logger
+	// ProfilerEvent is async-profiler's CPU event: "cpu" (the default:
+	// perf events, kernel frames included, when the kernel allows them)
+	// or "itimer" (no kernel frames, cheaper for a service that switches
+	// threads many times per request).
+	ProfilerEvent string
+	Roots         system.Roots // for the /proc snapshots; zero means the real ones
+	Progress      *progress.Line
+	Logger        *slog.Logger
 }
 
 // Collect records the JVM for opt.Duration and writes a bundle to
@@ -68,6 +73,13 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	}
 	if opt.Settings != "profile" && opt.Settings != "default" {
 		return nil, fmt.Errorf("JFR settings %q: want profile or default", opt.Settings)
+	}
+	switch opt.ProfilerEvent {
+	case "":
+		opt.ProfilerEvent = "cpu"
+	case "cpu", "itimer":
+	default:
+		return nil, fmt.Errorf("async-profiler event %q: want cpu or itimer", opt.ProfilerEvent)
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
