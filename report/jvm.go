@@ -13,6 +13,8 @@ type JVMInfo struct {
 	Collectors          string  `json:"collectors,omitempty"`
 	HWThreads           int     `json:"hw_threads,omitempty"`
 	ExceptionsPerMinute float64 `json:"exceptions_per_minute,omitempty"`
+	// Profiler took the samples when not JFR: "async-profiler 4.6".
+	Profiler string `json:"profiler,omitempty"`
 }
 
 func jvmInfo(ev *evidence.Evidence) *JVMInfo {
@@ -20,7 +22,7 @@ func jvmInfo(ev *evidence.Evidence) *JVMInfo {
 	if s == nil {
 		return nil
 	}
-	info := &JVMInfo{Version: s.Properties["java.vm.version"], HWThreads: s.HWThreads}
+	info := &JVMInfo{Version: s.Properties["java.vm.version"], HWThreads: s.HWThreads, Profiler: s.Profiler}
 	if info.Version == "" {
 		// "OpenJDK 64-Bit Server VM (17.0.15+6-...) for linux-amd64 JRE ...": the part in parentheses.
 		if _, rest, ok := strings.Cut(s.JVMVersion, "("); ok {
@@ -49,6 +51,9 @@ func describeJVM(j *JVMInfo) string {
 	s := "JFR recording of JVM " + j.Version
 	if len(extra) > 0 {
 		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	if j.Profiler != "" {
+		s += ", samples from " + j.Profiler
 	}
 	return s
 }

@@ -62,6 +62,19 @@ export PERFDOCTOR_SPRING_CORE_JAR="$spring_jar"
 grep -qsE '^JAVA_VERSION="(2[2-9]|[3-9][0-9])' /usr/lib/jvm/*/release "${JAVA_HOME:-/nonexistent}/release" ||
 	echo "no JDK 22 or later under /usr/lib/jvm or JAVA_HOME: casebook J1 skips (and fails under CI)" >&2
 
+# async-profiler from Maven Central, for collect --jvm (collect/jvm and
+# casebook/java E5); collect/jvm pins the same version and checksum.
+ap_jar="${XDG_CACHE_HOME:-$HOME/.cache}/perfdoctor/maven/async-profiler-4.6.jar"
+ap_sha256=a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493
+if ! echo "$ap_sha256  $ap_jar" | sha256sum -c --status 2>/dev/null; then
+	mkdir -p "$(dirname "$ap_jar")"
+	curl -sSfL --max-time 120 -o "$ap_jar.tmp" \
+		https://repo1.maven.org/maven2/tools/profiler/async-profiler/4.6/async-profiler-4.6.jar
+	echo "$ap_sha256  $ap_jar.tmp" | sha256sum -c --quiet
+	mv "$ap_jar.tmp" "$ap_jar"
+fi
+export PERFDOCTOR_ASYNC_PROFILER="$ap_jar"
+
 # Screenshots the browser tests take.
 export PERFDOCTOR_ARTIFACTS="${PERFDOCTOR_ARTIFACTS:-${TMPDIR:-/tmp}/perfdoctor-artifacts}"
 

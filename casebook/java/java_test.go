@@ -65,12 +65,14 @@ func start(t *testing.T, src, mainClass, variant string, classpath ...string) *s
 	return startOn(t, jdk{}, src, mainClass, variant, classpath...)
 }
 
-// jdk is the JDK a case runs on: its bin directory ("" for PATH's) and
-// the JVM options the case needs.
+// jdk is where a service's javac and java come from: bin ("" for PATH),
+// with extra JVM options.
 type jdk struct {
-	bin     string
-	options []string
+	bin  string
+	opts []string
 }
+
+func (j jdk) tool(name string) string { return filepath.Join(j.bin, name) }
 
 // startOn is start on the given JDK.
 func startOn(t *testing.T, j jdk, src, mainClass, variant string, classpath ...string) *service {
@@ -80,13 +82,12 @@ func startOn(t *testing.T, j jdk, src, mainClass, variant string, classpath ...s
 	if len(classpath) > 0 {
 		args = append(args, "-cp", strings.Join(classpath, ":"))
 	}
-	if out, err := exec.Command(filepath.Join(j.bin, "javac"), append(args, src)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(j.tool("javac"), append(args, src)...).CombinedOutput(); err != nil {
 		t.Fatalf("javac %s: %v\n%s", src, err, out)
 	}
 	// nodelay: the JDK's HTTP server otherwise waits on delayed ACKs between
 	// headers and body, and every variant would measure 40 ms round trips.
-	jvmArgs := append([]string{"-Xmx256m", "-Dsun.net.httpserver.nodelay=true"}, j.options...)
-	cmd := exec.Command(filepath.Join(j.bin, "java"), append(jvmArgs,
+	cmd := exec.Command(j.tool("java"), append(append([]string{"-Xmx256m", "-Dsun.net.httpserver.nodelay=true"}, j.opts...),
 		"-cp", strings.Join(append([]string{classes}, classpath...), ":"), mainClass, variant)...)
 	url := harness.Start(t, cmd, "app=", 30*time.Second)
 	return &service{pid: cmd.Process.Pid, url: url}
@@ -101,6 +102,14 @@ func startOn(t *testing.T, j jdk, src, mainClass, variant string, classpath ...s
 // events rather than CPU samples (needCPU false) record once.
 func diagnoseUnderLoad(t *testing.T, s *service, needCPU bool) ([]harness.Finding, float64) {
 	t.Helper()
+	findings, _, rps := diagnoseWith(t, s, needCPU, "--jfr")
+	return findings, rps
+}
+
+// diagnoseWith is diagnoseUnderLoad with collect's JVM flag (--jfr or
+// --jvm) and its extra arguments; it also returns the bundle.
+func diagnoseWith(t *testing.T, s *service, needCPU bool, flag string, args ...string) ([]harness.Finding, string, float64) {
+	t.Helper()
 	// Thread events need no JIT-compiled steady state, and four one-second
 	// CPU load readings are enough: shorter runs keep CI time bounded.
 	warmup, window := 3*time.Second, 6*time.Second
@@ -111,7 +120,7 @@ func diagnoseUnderLoad(t *testing.T, s *service, needCPU bool) ([]harness.Findin
 		t.Fatalf("warm-up load: %v", err)
 	}
 	for attempt := 1; ; attempt++ {
-		bundleDir, rps := recordUnderLoad(t, s, window)
+		bundleDir, _, rps := recordUnderLoad(t, s, window, flag, args...)
 		ev, err := evidence.Load(bundleDir)
 		if err != nil {
 			t.Fatalf("load the bundle: %v", err)
@@ -120,16 +129,17 @@ func diagnoseUnderLoad(t *testing.T, s *service, needCPU bool) ([]harness.Findin
 		if n >= rules.MinCPUSamples || attempt == 3 || !needCPU {
 			t.Logf("%d CPU samples over %s (attempt %d)", n, window, attempt)
 			logThreads(t, ev)
-			return harness.Diagnose(t, perfdoctor, bundleDir).Findings, rps
+			return harness.Diagnose(t, perfdoctor, bundleDir).Findings, bundleDir, rps
 		}
 		t.Logf("only %d CPU samples over %s (a busy machine?): recording again over %s", n, window, 2*window)
 		window *= 2
 	}
 }
 
-// recordUnderLoad records the service with collect --jfr over window while
-// a closed-loop load runs, and returns the bundle and the throughput.
-func recordUnderLoad(t *testing.T, s *service, window time.Duration) (string, float64) {
+// recordUnderLoad records the service with collect flag (--jfr or --jvm)
+// over window while a closed-loop load runs, and returns the bundle, what
+// collect printed and the throughput.
+func recordUnderLoad(t *testing.T, s *service, window time.Duration, flag string, args ...string) (string, string, float64) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -143,11 +153,11 @@ func recordUnderLoad(t *testing.T, s *service, window time.Duration) (string, fl
 		loaded <- result{r, err}
 	}()
 	bundleDir := filepath.Join(t.TempDir(), "bundle")
-	out, err := exec.Command(perfdoctor, "collect", "--jfr", strconv.Itoa(s.pid), "-d", window.String(), "-o", bundleDir).CombinedOutput()
+	out, err := exec.Command(perfdoctor, append([]string{"collect", flag, strconv.Itoa(s.pid), "-d", window.String(), "-o", bundleDir}, args...)...).CombinedOutput()
 	cancel()
 	lr := <-loaded
 	if err != nil {
-		t.Fatalf("perfdoctor collect --jfr: %v\n%s", err, out)
+		t.Fatalf("perfdoctor collect %s: %v\n%s", flag, err, out)
 	}
 	if lr.err != nil {
 		t.Fatalf("load: %v", lr.err)
@@ -156,7 +166,7 @@ func recordUnderLoad(t *testing.T, s *service, window time.Duration) (string, fl
 		t.Errorf("load: %d errors (%v)", lr.r.Errors, lr.r.ErrorsByKind)
 	}
 	t.Logf("throughput while recording: %.0f requests/s (%s)", lr.r.Throughput, lr.r)
-	return bundleDir, lr.r.Throughput
+	return bundleDir, string(out), lr.r.Throughput
 }
 
 // check runs both variants of a case: the bad one's top finding must be
@@ -280,7 +290,7 @@ func modernJDK(t *testing.T) jdk {
 		t.Skip("skipped: " + msg)
 	}
 	t.Logf("JDK %d at %s", bestVersion, best)
-	return jdk{bin: filepath.Join(best, "bin"), options: []string{"--enable-native-access=ALL-UNNAMED"}}
+	return jdk{bin: filepath.Join(best, "bin"), opts: []string{"--enable-native-access=ALL-UNNAMED"}}
 }
 
 var javaVersion = regexp.MustCompile(`(?m)^JAVA_VERSION="(\d+)`)

@@ -23,7 +23,7 @@ func (a *app) collectCommand() *cobra.Command {
 		jfr       jfrFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "collect URL | --jfr PID | --perf PID",
+		Use:   "collect URL | --jvm PID | --jfr PID | --perf PID",
 		Short: "Observe a live Go service through its /debug/pprof endpoint into a bundle",
 		Long: `Collect takes, concurrently and each with a timeout and size cap: a CPU profile
 for the duration, mutex and block profiles over the same window, heap profiles
@@ -39,17 +39,25 @@ allocations, monitor contention and exceptions as profiles, and the JVM's
 configuration, collector pauses and exception counts in jvm.json, with
 credentials in its command line and properties redacted.
 
+With --jvm PID it also loads async-profiler into the JVM (jcmd
+JVMTI.agent_load, no restart) for the window: its CPU samples hold the VM's
+own frames (an exception's stack walk, GC, compilation), native and kernel
+frames, where JFR's hold Java frames only; its allocation and lock samples
+replace JFR's, and JFR records the rest. When the JVM refuses the agent, it
+records with JFR alone and says why.
+
 With --perf PID it records any local process, a native one included, through
 Linux perf: stacks with kernel frames and source lines (for binaries built with
 -g), which diagnose reads as the CPU profile, and the process and host
 snapshots.`,
 		Example: `  perfdoctor collect http://127.0.0.1:6060 -d 30s -o ./b1
   perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s
+  perfdoctor collect --jvm 4242 -d 20s -o ./jvm1
   perfdoctor collect --jfr 4242 -d 20s -o ./jvm1
   perfdoctor collect --perf 4242 -d 20s -o ./native1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if jfr.pid != 0 {
+			if jfr.pid != 0 || jfr.jvm != 0 {
 				return a.collectJFR(cmd, args, jfr, duration, out)
 			}
 			if pid, err := strconv.Atoi(firstArg(args)); withPerf && err == nil {

@@ -15,20 +15,35 @@ import (
 // jfrFlags are collect's options for JVM targets.
 type jfrFlags struct {
 	pid        int
+	jvm        int // --jvm: async-profiler and JFR
+	library    string
+	event      string
 	settings   string
 	exceptions bool
 }
 
 func (f *jfrFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.pid, "jfr", 0, "record the JVM with this process ID with Java Flight Recorder (jcmd) instead of fetching pprof from a URL")
+	cmd.Flags().IntVar(&f.jvm, "jvm", 0, "record the JVM with this process ID with async-profiler (CPU with the VM's own, native and kernel frames; allocations; locks) and JFR (the rest), no restart; JFR alone, said so, when the agent cannot be loaded")
+	cmd.Flags().StringVar(&f.library, "async-profiler", "", "with --jvm, async-profiler's libasyncProfiler.so or its Maven jar (default $"+jvm.ProfilerEnv+", else the cache `perfdoctor fetch-async-profiler` fills)")
+	cmd.Flags().StringVar(&f.event, "jvm-event", "cpu", "with --jvm, async-profiler's CPU event: cpu (perf events, with kernel frames) or itimer (no kernel frames, cheaper where threads switch often)")
 	cmd.Flags().StringVar(&f.settings, "jfr-settings", "profile", "JFR settings for --jfr: profile or default")
 	cmd.Flags().BoolVar(&f.exceptions, "jfr-exceptions", false, "with --jfr, also record every thrown exception with its stack (costly at high throw rates)")
 }
 
 // collectJFR writes a bundle from a JFR recording of a local JVM.
 func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration time.Duration, out string) error {
+	if f.pid != 0 && f.jvm != 0 {
+		return usageError{errors.New("--jfr and --jvm both record a JVM: give one")}
+	}
+	flag := "--jfr"
+	if f.jvm != 0 {
+		f.pid, flag = f.jvm, "--jvm"
+	} else if f.library != "" || f.event != "cpu" {
+		return usageError{errors.New("--async-profiler and --jvm-event go with --jvm")}
+	}
 	if len(args) > 0 {
-		return usageError{errors.New("--jfr takes a process ID, not a URL")}
+		return usageError{fmt.Errorf("%s takes a process ID, not a URL", flag)}
 	}
 	if out == "" {
 		out = fmt.Sprintf("perfdoctor-jvm-%d-%s", f.pid, time.Now().Format("20060102-150405"))
@@ -36,6 +51,7 @@ func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration
 	line := progress.New(os.Stderr)
 	m, err := jvm.Collect(cmd.Context(), jvm.Options{
 		PID: f.pid, Duration: duration, OutDir: out, Settings: f.settings, Exceptions: f.exceptions,
+		AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
 		Progress: line, Logger: a.log,
 	})
 	line.Clear()

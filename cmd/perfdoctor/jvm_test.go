@@ -50,3 +50,31 @@ func TestDiagnoseCorruptJFR(t *testing.T) {
 	code, _, stderr := perfdoctor(t, "diagnose", bad)
 	wantOneLineError(t, code, stderr, "bad.jfr")
 }
+
+func TestCollectJVMBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--jvm", "1", "http://127.0.0.1:1"}, "--jvm takes a process ID, not a URL"},
+		{[]string{"--jvm", "1", "--jfr", "1"}, "--jfr and --jvm both record a JVM: give one"},
+		{[]string{"--jfr", "1", "--async-profiler", "lib.so"}, "--async-profiler and --jvm-event go with --jvm"},
+		{[]string{"--jfr", "1", "--jvm-event", "itimer"}, "--async-profiler and --jvm-event go with --jvm"},
+		{[]string{"--jvm", "1", "--jvm-event", "wall", "-d", "1s", "-o", filepath.Join(t.TempDir(), "c")}, "want cpu or itimer"},
+		{[]string{"--jvm", "999999999", "-d", "1s", "-o", filepath.Join(t.TempDir(), "b")}, "no such process"},
+	} {
+		code, _, stderr := perfdoctor(t, append([]string{"collect"}, tc.args...)...)
+		wantOneLineError(t, code, stderr, tc.want)
+	}
+}
+
+// fetch-async-profiler from a repository that does not answer: one line
+// saying so, nothing written.
+func TestFetchAsyncProfilerUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := perfdoctor(t, "fetch-async-profiler", "--from", "http://127.0.0.1:1/maven2", "--dir", dir)
+	wantOneLineError(t, code, stderr, "downloading async-profiler")
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("wrote %v", ents)
+	}
+}

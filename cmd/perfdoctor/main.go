@@ -120,6 +120,7 @@ Start with:  perfdoctor demo`,
 		a.sysCommand(),
 		a.loadCommand(), a.runCommand(), a.verifyCommand(),
 		a.fleetCommand(), a.historyCommand(),
+		a.fetchAsyncProfilerCommand(),
 	)
 	return root
 }

@@ -38,9 +38,23 @@ type Options struct {
 	// Exceptions also records every thrown exception with its stack
 	// (jdk.JavaExceptionThrow); costly when a service throws thousands a second.
 	Exceptions bool
-	Roots      system.Roots // for the /proc snapshots; zero means the real ones
-	Progress   *progress.Line
-	Logger     *slog.Logger
+	// AsyncProfiler loads async-profiler into the JVM for the window
+	// (collect --jvm): its CPU samples, with the VM's own, native and kernel
+	// frames, and its allocation and lock samples take the place of JFR's;
+	// JFR records the rest. When it cannot be loaded the collection goes on
+	// with JFR alone, and the manifest's async-profiler item says why.
+	AsyncProfiler bool
+	// ProfilerLibrary is libasyncProfiler.so or the jar holding it; empty
+	// means $PERFDOCTOR_ASYNC_PROFILER, else the cache FetchProfiler fills.
+	ProfilerLibrary string
+	// ProfilerEvent is async-profiler's CPU event: "cpu" (the default:
+	// perf events, kernel frames included, when the kernel allows them)
+	// or "itimer" (no kernel frames, cheaper for a service that switches
+	// threads many times per request).
+	ProfilerEvent string
+	Roots         system.Roots // for the /proc snapshots; zero means the real ones
+	Progress      *progress.Line
+	Logger        *slog.Logger
 }
 
 // Collect records the JVM for opt.Duration and writes a bundle to
@@ -59,6 +73,13 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	}
 	if opt.Settings != "profile" && opt.Settings != "default" {
 		return nil, fmt.Errorf("JFR settings %q: want profile or default", opt.Settings)
+	}
+	switch opt.ProfilerEvent {
+	case "":
+		opt.ProfilerEvent = "cpu"
+	case "cpu", "itimer":
+	default:
+		return nil, fmt.Errorf("async-profiler event %q: want cpu or itimer", opt.ProfilerEvent)
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -147,6 +168,10 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	}
 	defer os.Remove(recording)
 
+	var ap *profiler
+	if opt.AsyncProfiler {
+		ap = c.startProfiler(ctx)
+	}
 	opt.Progress.Update("starting a JFR recording in process %d", opt.PID)
 	args := []string{"JFR.start", "name=" + c.name, "settings=" + opt.Settings}
 	// Both settings read threads' CPU and the context switch rate every
@@ -155,11 +180,17 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	if opt.Exceptions {
 		args = append(args, "+jdk.JavaExceptionThrow#enabled=true")
 	}
+	if ap != nil {
+		args = append(args, profilerReplaces...)
+	}
 	if _, err := c.cmd(ctx, args...); err != nil {
+		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		if ctx.Err() != nil { // jcmd was stopped midway: the recording may have started
-			stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
 			c.cmd(stop, "JFR.stop", "name="+c.name)
+		}
+		if ap != nil {
+			c.stopProfiler(stop, ap)
 		}
 		return nil, err // nothing recorded: no bundle
 	}
@@ -170,6 +201,11 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	// the JVM is not left recording and what was recorded is kept.
 	fin, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	var apErr error
+	if ap != nil {
+		opt.Progress.Update("stopping async-profiler")
+		apErr = c.stopProfiler(fin, ap)
+	}
 	opt.Progress.Update("dumping the recording")
 	_, dumpErr := c.cmd(fin, "JFR.dump", "name="+c.name, "filename="+recording)
 	if _, err := c.cmd(fin, "JFR.stop", "name="+c.name); err != nil {
@@ -177,15 +213,20 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	}
 	m.End = time.Now()
 	c.w.Written("recording", "", time.Since(start), dumpErr)
+	var rec *jfr.Recording
 	if dumpErr == nil {
 		opt.Progress.Update("converting the recording")
 		t0 := time.Now()
-		rec, err := jfr.ReadFile(recording)
+		var err error
+		rec, err = jfr.ReadFile(recording)
 		c.w.Written("convert", "", time.Since(t0), err)
-		if err == nil {
-			c.threadDump(fin, rec.JVM)
-			c.write(rec)
-		}
+	}
+	if ap != nil {
+		c.useProfiler(rec, ap, apErr)
+	}
+	if rec != nil {
+		c.threadDump(fin, rec.JVM)
+		c.write(rec)
 	}
 	c.snapshot(bundle.SystemEndFile, "system-end")
 	c.w.Complete(m)

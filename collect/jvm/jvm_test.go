@@ -107,6 +107,7 @@ func TestErrors(t *testing.T) {
 		{Options{PID: 0, Duration: time.Second}, "needs a process ID"},
 		{Options{PID: 1, Duration: time.Hour}, "outside 1s..10m"},
 		{Options{PID: 1, Duration: time.Second, Settings: "max"}, "want profile or default"},
+		{Options{PID: 1, Duration: time.Second, AsyncProfiler: true, ProfilerEvent: "wall"}, "want cpu or itimer"},
 		{Options{PID: 1 << 30, Duration: time.Second, OutDir: filepath.Join(dir, "x")}, "no such process"},
 	} {
 		_, err := Collect(context.Background(), tc.opt)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 // converter accumulates a recording's events into profiles and a summary.
@@ -64,6 +66,10 @@ func (c *converter) add(ev *event) {
 		c.threading.add(typ, v)
 	}
 	switch typ {
+	case "ActiveRecording":
+		if strings.HasPrefix(v.Name, "async-profiler") { // "async-profiler 4.6"
+			s.Profiler = v.Name
+		}
 	case "ActiveSetting":
 		if v.Name == "event" && rawString(v.Value) == "wall" {
 			c.wallMode = true
@@ -325,7 +331,7 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 	for i := range frames {
 		names[i] = frameName(&frames[i])
 		if isNativeFrame(&frames[i]) {
-			names[i] = nativePrefix + frames[i].Method.Name
+			names[i] = nativePrefix + nativeObject(&frames[i]) + "\x00" + frames[i].Method.Name
 		}
 		b.key.WriteByte(0)
 		b.key.WriteString(names[i])
@@ -357,8 +363,23 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 }
 
 // nativePrefix marks, within the builder, a native frame's name: it has no
-// Java source file and belongs to the native mapping.
+// Java source file and belongs to the mapping of its object, which follows
+// the prefix up to a NUL.
 const nativePrefix = "\x00native "
+
+// nativeObject is the mapping a native frame belongs to: the kernel's, as
+// perf names it, so rules tell kernel time from the code that made the
+// call; the shared library async-profiler names as the frame's class
+// ("libjvm.so", "libc.so.6"); else "[native]".
+func nativeObject(f *frame) string {
+	if f.Type == "Kernel" {
+		return perfscript.KernelMapping
+	}
+	if lib := f.Method.Type.Name; strings.Contains(lib, ".so") {
+		return lib
+	}
+	return "[native]"
+}
 
 func (b *builder) location(name string, line int64) *profile.Location {
 	line = max(line, 0)
@@ -369,7 +390,8 @@ func (b *builder) location(name string, line int64) *profile.Location {
 	mapping := b.mapping
 	fnName, file := name, ""
 	if native, ok := strings.CutPrefix(name, nativePrefix); ok {
-		fnName, mapping = native, b.nativeMapping()
+		object, fn, _ := strings.Cut(native, "\x00")
+		fnName, mapping = fn, b.nativeMapping(object)
 	} else {
 		file = sourceFile(name)
 	}
@@ -385,14 +407,14 @@ func (b *builder) location(name string, line int64) *profile.Location {
 	return l
 }
 
-// nativeMapping is the mapping of native frames, made on first use.
-func (b *builder) nativeMapping() *profile.Mapping {
+// nativeMapping is the mapping of native frames in object, made on first use.
+func (b *builder) nativeMapping(object string) *profile.Mapping {
 	for _, m := range b.p.Mapping {
-		if m.File == "[native]" {
+		if m.File == object {
 			return m
 		}
 	}
-	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: "[native]", HasFunctions: true}
+	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: object, HasFunctions: true}
 	b.p.Mapping = append(b.p.Mapping, m)
 	return m
 }

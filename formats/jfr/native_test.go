@@ -22,7 +22,11 @@ import (
 //	ap-wall.jfr  async-profiler 4.6, event=wall,interval=20ms on JDK 17
 //	ap29-wall.jfr  async-profiler 2.9, event=wall,interval=20ms: wall-clock
 //	             samples written as jdk.ExecutionSample, sleeping or not
-var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.jfr", "ap29-wall.jfr"}
+//	ap-e5.jfr    async-profiler 4.6 as collect --jvm loads it (event=cpu with
+//	             perf events, cstack=vm, alloc=512k, lock=10ms) into casebook
+//	             E5's bad variant under load for 3 s on JDK 17, as root: Java,
+//	             VM, native and kernel frames, exceptions' stack walks among them
+var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.jfr", "ap29-wall.jfr", "ap-e5.jfr"}
 
 // The native reader gives what the JDK's own reader (jfr print --json)
 // gives on the same recordings: the same profiles, stack for stack, and
@@ -117,6 +121,37 @@ func TestAsyncProfilerWallClock(t *testing.T) {
 	}
 	if !hasFrame(cpu.CPU, "Workload.spin") {
 		t.Error("Workload.spin missing from async-profiler CPU samples")
+	}
+}
+
+// async-profiler's CPU samples name it in the summary, and their native
+// frames belong to their object: the kernel's as perf names it, libjvm.so
+// for the VM's, so rules tell them from the Java code above.
+func TestAsyncProfilerFrames(t *testing.T) {
+	rec, err := ReadFile("testdata/ap-e5.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.JVM.Profiler != "async-profiler 4.6" || rec.CPU == nil {
+		t.Fatalf("profiler %q, cpu %v", rec.JVM.Profiler, rec.CPU != nil)
+	}
+	object := map[string]string{}
+	for _, l := range rec.CPU.Location {
+		object[l.Line[0].Function.Name] = l.Mapping.File
+	}
+	for fn, want := range map[string]string{
+		"java_lang_Throwable::fill_in_stack_trace": "libjvm.so",
+		"JVM_FillInStackTrace":                     "libjvm.so",
+		"entry_SYSCALL_64_after_hwframe":           "[kernel.kallsyms]",
+		"java.lang.Throwable.fillInStackTrace":     "[java]",
+		"casebook.e5.Login.parseOr":                "[java]",
+	} {
+		if object[fn] != want {
+			t.Errorf("%s in %q, want %q", fn, object[fn], want)
+		}
+	}
+	if jdk, _ := ReadFile("testdata/jdk17.jfr"); jdk.JVM.Profiler != "" {
+		t.Errorf("JFR's own samples attributed to %q", jdk.JVM.Profiler)
 	}
 }
 

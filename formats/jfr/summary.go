@@ -32,6 +32,12 @@ type Summary struct {
 
 	// ExecutionSamples counts jdk.ExecutionSample events.
 	ExecutionSamples int `json:"execution_samples"`
+	// Profiler names the profiler that took the execution samples when it
+	// is not JFR's own sampler: "async-profiler 4.6", whose samples hold
+	// the VM's own frames (an exception's stack walk, GC, compilation),
+	// native and kernel frames, where JFR's hold Java frames only and
+	// miss threads while the VM works for them.
+	Profiler string `json:"profiler,omitempty"`
 	// Exceptions is every Throwable created over the span, from
 	// jdk.ExceptionStatistics; ExceptionSpan is the span those
 	// statistics cover (zero when fewer than two were recorded).

@@ -24,15 +24,19 @@ var Rule = &rules.Rule{
 tens of microseconds under a deep framework stack. Exceptions used for
 control flow, or thrown and swallowed on every request, pay that per request.
 Most of the walk runs inside the JVM itself, where JFR's execution sampler
-does not look: the sampled Java frames understate the cost, so the rule also
-weighs how many exceptions were created.`,
+does not look: the sampled Java frames understate the cost, so from JFR alone
+the rule also weighs how many exceptions were created. async-profiler
+(collect --jvm) samples the walk itself and measures the cost directly.`,
 		Evidence: `CPU share of samples under java.lang.Throwable.fillInStackTrace or a
 Throwable constructor (also from folded stacks of async-profiler or perf,
 which see the VM's own frames), and from a JFR recording the number of
 Throwables created per minute (jdk.ExceptionStatistics). Since the sampler
 misses the stack walk, the rule also estimates its cost as 2 µs per exception
 (a shallow stack; deep stacks cost more) against the JVM's CPU time
-(jdk.CPULoad), and takes the larger estimate. Reports from 3% of CPU, or
+(jdk.CPULoad), and takes the larger estimate. When async-profiler took the
+samples (collect --jvm; the JVM summary names it), they hold the VM's own
+frames (JVM_FillInStackTrace, java_lang_Throwable::fill_in_stack_trace) and
+the measured share is used alone, the estimate shown beside it. Reports from 3% of CPU, or
 from 10,000 exceptions a minute (a health check, graded low when the
 estimated cost is small). Throw sites come from jdk.JavaExceptionThrow
 (collect --jfr-exceptions) when recorded, else from the sampled stacks.`,
@@ -61,6 +65,9 @@ return Integer.parseInt(header);`,
 	Uses:  []rules.Input{rules.JVM},
 	Check: check,
 }
+
+// MeasuredFact names the share measured from a profiler's samples.
+const MeasuredFact = "CPU creating exceptions, VM stack walk included"
 
 const caveat = "Exceptions that signal real failures must stay; the cost is in creating them on paths that succeed or expect the failure."
 
@@ -101,13 +108,22 @@ func check(pass *rules.Pass) error {
 			estShare = perMinute / 60 * costPerException.Seconds() / cpuSec
 		}
 	}
+	// async-profiler's samples see the stack walk inside the VM, so they
+	// measure the cost; JFR's miss it, so the throw rate bounds it too.
+	measured := cpu != nil && ev.JVM != nil && ev.JVM.Profiler != ""
 	share := max(cpuShare, estShare)
+	if measured {
+		share = cpuShare
+	}
 	if share < minShare && perMinute < minPerMinute {
 		return nil
 	}
 	impact := share * recoverable
 	basis := "share of CPU creating exceptions (sampled Throwable frames); avoiding them recovers about 90% of it"
-	if estShare > cpuShare {
+	switch {
+	case measured:
+		basis = fmt.Sprintf("share of CPU creating exceptions, measured from %s samples, which include the stack walk inside the VM; avoiding them recovers about 90%% of it", ev.JVM.Profiler)
+	case estShare > cpuShare:
 		basis = fmt.Sprintf("%s exceptions a second at an estimated %s each (a shallow stack; JFR's sampler does not see the stack walk inside the VM), against the JVM's CPU time; avoiding them recovers about 90%% of it",
 			human.Number(perMinute/60), costPerException)
 	}
@@ -130,22 +146,29 @@ func check(pass *rules.Pass) error {
 		f.Summary = "Exceptions are created on the hot path"
 	}
 	f.Summary += fmt.Sprintf(": about %s of CPU", human.Percent(share))
-	if cpu != nil {
+	if measured {
+		f.Evidence = append(f.Evidence, rules.Share(MeasuredFact, cpuShare))
+		f.Frames = cpu.Matched(Frames, 8)
+	} else if cpu != nil {
 		f.Evidence = append(f.Evidence, rules.Share("sampled CPU creating exceptions (Throwable frames)", cpuShare))
 		f.Frames = cpu.Matched(Frames, 8)
 	}
-	if estShare >= 0 {
+	switch {
+	case estShare >= 0 && measured:
+		f.Evidence = append(f.Evidence, rules.Share(fmt.Sprintf("estimate at %s per exception, not used: measured instead", costPerException), estShare))
+	case estShare >= 0:
 		f.Evidence = append(f.Evidence, rules.Share(fmt.Sprintf("estimated CPU at %s per exception", costPerException), estShare))
 	}
-	if cpu != nil && cpuShare > 0 && estShare > cpuShare*2 {
-		f.Caveats = append(f.Caveats, "The sampled Throwable frames show less than the throw rate implies: JFR does not sample threads while the VM walks their stacks. async-profiler or perf on the same process shows the VM's share.")
+	if !measured && cpu != nil && cpuShare > 0 && estShare > cpuShare*2 {
+		f.Caveats = append(f.Caveats, "The sampled Throwable frames show less than the throw rate implies: JFR does not sample threads while the VM walks their stacks. perfdoctor collect --jvm (async-profiler) measures the VM's share.")
 	}
 
 	// Where: the throw sites JFR recorded, else the code creating the
 	// exceptions in the sampled stacks.
 	sites, classes := throwSites(ev)
 	if len(sites) == 0 && cpu != nil {
-		caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !constructor(fn) })
+		system := ev.SystemFrames() // the VM's and the kernel's frames under the Java code
+		caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !constructor(fn) && !system(fn) })
 		sites = cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame { return caller(s) })
 	}
 	f.Locations = rules.Locations(sites, "code creating exceptions")

@@ -106,3 +106,40 @@ func TestThrowSitesFromExceptionEvents(t *testing.T) {
 		t.Errorf("summary %q locations %+v", f.Summary, f.Locations)
 	}
 }
+
+// async-profiler's samples of casebook E5 (formats/jfr/testdata/ap-e5.jfr)
+// see the stack walk inside the VM: the rule uses their share and says so,
+// showing the throw-rate estimate beside it unused. The same stacks
+// credited to JFR's sampler, which misses the walk, take the larger
+// estimate.
+func TestMeasuredFromAsyncProfilerFrames(t *testing.T) {
+	rec, err := jfr.ReadFile("../../formats/jfr/testdata/ap-e5.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, profiler := range []string{rec.JVM.Profiler, ""} {
+		jvm := summary(6_000_000, 0.25) // 100k/s x 2 µs = 0.2 CPU s/s of 0.5: an estimate of 40%
+		jvm.Profiler = profiler
+		res := run(rec.CPU, jvm)
+		if len(res.Findings) != 1 {
+			t.Fatalf("profiler %q: want one finding, got %+v", profiler, res)
+		}
+		f := res.Findings[0]
+		measured := evidence.NewStacks(rec.CPU, "samples").Share(Frames)
+		if measured < 0.05 || measured > 0.35 {
+			t.Fatalf("fixture's exception share %.2f", measured)
+		}
+		if f.Locations[0].Function != "casebook.e5.Login.parseOr" {
+			t.Errorf("profiler %q: created in %+v", profiler, f.Locations)
+		}
+		if profiler != "" {
+			if f.Impact != measured*recoverable || !strings.Contains(f.ImpactBasis, "measured from async-profiler 4.6") {
+				t.Errorf("measured: impact %.3f (share %.3f) basis %q", f.Impact, measured, f.ImpactBasis)
+			}
+			continue
+		}
+		if f.Impact < 0.35 || !strings.Contains(f.ImpactBasis, "does not see the stack walk") {
+			t.Errorf("JFR alone: impact %.3f basis %q", f.Impact, f.ImpactBasis)
+		}
+	}
+}

@@ -25,7 +25,10 @@ can cost more than the handler itself.`,
 MVC's handler mapping (AbstractHandlerMethodMapping, RequestMappingInfo,
 PatternsRequestCondition, PathPattern, UrlPathHelper) and Jersey's routing
 (org.glassfish.jersey.uri, org.glassfish.jersey.server.internal.routing).
-The code that called the matcher is named. Reports from 5% of CPU.`,
+The code that called the matcher is named. With async-profiler's samples
+(collect --jvm) the share also holds the VM's work under the matcher
+(allocation slow paths, native code) and every thread of the JVM counts in
+the whole. Reports from 5% of CPU.`,
 		Fix: `Resolve routes from a precomputed table: an exact-match map for fixed paths
 first, then a trie or a small list of patterns grouped by their first literal
 segment, built once at start-up. In Spring MVC use PathPatternParser (the
@@ -78,14 +81,15 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	ant := cpu.Share(antPathMatcher)
-	caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) })
+	system := pass.Evidence.SystemFrames() // the VM's and the kernel's, in async-profiler's samples
+	caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) && !system(fn) })
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame { return caller(s) })
 	impact := share * recoverable
 	f := rules.Finding{
 		Severity:    rules.SeverityFor(impact),
 		Impact:      impact,
 		Resource:    "cpu",
-		ImpactBasis: "share of CPU matching request paths against patterns; a precomputed table needs a fraction of it, so about 80%",
+		ImpactBasis: "share of CPU matching request paths against patterns" + measuredBy(pass.Evidence) + "; a precomputed table needs a fraction of it, so about 80%",
 		Summary:     fmt.Sprintf("Request routing uses %s of CPU", human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Share("request mapping share of CPU", share),
@@ -106,4 +110,14 @@ func check(pass *rules.Pass) error {
 	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames)}
 	pass.Report(f)
 	return nil
+}
+
+// measuredBy says when the samples came from a profiler that sees the VM's
+// work under the matcher (allocation, regex compilation in native code)
+// besides its Java frames.
+func measuredBy(ev *evidence.Evidence) string {
+	if ev.JVM != nil && ev.JVM.Profiler != "" {
+		return " (" + ev.JVM.Profiler + " samples, the VM's work under it included)"
+	}
+	return ""
 }

@@ -1,0 +1,267 @@
+package jvm
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+)
+
+// profilerJar is the real async-profiler jar scripts/test.sh fetches.
+func profilerJar(t *testing.T) string {
+	t.Helper()
+	jar := os.Getenv(ProfilerEnv)
+	if jar == "" {
+		if ci := strings.ToLower(os.Getenv("CI")); ci != "" && ci != "0" && ci != "false" {
+			t.Fatalf("CI is set and %s is not: scripts/test.sh fetches async-profiler", ProfilerEnv)
+		}
+		t.Skipf("skipped: %s is not set (scripts/test.sh fetches async-profiler from Maven Central)", ProfilerEnv)
+	}
+	return jar
+}
+
+// makeJar writes a jar holding entries, as the Maven one does per platform.
+func makeJar(t *testing.T, entries map[string][]byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, data := range entries {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(data)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "async-profiler.jar")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestFindProfiler(t *testing.T) {
+	plat, err := platform()
+	if err != nil {
+		t.Skip(err)
+	}
+	elf := []byte("\x7fELF this machine's library")
+	so := filepath.Join(t.TempDir(), libraryName)
+	os.WriteFile(so, elf, 0o644)
+	jar := makeJar(t, map[string][]byte{plat + "/" + libraryName: elf, "macos/" + libraryName: []byte("other")})
+	for _, path := range []string{so, jar} {
+		lib, from, err := findProfiler(path)
+		if err != nil || !bytes.Equal(lib, elf) || from != path {
+			t.Errorf("%s: %q from %s, %v", path, lib, from, err)
+		}
+	}
+	t.Setenv(ProfilerEnv, jar)
+	if lib, from, err := findProfiler(""); err != nil || from != jar || !bytes.Equal(lib, elf) {
+		t.Errorf("from $%s: %q from %s, %v", ProfilerEnv, lib, from, err)
+	}
+
+	text := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(text, []byte("not a library"), 0o644)
+	for path, want := range map[string]string{
+		text: "neither a shared library nor a jar",
+		makeJar(t, map[string][]byte{"macos/" + libraryName: elf}): "has no " + plat,
+		filepath.Join(t.TempDir(), "missing.so"):                   "no such file",
+	} {
+		if _, _, err := findProfiler(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", path, err, want)
+		}
+	}
+	// Nothing named and nothing fetched: say how to get it.
+	t.Setenv(ProfilerEnv, "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if _, _, err := findProfiler(""); err == nil || !strings.Contains(err.Error(), "perfdoctor fetch-async-profiler") {
+		t.Errorf("empty cache: %v", err)
+	}
+}
+
+// The library goes into the target's /tmp under a name that holds its
+// checksum, so a second collection loads the file the JVM already has; a
+// link planted at that name is replaced, never written through.
+func TestPlaceLibrary(t *testing.T) {
+	proc := t.TempDir()
+	tmp := filepath.Join(proc, "42", "root", "tmp")
+	os.MkdirAll(tmp, 0o755)
+	lib := []byte("\x7fELF library")
+	path, err := placeLibrary(proc, 42, lib)
+	if err != nil || !strings.HasPrefix(path, "/tmp/perfdoctor-async-profiler-") {
+		t.Fatalf("placed at %q: %v", path, err)
+	}
+	host := filepath.Join(tmp, filepath.Base(path))
+	st, err := os.Stat(host)
+	if err != nil || st.Mode().Perm() != 0o644 {
+		t.Fatalf("copy %v, %v", st, err)
+	}
+	if again, err := placeLibrary(proc, 42, lib); err != nil || again != path {
+		t.Errorf("second placement %q, %v", again, err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("keep"), 0o644)
+	os.Remove(host)
+	os.Symlink(victim, host)
+	if _, err := placeLibrary(proc, 42, lib); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Error("written through a planted link")
+	}
+	if st, err := os.Lstat(host); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("link not replaced: %v %v", st, err)
+	}
+	// A /tmp the library cannot be written to: refused, and said why.
+	os.MkdirAll(filepath.Join(proc, "43", "root"), 0o755)
+	os.WriteFile(filepath.Join(proc, "43", "root", "tmp"), nil, 0o644)
+	if _, err := placeLibrary(proc, 43, lib); err == nil || !strings.Contains(err.Error(), "target's /tmp") {
+		t.Errorf("unwritable /tmp: %v", err)
+	}
+}
+
+func TestAgentReplies(t *testing.T) {
+	for out, want := range map[string]int{
+		"4242:\nreturn code: 0":   0,
+		"4242:\nreturn code: 100": 100,
+		"4242:\nDynamic agent loading is not enabled. Use -XX:+EnableDynamicAgentLoading to launch target VM.": -1,
+	} {
+		if got := returnCode(out); got != want {
+			t.Errorf("%q: %d, want %d", out, got, want)
+		}
+	}
+	log := "[WARN] Kernel symbols are unavailable\n[ERROR] Profiler already started\n"
+	if got := lastLogError(log); got != "Profiler already started" {
+		t.Errorf("log error %q", got)
+	}
+}
+
+// FetchProfiler checks the jar's checksum before unpacking anything; the
+// real jar, served on loopback, unpacks both Linux libraries.
+func TestFetchProfiler(t *testing.T) {
+	jar, err := os.ReadFile(profilerJar(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := jar
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/maven2/tools/profiler/async-profiler/"+ProfilerVersion+"/async-profiler-"+ProfilerVersion+".jar" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	lib, err := FetchProfiler(context.Background(), srv.Client(), srv.URL+"/maven2/", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := findProfiler(lib); err != nil || len(got) < 100_000 {
+		t.Errorf("unpacked library %s: %d bytes, %v", lib, len(got), err)
+	}
+	for _, plat := range []string{"linux-x64", "linux-arm64"} {
+		if _, err := os.Stat(filepath.Join(dir, plat, libraryName)); err != nil {
+			t.Error(err)
+		}
+	}
+	body = append(append([]byte(nil), jar...), 0)
+	empty := t.TempDir()
+	if _, err := FetchProfiler(context.Background(), srv.Client(), srv.URL+"/maven2", empty); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("tampered jar: %v", err)
+	}
+	if _, err := FetchProfiler(context.Background(), srv.Client(), srv.URL+"/elsewhere", empty); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("missing jar: %v", err)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("wrote %v from a failed download", ents)
+	}
+}
+
+// collect --jvm on a real JVM: async-profiler's samples replace JFR's, and
+// afterwards the JVM runs neither profiler nor recording. With the itimer
+// event the samples hold no kernel frames (casebook/java checks the
+// default cpu event's).
+func TestCollectWithAsyncProfiler(t *testing.T) {
+	jar := profilerJar(t)
+	pid := startWorkload(t)
+	out := filepath.Join(t.TempDir(), "b")
+	m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out, AsyncProfiler: true, ProfilerLibrary: jar, ProfilerEvent: "itimer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Partial || !m.OK(profilerItem) || !m.OK("cpu") || !m.OK("jvm") {
+		t.Fatalf("manifest %+v", m)
+	}
+	for _, f := range []string{"async-profiler.jfr", "async-profiler.log", "recording.jfr"} {
+		if _, err := os.Stat(filepath.Join(out, f)); !os.IsNotExist(err) {
+			t.Errorf("%s kept in the bundle", f)
+		}
+	}
+	ev, err := evidence.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ev.JVM.Profiler, "async-profiler "+ProfilerVersion) || ev.JVM.ExecutionSamples == 0 {
+		t.Errorf("JVM summary: profiler %q, %d samples", ev.JVM.Profiler, ev.JVM.ExecutionSamples)
+	}
+	cpu := ev.CPUStacks()
+	if cpu.Share(evidence.FuncPrefix("Workload.spin")) == 0 {
+		t.Error("Workload.spin missing from async-profiler's CPU samples")
+	}
+	if kernel := cpu.Share(ev.KernelFrames()); kernel != 0 {
+		t.Errorf("itimer samples with kernel frames: %.2f", kernel)
+	}
+	// As found: no JFR recording left, and the profiler idle.
+	if out, _ := exec.Command("jcmd", strconv.Itoa(pid), "JFR.check").CombinedOutput(); !strings.Contains(string(out), "No available recordings") {
+		t.Errorf("JFR recordings left running:\n%s", out)
+	}
+	c := &collection{opt: Options{PID: pid, Logger: slog.New(slog.DiscardHandler)}, jcmd: "jcmd"}
+	lib, _, _ := findProfiler(jar)
+	path, _ := placeLibrary("/proc", pid, lib)
+	status := filepath.Join(t.TempDir(), "status")
+	if err := c.agentLoad(context.Background(), &profiler{lib: path, log: status}, "status,file="+status); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(status); !strings.Contains(string(b), "not active") {
+		t.Errorf("async-profiler status after collect: %q", b)
+	}
+}
+
+// With no library to load, collect records with JFR alone and the
+// manifest's async-profiler item says why.
+func TestCollectFallsBackToJFR(t *testing.T) {
+	pid := startWorkload(t)
+	t.Setenv(ProfilerEnv, "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out := filepath.Join(t.TempDir(), "b")
+	m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out, AsyncProfiler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := m.Failed()
+	if len(failed) != 1 || failed[0].Name != profilerItem || !strings.Contains(failed[0].Error, "JFR alone") ||
+		!strings.Contains(failed[0].Error, "fetch-async-profiler") || !m.OK("cpu") {
+		t.Fatalf("manifest %+v", m)
+	}
+	ev, err := evidence.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.JVM.Profiler != "" || ev.JVM.ExecutionSamples == 0 {
+		t.Errorf("JFR alone: profiler %q, %d samples", ev.JVM.Profiler, ev.JVM.ExecutionSamples)
+	}
+}
