@@ -21,6 +21,7 @@ type converter struct {
 	cpuLoads                                                     int
 	threads                                                      map[string]*threadAcc
 	explicitCallers                                              map[string]bool
+	vm                                                           *vmAcc
 	// wallMode is set by async-profiler's "event" setting "wall": its
 	// execution samples are then wall-clock samples, running or not.
 	wallMode bool
@@ -43,6 +44,7 @@ func newConverter() *converter {
 		sum:             Summary{Format: SummaryFormat, Properties: map[string]string{}},
 		threads:         map[string]*threadAcc{},
 		explicitCallers: map[string]bool{},
+		vm:              newVMAcc(),
 	}
 }
 
@@ -57,6 +59,7 @@ func (c *converter) add(ev *event) {
 		}
 	}
 	s := &c.sum
+	c.addVM(strings.TrimPrefix(ev.Type, "jdk."), v)
 	switch strings.TrimPrefix(ev.Type, "jdk.") {
 	case "ActiveSetting":
 		if v.Name == "event" && rawString(v.Value) == "wall" {
@@ -69,6 +72,7 @@ func (c *converter) add(ev *event) {
 			break
 		}
 		s.ExecutionSamples++
+		c.addSample(v)
 		c.cpu.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
 	case wallClockEvent:
 		n := max(v.Samples, 1)
@@ -214,6 +218,7 @@ func rawString(b json.RawMessage) string {
 func (c *converter) finish() *Recording {
 	s := &c.sum
 	s.Start, s.End = c.first, c.last
+	c.vm.finish(&s.VM)
 	if c.excSeen >= 2 {
 		s.Exceptions = max(c.excLast.Throwables-c.excFirst.Throwables, 0)
 		s.ExceptionSpan = c.excLast.StartTime.Sub(c.excFirst.StartTime)

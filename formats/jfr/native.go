@@ -372,7 +372,8 @@ func (r *chunkReader) read(want map[string]bool, emit func(*event) error) error 
 func (r *chunkReader) readMetadata() error {
 	r.pos = int(r.h.metaOffset)
 	size := r.int()
-	if size <= 0 || int64(r.pos)+size > int64(len(r.buf)) {
+	// The size counts from the metadata event's start, which may end the chunk.
+	if size <= 0 || r.h.metaOffset+size > int64(len(r.buf)) {
 		return fmt.Errorf("metadata size %d out of the chunk", size)
 	}
 	raw := r.buf[int(r.h.metaOffset) : int(r.h.metaOffset)+int(size)]
@@ -877,6 +878,30 @@ func (r *chunkReader) event(o *object) *event {
 			v.HWThreads = int(r.num(raw))
 		case "result":
 			v.Result = r.text(raw)
+		case "safepointId":
+			v.SafepointID = r.num(raw)
+		case "operation":
+			v.Operation = r.text(raw)
+		case "safepoint":
+			v.Safepoint, _ = r.resolve(raw).(bool)
+		case "caller":
+			v.Caller = r.thread(raw)
+		case "codeBlobType":
+			v.CodeBlobType = r.text(raw)
+		case "startAddress":
+			v.StartAddress = r.num(raw)
+		case "reservedTopAddress":
+			v.ReservedTopAddress = r.num(raw)
+		case "entryCount":
+			v.EntryCount = r.num(raw)
+		case "unallocatedCapacity":
+			v.UnallocatedCapacity = r.num(raw)
+		case "fullCount":
+			v.FullCount = r.num(raw)
+		case "userTime":
+			v.UserTime = jsonDur(r.timespan(f, raw))
+		case "systemTime":
+			v.SystemTime = jsonDur(r.timespan(f, raw))
 		}
 	}
 	return ev

@@ -1,6 +1,8 @@
 package jfr
 
 import (
+	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -52,6 +54,10 @@ type Summary struct {
 	// deadlock report found in one of them.
 	ThreadDumps int    `json:"thread_dumps"`
 	Deadlock    string `json:"deadlock,omitempty"`
+
+	// VM is the virtual machine's own work: safepoints, VM operations,
+	// allocation stalls, the code cache, and the sampled stacks (vm.go).
+	VM VM `json:"vm"`
 }
 
 // Flag is one JVM flag and where its value came from.
@@ -77,6 +83,14 @@ type GC struct {
 	Explicit        int           `json:"explicit"`
 	ExplicitPause   time.Duration `json:"explicit_pause_ns"`
 	ExplicitCallers []string      `json:"explicit_callers,omitempty"`
+	// CPU is the process's CPU time (user and system) during the pauses of
+	// CPUCollections collections (jdk.GCCPUTime: G1, Parallel and Serial,
+	// JDK 17.0.15 and later), when the application's threads are stopped.
+	// Concurrent is the wall time of the phases that run beside the
+	// application (jdk.GCPhaseConcurrent: G1's marking, all of ZGC's work).
+	CPU            time.Duration `json:"cpu_ns"`
+	CPUCollections int           `json:"cpu_collections"`
+	Concurrent     time.Duration `json:"concurrent_ns"`
 }
 
 // ThreadLoad is one thread's mean CPU load, as fractions of the machine's
@@ -103,4 +117,22 @@ func (s *Summary) ExceptionsPerMinute() (rate float64, ok bool) {
 		return 0, false
 	}
 	return float64(s.Exceptions) / s.ExceptionSpan.Minutes(), true
+}
+
+// jdkVersion finds the version in jdk.JVMInformation's jvmVersion
+// ("OpenJDK 64-Bit Server VM (25.0.3+9-LTS) for linux-amd64 ...", and
+// "(1.8.0_392-b08)" before JDK 9).
+var jdkVersion = regexp.MustCompile(`\((?:1\.)?(\d+)[.+_\-)]`)
+
+// JDK is the JVM's feature release (17, 21, 25), 0 when unknown.
+func (s *Summary) JDK() int {
+	if s == nil {
+		return 0
+	}
+	m := jdkVersion.FindStringSubmatch(s.JVMVersion)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
