@@ -119,20 +119,22 @@ func (s *Summary) ExceptionsPerMinute() (rate float64, ok bool) {
 	return float64(s.Exceptions) / s.ExceptionSpan.Minutes(), true
 }
 
-// jdkVersion finds the version in jdk.JVMInformation's jvmVersion
-// ("OpenJDK 64-Bit Server VM (25.0.3+9-LTS) for linux-amd64 ...", and
-// "(1.8.0_392-b08)" before JDK 9).
-var jdkVersion = regexp.MustCompile(`\((?:1\.)?(\d+)[.+_\-)]`)
+// jdkVersion finds the release in jdk.JVMInformation's jvmVersion: the
+// JRE's version ("... for linux-amd64 JRE (25.0.3+9-LTS), built on ...",
+// "JRE (1.8.0_392-b08)" before JDK 9), else the VM's, the same number from
+// JDK 9 on.
+var jdkVersion = []*regexp.Regexp{regexp.MustCompile(`JRE \((?:1\.)?(\d+)[.+_\-)]`), regexp.MustCompile(`\((\d+)[.+_\-)]`)}
 
 // JDK is the JVM's feature release (17, 21, 25), 0 when unknown.
 func (s *Summary) JDK() int {
 	if s == nil {
 		return 0
 	}
-	m := jdkVersion.FindStringSubmatch(s.JVMVersion)
-	if m == nil {
-		return 0
+	for _, re := range jdkVersion {
+		if m := re.FindStringSubmatch(s.JVMVersion); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
 	}
-	n, _ := strconv.Atoi(m[1])
-	return n
+	return 0
 }

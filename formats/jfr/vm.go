@@ -68,8 +68,8 @@ type VMOperation struct {
 	Max         time.Duration `json:"max_ns"`
 	// TimeToSafepoint is the time its safepoints took to be reached.
 	TimeToSafepoint time.Duration `json:"time_to_safepoint_ns"`
-	// Callers are the threads that asked for it ("Attach Listener" is jcmd
-	// and the JDK's tools), at most four.
+	// Callers are the threads that asked for it most often ("Attach
+	// Listener" is jcmd and the JDK's tools), at most four.
 	Callers []string `json:"callers,omitempty"`
 }
 
@@ -119,9 +119,12 @@ func (h CodeHeap) Used() float64 {
 type SampledStacks struct {
 	Samples int `json:"samples"`
 	// Truncated counts stacks cut at the recording's stack depth (JFR's
-	// truncated flag); MaxDepth is the deepest stack kept.
-	Truncated int `json:"truncated"`
-	MaxDepth  int `json:"max_depth"`
+	// truncated flag); MaxDepth is the deepest stack kept, and AtMaxDepth
+	// counts the stacks of that depth (a profiler that does not flag cut
+	// stacks leaves them at its depth limit).
+	Truncated  int `json:"truncated"`
+	MaxDepth   int `json:"max_depth"`
+	AtMaxDepth int `json:"at_max_depth"`
 	// Interpreted counts samples whose top frame ran in the interpreter.
 	Interpreted int `json:"interpreted"`
 }
@@ -142,6 +145,7 @@ const (
 type vmAcc struct {
 	ops          map[string]*VMOperation
 	opSafepoint  map[string][]int64 // operation -> safepoint IDs
+	opCallers    map[string]map[string]int
 	ttsp         map[int64]time.Duration
 	slow         []span
 	samples      []stampedSite
@@ -169,7 +173,7 @@ type (
 
 func newVMAcc() *vmAcc {
 	return &vmAcc{
-		ops: map[string]*VMOperation{}, opSafepoint: map[string][]int64{}, ttsp: map[int64]time.Duration{},
+		ops: map[string]*VMOperation{}, opSafepoint: map[string][]int64{}, opCallers: map[string]map[string]int{}, ttsp: map[int64]time.Duration{},
 		stallThreads: map[string]bool{}, stallSites: map[siteKey]*Site{}, codeHeaps: map[string]*codeHeapAt{},
 	}
 }
@@ -204,8 +208,13 @@ func (c *converter) addVM(typ string, v *values) {
 		if v.Safepoint && len(a.opSafepoint[v.Operation]) < maxSlowSafe {
 			a.opSafepoint[v.Operation] = append(a.opSafepoint[v.Operation], v.SafepointID)
 		}
-		if name := v.Caller.name(); name != "" && len(op.Callers) < 4 && !contains(op.Callers, name) {
-			op.Callers = append(op.Callers, name)
+		callers := a.opCallers[v.Operation]
+		if callers == nil {
+			callers = map[string]int{}
+			a.opCallers[v.Operation] = callers
+		}
+		if name := v.Caller.name(); name != "" && (len(callers) < 64 || callers[name] > 0) {
+			callers[name]++
 		}
 	case "ZAllocationStall":
 		s := &vm.AllocationStalls
@@ -269,7 +278,12 @@ func (c *converter) addSample(v *values) {
 	if v.StackTrace.Truncated {
 		st.Truncated++
 	}
-	st.MaxDepth = max(st.MaxDepth, len(v.StackTrace.Frames))
+	switch depth := len(v.StackTrace.Frames); {
+	case depth > st.MaxDepth:
+		st.MaxDepth, st.AtMaxDepth = depth, 1
+	case depth == st.MaxDepth:
+		st.AtMaxDepth++
+	}
 	if fr := v.StackTrace.Frames; len(fr) > 0 && fr[0].Type == "Interpreted" {
 		st.Interpreted++
 	}
@@ -311,6 +325,7 @@ func (a *vmAcc) finish(vm *VM) {
 				vm.TimeToSafepointMaxOp = name
 			}
 		}
+		op.Callers = mostOften(a.opCallers[name], 4)
 		vm.Operations = append(vm.Operations, *op)
 	}
 	sort.Slice(vm.Operations, func(i, j int) bool {
@@ -414,11 +429,17 @@ func isJDKFrame(name string) bool {
 	return false
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// mostOften is the n keys counted most, ties by name.
+func mostOften(count map[string]int, n int) []string {
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
 	}
-	return false
+	sort.Slice(keys, func(i, j int) bool {
+		if count[keys[i]] != count[keys[j]] {
+			return count[keys[i]] > count[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys[:min(len(keys), n)]
 }

@@ -19,6 +19,12 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/jvm006"
 	"github.com/perfdoctor/perfdoctor/rules/jvm007"
 	"github.com/perfdoctor/perfdoctor/rules/jvm008"
+	"github.com/perfdoctor/perfdoctor/rules/jvm015"
+	"github.com/perfdoctor/perfdoctor/rules/jvm016"
+	"github.com/perfdoctor/perfdoctor/rules/jvm017"
+	"github.com/perfdoctor/perfdoctor/rules/jvm018"
+	"github.com/perfdoctor/perfdoctor/rules/jvm019"
+	"github.com/perfdoctor/perfdoctor/rules/jvm020"
 	"github.com/perfdoctor/perfdoctor/rules/lib001"
 	"github.com/perfdoctor/perfdoctor/rules/lib002"
 	"github.com/perfdoctor/perfdoctor/rules/lib003"
@@ -62,6 +68,12 @@ func All() []*rules.Rule {
 		jvm006.Rule,   // JVM006 jvm-boxing
 		jvm007.Rule,   // JVM007 jvm-deadlock
 		jvm008.Rule,   // JVM008 jvm-flags
+		jvm015.Rule,   // JVM015 jvm-safepoint-stalls
+		jvm016.Rule,   // JVM016 jvm-allocation-stalls
+		jvm017.Rule,   // JVM017 jvm-code-cache-full
+		jvm018.Rule,   // JVM018 jvm-gc-cpu
+		jvm019.Rule,   // JVM019 jvm-safepoint-bias
+		jvm020.Rule,   // JVM020 jvm-truncated-stacks
 		lib001.Rule,   // LIB001 metrics-summary-cost
 		lib002.Rule,   // LIB002 unbatched-producer
 		lib003.Rule,   // LIB003 reflection-serialization

@@ -1,0 +1,56 @@
+package jvm019
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// Recordings made by rules/testdata/jvm/record.sh.
+func run(t *testing.T, name string) rules.Result {
+	t.Helper()
+	ev, err := evidence.Load(filepath.Join("..", "testdata", "jvm", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules.Run(ev, []*rules.Rule{Rule})
+}
+
+// CodeCache.java runs without the flag, sampled 361 times.
+func TestFiresWithoutTheFlag(t *testing.T) {
+	res := run(t, "codecache-jdk25.jfr")
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res.Findings)
+	}
+	f := res.Findings[0]
+	if f.Severity != rules.Info || f.Impact != 0 || f.Claim != nil || !strings.Contains(f.Summary, "DebugNonSafepoints") {
+		t.Errorf("%+v", f)
+	}
+}
+
+// Healthy.java and DeepStacks.java run with it (record.sh's DNS options).
+func TestSilentWithTheFlag(t *testing.T) {
+	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr", "deepstacks-jdk25.jfr"} {
+		if res := run(t, name); len(res.Findings) != 0 {
+			t.Errorf("%s: %+v", name, res.Findings)
+		}
+	}
+}
+
+// async-profiler's samples, and recordings without flags, say nothing.
+func TestSilentForAsyncProfilerAndUnknownFlags(t *testing.T) {
+	for _, vm := range []jfr.VM{
+		{FlagsRecorded: true, Profiler: "async-profiler 4.6", Stacks: jfr.SampledStacks{Samples: 500}},
+		{Stacks: jfr.SampledStacks{Samples: 500}},
+	} {
+		ev := evidence.New("test")
+		ev.JVM = &jfr.Summary{VM: vm}
+		if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+			t.Errorf("%+v: %+v", vm, res.Findings)
+		}
+	}
+}
