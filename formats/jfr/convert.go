@@ -138,6 +138,9 @@ func (c *converter) add(ev *event) {
 			s.Flags = append(s.Flags, Flag{Name: v.Name, Value: rawString(v.Value), Origin: v.Origin})
 		}
 	case "CPULoad":
+		if v.JVMUser == 0 && v.JVMSystem == 0 && v.MachineTotal == 0 {
+			break // the first sample of a recording has nothing to compare with and reads all zero
+		}
 		c.cpuLoads++
 		s.JVMCPU += v.JVMUser + v.JVMSystem
 		s.MachineCPU += v.MachineTotal
