@@ -84,6 +84,49 @@ func TestVMFixtures(t *testing.T) {
 	}
 }
 
+// checkVM holds for any input: no negative time, stalls' union within
+// their sum, code heaps used between none and all.
+func checkVM(t *testing.T, s *Summary) {
+	t.Helper()
+	vm := s.VM
+	st := vm.AllocationStalls
+	if vm.TimeToSafepoint < 0 || vm.TimeToSafepointMax > vm.TimeToSafepoint || st.Total < 0 || st.Stalled < 0 || st.Stalled > st.Total ||
+		s.GC.CPU < 0 || s.GC.Concurrent < 0 || len(st.Sites) > 8 || len(vm.SlowSafepointSites) > 8 {
+		t.Fatalf("VM summary out of bounds: %+v, GC %+v", vm, s.GC)
+	}
+	for _, op := range vm.Operations {
+		if op.Total < 0 || op.Max > op.Total || op.Count <= 0 || len(op.Callers) > 4 {
+			t.Fatalf("operation %+v", op)
+		}
+	}
+	for _, h := range vm.CodeCache {
+		if u := h.Used(); u < 0 || u > 1 {
+			t.Fatalf("code heap %+v used %f", h, u)
+		}
+	}
+}
+
+// The JSON path (jfr print --json) reads the VM's events as the native one.
+func TestParseVMEvents(t *testing.T) {
+	f, err := os.Open("testdata/vm.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rec.JVM
+	checkVM(t, s)
+	vm := s.VM
+	if vm.Safepoints != 3 || vm.TimeToSafepoint <= 0 || len(vm.Operations) == 0 || vm.AllocationStalls.Count != 3 ||
+		vm.AllocationStalls.Sites[0].Function != "AllocStall.render" || vm.EvacuationFailures != 3 || vm.CodeCacheFull != 1 ||
+		s.GC.CPUCollections != 3 || s.GC.Concurrent <= 0 || !vm.FlagsRecorded || vm.Stacks.Samples != 3 {
+		t.Errorf("%+v\nGC %+v", vm, s.GC)
+	}
+}
+
 func TestUnion(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(a, b int) span {
