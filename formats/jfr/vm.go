@@ -178,7 +178,7 @@ func newVMAcc() *vmAcc {
 	}
 }
 
-// add reads the VM's events, and the execution samples' stacks.
+// addVM reads the VM's own events.
 func (c *converter) addVM(typ string, v *values) {
 	vm, a := &c.sum.VM, c.vm
 	dur := max(time.Duration(v.Duration), 0)
@@ -224,8 +224,8 @@ func (c *converter) addVM(typ string, v *values) {
 		if len(a.stallSpans) < maxStallSpans {
 			a.stallSpans = append(a.stallSpans, span{v.StartTime, v.StartTime.Add(dur)})
 		}
-		if len(a.stallThreads) < 100_000 {
-			a.stallThreads[v.EventThread.name()] = true
+		if name := v.EventThread.name(); name != "" && len(a.stallThreads) < 100_000 {
+			a.stallThreads[name] = true
 		}
 		if k, ok := siteOf(v.StackTrace); ok {
 			site := a.stallSites[k]

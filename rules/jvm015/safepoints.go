@@ -105,7 +105,6 @@ func timeToSafepoint(pass *rules.Pass, s *jfr.Summary, span time.Duration) {
 			rules.Duration("longest time to safepoint", vm.TimeToSafepointMax),
 			rules.Count("safepoints", float64(vm.Safepoints), ""),
 		},
-		Example: pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats: []string{pass.Rule.Doc.Caveats},
 	}
 	if vm.TimeToSafepointMaxOp != "" {
@@ -118,8 +117,9 @@ func timeToSafepoint(pass *rules.Pass, s *jfr.Summary, span time.Duration) {
 		site := sites[0]
 		f.Summary += fmt.Sprintf("; %s ran while they waited", rules.ShortFunc(site.Function))
 		if vm.FlagsRecorded && !vm.CountedLoopSafepoints {
-			causes = append(causes, fmt.Sprintf("UseCountedLoopSafepoints is off (the %s collector compiles counted loops without safepoint polls): a long int-indexed loop in %s runs to its end before its thread stops. On JDK 10 and later add -XX:+UseCountedLoopSafepoints -XX:LoopStripMiningIter=1000 (G1, the default from 2 CPUs and 1792 MB, turns both on), or split the loop into chunks.",
-				collector(s), rules.ShortFunc(site.Function)))
+			causes = append(causes, fmt.Sprintf("UseCountedLoopSafepoints is off (the default with the %s collector): the JIT leaves no safepoint poll inside counted loops, so a long int-indexed loop in %s runs to its end before its thread stops. On JDK 10 and later add -XX:+UseCountedLoopSafepoints -XX:LoopStripMiningIter=1000 (G1, the default from 2 CPUs and 1792 MB, turns both on), or split the loop into chunks.%s",
+				collector(s), rules.ShortFunc(site.Function), jdkNote(s.JDK(), 10)))
+			f.Example = pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After
 		} else {
 			causes = append(causes, fmt.Sprintf("Code in %s kept running while the safepoint waited: look there for a long loop without a safepoint poll (a counted loop, or a large System.arraycopy or array fill), or a long call into native code through JNI critical sections.", rules.ShortFunc(site.Function)))
 		}
@@ -159,7 +159,7 @@ func operations(pass *rules.Pass, s *jfr.Summary, span time.Duration) {
 		Resource:    "latency",
 		ImpactBasis: "share of wall time the JVM was stopped for VM operations other than garbage collection",
 		Summary: fmt.Sprintf("VM operations stop the JVM %s of the time, mostly %s (%d, longest %s, asked for by %s)",
-			human.Percent(share), top.Name, top.Count, human.RoundDuration(top.Max), strings.Join(top.Callers, ", ")),
+			human.Percent(share), top.Name, top.Count, human.RoundDuration(top.Max), callers(top)),
 		Evidence: []rules.Fact{rules.Share("non-GC VM operations at safepoints, share of wall time", share), rules.Duration("longest", longest)},
 		Fix:      prescription(top, s.JDK()),
 	}
@@ -168,7 +168,7 @@ func operations(pass *rules.Pass, s *jfr.Summary, span time.Duration) {
 	}
 	for _, op := range ops[:min(len(ops), 4)] {
 		f.Evidence = append(f.Evidence, rules.Text("operation "+op.Name, fmt.Sprintf("%d in %s, longest %s, asked for by %s",
-			op.Count, human.RoundDuration(op.Total), human.RoundDuration(op.Max), strings.Join(op.Callers, ", "))))
+			op.Count, human.RoundDuration(op.Total), human.RoundDuration(op.Max), callers(op))))
 	}
 	pass.Report(f)
 }
@@ -212,7 +212,7 @@ func prescription(op jfr.VMOperation, jdk int) string {
 	}
 	switch op.Name {
 	case "HeapDumper", "GC_HeapInspection", "HeapWalkOperation", "HeapIterateOperation":
-		return "Heap dumps and class histograms stop the JVM for a walk of the whole heap: never run them on a schedule in production (jmap, jcmd GC.heap_dump and GC.class_histogram, HotSpotDiagnosticMXBean.dumpHeap); JFR's jdk.OldObjectSample (collect with path-to-gc-roots) finds leaks without stopping the JVM." + tool
+		return "Heap dumps and class histograms stop the JVM for a walk of the whole heap: never run them on a schedule in production (jmap, jcmd GC.heap_dump and GC.class_histogram, HotSpotDiagnosticMXBean.dumpHeap); JFR's jdk.OldObjectSample (dumped with path-to-gc-roots=true) finds leaks without stopping the JVM." + tool
 	case "RevokeBias", "BulkRevokeBias", "BiasedLockingRevocation", "EnableBiasedLocking":
 		return "Biased locks are revoked at safepoints when another thread takes a lock biased to its first owner: run with -XX:-UseBiasedLocking (the default from JDK 15, and the flag is gone in JDK 18), or move to JDK 17 or later." + jdkNote(jdk, 15)
 	case "Deoptimize", "HandshakeAllThreads", "ICBufferFull", "Cleanup":
@@ -220,11 +220,20 @@ func prescription(op jfr.VMOperation, jdk int) string {
 	case "RedefineClasses", "RetransformClasses", "ChangeBreakpoints":
 		return "Classes are redefined at runtime (an instrumenting agent, a debugger, hot reload): instrument at start-up, and keep debuggers and hot reload out of production." + tool
 	}
-	return fmt.Sprintf("%s stops the JVM at a safepoint: find what asks for it (its callers: %s) and make it rarer.%s", op.Name, strings.Join(op.Callers, ", "), tool)
+	return fmt.Sprintf("%s stops the JVM at a safepoint: find what asks for it (%s) and make it rarer.%s", op.Name, callers(op), tool)
 }
 
-func jdkNote(jdk, fixedIn int) string {
-	if jdk > 0 && jdk < fixedIn {
+// callers names the threads that asked for an operation.
+func callers(op jfr.VMOperation) string {
+	if len(op.Callers) == 0 {
+		return "an unnamed thread"
+	}
+	return strings.Join(op.Callers, ", ")
+}
+
+// jdkNote says the JVM is older than the release a prescription needs.
+func jdkNote(jdk, needs int) string {
+	if jdk > 0 && jdk < needs {
 		return fmt.Sprintf(" This JVM is JDK %d.", jdk)
 	}
 	return ""

@@ -49,6 +49,40 @@ func TestSilentOnHealthy(t *testing.T) {
 	}
 }
 
+// Healthy.java on JDK 17 while jcmd takes heap dumps (record.sh's
+// heapdumps): the operation, who asked for it, and what to do instead.
+func TestFiresOnHeapDumpsByTooling(t *testing.T) {
+	res := rules.Run(recording(t, "heapdumps-jdk17.jfr"), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res.Findings)
+	}
+	f := res.Findings[0]
+	if f.Severity < rules.Medium || !strings.Contains(f.Summary, "mostly HeapDumper") || !strings.Contains(f.Summary, "Attach Listener") ||
+		!strings.Contains(f.Fix, "jdk.OldObjectSample") || !strings.Contains(f.Fix, "attach mechanism") {
+		t.Errorf("severity %s summary %q fix %q", f.Severity, f.Summary, f.Fix)
+	}
+}
+
+func TestPrescriptionByOperation(t *testing.T) {
+	for _, c := range []struct {
+		op   jfr.VMOperation
+		jdk  int
+		want []string
+	}{
+		{jfr.VMOperation{Name: "BulkRevokeBias"}, 11, []string{"-XX:-UseBiasedLocking", "This JVM is JDK 11"}},
+		{jfr.VMOperation{Name: "GC_HeapInspection", Callers: []string{"Attach Listener"}}, 21, []string{"class histograms", "attach mechanism"}},
+		{jfr.VMOperation{Name: "RedefineClasses", Callers: []string{"main"}}, 21, []string{"instrumenting agent"}},
+		{jfr.VMOperation{Name: "PrintJNI"}, 21, []string{"PrintJNI stops the JVM", "an unnamed thread"}},
+	} {
+		got := prescription(c.op, c.jdk)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s on JDK %d: %q lacks %q", c.op.Name, c.jdk, got, w)
+			}
+		}
+	}
+}
+
 // A monitoring thread dumping all stacks 50 times a second, through the
 // attach listener: the operation's own prescription.
 func TestFiresOnThreadDumps(t *testing.T) {

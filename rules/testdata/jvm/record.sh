@@ -12,7 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 classes=$(mktemp -d)
 trap 'rm -rf "$classes"' EXIT
 
-# name, JDK, JVM options, program and its arguments
+# name, JDK, JVM options, program and its arguments, and what a tool does
+# to the running JVM meanwhile (heapdumps: jcmd GC.heap_dump three times)
 fixtures() {
 	cat <<LIST
 healthy-jdk17|$JDK17|-Xmx256m $DNS|Healthy 8
@@ -23,13 +24,14 @@ allocstall-zgc-jdk25|$JDK25|-XX:+UseZGC -Xmx96m|AllocStall 3
 codecache-jdk25|$JDK25|-XX:ReservedCodeCacheSize=2600k -XX:FlightRecorderOptions:stackdepth=8|CodeCache 7
 gcheavy-jdk17|$JDK17|-Xmx128m|GCHeavy 8
 deepstacks-jdk25|$JDK25|$DNS|DeepStacks 6
+heapdumps-jdk17|$JDK17|-Xmx256m $DNS|Healthy 8|heapdumps
 LIST
 }
 
 # The events perfdoctor reads (formats/jfr.Events) and the metadata they need.
 keep=$(grep -o '"jdk\.[A-Za-z]*"' "$here/../../../formats/jfr/jfr.go" | tr -d '"' | paste -sd, -)
 
-fixtures | while IFS='|' read -r name jdk opts main; do
+fixtures | while IFS='|' read -r name jdk opts main tool; do
 	if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then
 		continue
 	fi
@@ -37,7 +39,15 @@ fixtures | while IFS='|' read -r name jdk opts main; do
 	raw="$classes/$name.jfr"
 	# shellcheck disable=SC2086
 	env -i PATH=/usr/bin:/bin "$jdk/bin/java" $opts -XX:StartFlightRecording=settings=profile,filename="$raw" \
-		-cp "$classes" $main >/dev/null
+		-cp "$classes" $main >/dev/null &
+	pid=$!
+	if [ "$tool" = heapdumps ]; then
+		for i in 1 2 3; do
+			sleep 2
+			"$jdk/bin/jcmd" "$pid" GC.heap_dump "$classes/heap-$i.hprof" >/dev/null
+		done
+	fi
+	wait "$pid"
 	"$JDK25/bin/jfr" scrub --include-events "$keep" "$raw" "$here/$name.jfr" >/dev/null
 	echo "$name: $(wc -c <"$here/$name.jfr") bytes"
 done
