@@ -39,7 +39,10 @@ exceeds 100 ms, or when operations other than garbage collection (and other
 than the recording's own) stop the JVM over 2% of wall time or once over
 100 ms. The healthy programs recorded here (rules/testdata/jvm, JDK 17 and
 25, G1 and ZGC) measure a time to safepoint of 0.005% to 0.12% of wall
-time (the longest 0.1 to 3.1 ms) and non-GC operations at most 0.003%.`,
+time (the longest 0.1 to 3.1 ms) and non-GC operations at most 0.003%.
+Safepoints.java under the Serial collector waits 76% of the time; with
+-XX:+UseCountedLoopSafepoints, 21% on the same machine at a load average of
+25, where the rest is threads waiting for a CPU.`,
 		Fix: `By cause. A counted loop without polls: on JDK 10 and later add
 -XX:+UseCountedLoopSafepoints -XX:LoopStripMiningIter=1000 (the default with
 G1, ZGC and Shenandoah, not with Serial or Parallel, which the JVM picks by

@@ -32,7 +32,8 @@ allocation stall (the time at least one thread was stalled, against wall
 time), graded medium from 1% of wall time or a 100 ms stall and high from
 10% or a 1 s stall, and G1 evacuation failures (low; medium from 5). The
 healthy programs recorded here with ZGC and G1 (JDK 17 and 25) stall
-never and fail no evacuation.`,
+never and fail no evacuation. AllocStall.java (3 s, about 60 MB live)
+stalls 80% of the time in a 96 MB heap and 17% in 512 MB.`,
 		Fix: `Give the collector headroom: a larger heap (-Xmx) for the same live set,
 or a smaller live set. With ZGC, -XX:SoftMaxHeapSize below -Xmx lets ZGC
 collect early, aiming at the soft limit while keeping the rest for

@@ -33,7 +33,9 @@ or a code heap 90% used or more (medium). The cost of a full cache is
 estimated as the share of CPU samples whose top frame runs interpreted.
 The healthy programs recorded here use at most 26% of the small
 non-method heap (stubs and adapters) and under 2% of the method heaps,
-with under 2% of samples interpreted.`,
+with under 2% of samples interpreted. CodeCache.java (javac in process, 7
+s) under a 2.6 MB cache filled it and ran 73% of its samples interpreted;
+under the default 240 MB, 46% (javac's cold code, still warming up).`,
 		Fix: `Give the code cache room: raise -XX:ReservedCodeCacheSize (for example to
 its default 240m, or 512m for a very large application; the maximum is
 2 GB), and leave the per-heap sizes (-XX:NonProfiledCodeHeapSize,
@@ -83,7 +85,7 @@ func check(pass *rules.Pass) error {
 	if full {
 		f.Severity = rules.High
 		f.Impact = interpreted
-		f.ImpactBasis = "share of CPU samples whose top frame runs in the interpreter, which the JIT would have compiled had the code cache had room"
+		f.ImpactBasis = "share of CPU samples whose top frame runs in the interpreter: at most what compiling them gives back (cold code runs interpreted in any JVM)"
 		f.Summary = fmt.Sprintf("The code cache is full (%s, %s used): the JIT stopped compiling, and %s of CPU samples run interpreted",
 			fullest.Name, human.Bytes(uint64(fullest.Size)), human.Percent(interpreted))
 		f.Evidence = append(f.Evidence, rules.Count("code cache full events (jdk.CodeCacheFull)", float64(vm.CodeCacheFull), ""))

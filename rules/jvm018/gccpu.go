@@ -33,7 +33,7 @@ the JVM's CPU time (jdk.CPULoad). When the CPU profile sees the collector's
 own threads (async-profiler or perf, which sample native frames), the share
 of samples in the collector's frames is used instead. Reports from 20% of
 the JVM's CPU (medium), high from 30%, when the JVM used at least one CPU
-second. The healthy programs recorded here (rules/testdata/jvm) measure
+second. Locations are the allocation profile's top sites by bytes. The healthy programs recorded here (rules/testdata/jvm) measure
 2.6% and 5.4% with G1 (JDK 17, 25) and 0% with ZGC (JDK 25: its concurrent
 phases' 13% before the cap, which the Java threads' CPU took).`,
 		Fix: `Allocate less first: the allocation profile's top sites drive the
@@ -51,7 +51,7 @@ per pause); generational ZGC (JDK 21 and later, the default ZGC from JDK
 		Refs:    []string{"https://docs.oracle.com/en/java/javase/21/gctuning/"},
 	},
 	Needs: []rules.Input{rules.JVM},
-	Uses:  []rules.Input{rules.CPU},
+	Uses:  []rules.Input{rules.CPU, rules.Allocs},
 	Check: check,
 }
 
@@ -119,6 +119,11 @@ func check(pass *rules.Pass) error {
 	}
 	if profiled {
 		f.Frames = cpu.Matched(Frames, 8)
+	}
+	// The collector's work follows allocation: name where the bytes come from.
+	if allocs := ev.AllocStacks(); allocs != nil {
+		outsideJDK := allocs.First(func(fn string) bool { return !evidence.IsJDK(fn) && fn != "[unknown]" })
+		f.Locations = rules.Locations(allocs.TopSites(5, outsideJDK), "allocation site (bytes)")
 	}
 	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: ev.CPUStacks().Has(Frames), AllocDriven: true,
 		Grade: func(impact float64) rules.Severity { return rules.Grade(impact, mediumShare, highShare) }}

@@ -34,6 +34,9 @@ func TestFiresOnGCHeavy(t *testing.T) {
 	if f.Severity != rules.High || f.Impact < 0.5 || f.Resource != "cpu" || !strings.Contains(f.Summary, "of the JVM's CPU") {
 		t.Errorf("severity %s impact %.2f summary %q", f.Severity, f.Impact, f.Summary)
 	}
+	if len(f.Locations) == 0 || !strings.HasPrefix(f.Locations[0].Function, "GCHeavy.") {
+		t.Errorf("locations %+v, want GCHeavy's allocation sites", f.Locations)
+	}
 }
 
 // Healthy.java: G1 on JDK 17 and 25, ZGC on JDK 25.
