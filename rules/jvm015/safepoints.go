@@ -60,7 +60,7 @@ Collection pauses themselves are JVM003's.`,
 for (int i = 0; i < n; i++) h = h * 31 + a[i];`,
 		After:   `java -XX:+UseParallelGC -XX:+UseCountedLoopSafepoints -XX:LoopStripMiningIter=1000 -jar app.jar`,
 		Caveats: "The execution sampler only finds the code that held a safepoint up when it sampled it in the wait; JDK 24 and later also record jdk.SafepointLatency with the stack of each late thread when enabled.",
-		Since:   "0.3",
+		Since:   "0.2",
 		Refs: []string{
 			"https://shipilev.net/jvm/anatomy-quarks/22-safepoint-polls/",
 			"https://docs.oracle.com/en/java/javase/21/docs/specs/man/java.html",

@@ -46,7 +46,7 @@ on the stalling paths (the stack sites named here). With G1, raise
 		Before:  `java -XX:+UseZGC -Xmx96m -jar app.jar    # live set ~60 MB`,
 		After:   `java -XX:+UseZGC -Xmx512m -XX:SoftMaxHeapSize=384m -jar app.jar`,
 		Caveats: "A stall is a symptom of too little heap for the allocation rate and live set: the allocation sites are where to allocate less, not necessarily where the memory is held.",
-		Since:   "0.3",
+		Since:   "0.2",
 		Refs: []string{
 			"https://docs.oracle.com/en/java/javase/21/gctuning/z-garbage-collector.html",
 			"https://openjdk.org/jeps/439",

@@ -46,7 +46,7 @@ request, scripting engines compiling per call.`,
 		Before:  `java -XX:ReservedCodeCacheSize=32m -jar app.jar`,
 		After:   `java -XX:ReservedCodeCacheSize=240m -jar app.jar`,
 		Caveats: "Interpreted samples also come from code that simply has not warmed up yet: a recording taken just after start-up overstates the cost.",
-		Since:   "0.3",
+		Since:   "0.2",
 		Refs: []string{
 			"https://docs.oracle.com/en/java/javase/21/vm/java-hotspot-virtual-machine-performance-enhancements.html",
 			"https://openjdk.org/jeps/197",

@@ -47,7 +47,7 @@ per pause); generational ZGC (JDK 21 and later, the default ZGC from JDK
 		Before:  `java -Xmx128m -jar app.jar     # live set ~90 MB`,
 		After:   `java -Xmx512m -jar app.jar`,
 		Caveats: "The estimate of concurrent work assumes every concurrent GC thread busy through each phase; G1's marking often yields to pauses, so the events-based share is an upper bound when marking runs long.",
-		Since:   "0.3",
+		Since:   "0.2",
 		Refs:    []string{"https://docs.oracle.com/en/java/javase/21/gctuning/"},
 	},
 	Needs: []rules.Input{rules.JVM},

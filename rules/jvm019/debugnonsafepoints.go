@@ -36,7 +36,7 @@ information on for code compiled after it attaches.`,
 		Before:  `java -XX:StartFlightRecording -jar app.jar`,
 		After:   `java -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints -XX:StartFlightRecording -jar app.jar`,
 		Caveats: "Function-level shares are unaffected; only the line and the inlined callee within a compiled method shift.",
-		Since:   "0.3",
+		Since:   "0.2",
 		Refs: []string{
 			"https://psy-lob-saw.blogspot.com/2016/02/why-most-sampling-java-profilers-are.html",
 			"https://github.com/async-profiler/async-profiler",

@@ -38,7 +38,7 @@ most frameworks. async-profiler records 2048 frames by default
 		Before:  `java -XX:StartFlightRecording -jar app.jar`,
 		After:   `java -XX:FlightRecorderOptions:stackdepth=256 -XX:StartFlightRecording -jar app.jar`,
 		Caveats: "Findings that name a hot function stay right; those that name the application code calling it may name a frame in the middle of the stack, or none.",
-		Since:   "0.3",
+		Since:   "0.2",
 		Refs:    []string{"https://docs.oracle.com/en/java/javase/21/docs/specs/man/java.html#advanced-runtime-options-for-java"},
 	},
 	Needs: []rules.Input{rules.JVM},
