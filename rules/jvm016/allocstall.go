@@ -127,7 +127,7 @@ func evacuationFailures(pass *rules.Pass, s *jfr.Summary, n int) {
 			rules.Count("collections", float64(s.GC.Collections), ""),
 			rules.Text("collector", collectorLine(s)),
 		},
-		Fix:     "The heap has too little free space for the live objects each young collection copies: raise -Xmx (or lower the live set), raise -XX:G1ReservePercent (10 by default) to keep more regions free for evacuation, and look for humongous allocations (objects of half a region or more) in the allocation profile. On JDK 21 and later G1 keeps failed regions in place and recovers faster, but the pause is still long.",
+		Fix:     "The heap has too little free space for the live objects each young collection copies: raise -Xmx (or lower the live set), raise -XX:G1ReservePercent (10 by default) to keep more regions free for evacuation, and look for humongous allocations (objects of half a region or more) in the allocation profile.",
 		Example: "java -XX:+UseG1GC -Xmx128m -jar app.jar\n->\njava -XX:+UseG1GC -Xmx512m -XX:G1ReservePercent=15 -jar app.jar",
 		Caveats: []string{"Evacuation failures lengthen the pauses JVM003 reports; this finding says why they are long."},
 	})

@@ -76,21 +76,25 @@ func check(pass *rules.Pass) error {
 	s := ev.JVM
 	span := s.Span()
 	jvmCPU := time.Duration(s.JVMCPU * float64(s.HWThreads) * float64(span))
-	if s.GC.CPUCollections == 0 && s.GC.Concurrent == 0 {
-		return nil
-	}
-	if jvmCPU < minCPU {
-		pass.Skip(fmt.Sprintf("the JVM used %s of CPU in the recording (jdk.CPULoad); at least %s is needed to weigh the collector's share", human.RoundDuration(jvmCPU), minCPU))
-		return nil
-	}
 	concurrent := concurrentCPU(s, jvmCPU, span)
-	share := (s.GC.CPU + concurrent).Seconds() / jvmCPU.Seconds()
-	basis := "the collector's CPU time (measured during pauses, estimated for concurrent phases) against the JVM's CPU time"
+	var share float64
+	var basis string
+	// A profiler that samples the GC threads (async-profiler, perf) measures
+	// their share directly; JFR's own sampler never sees them.
 	cpu := ev.CPUStacks()
-	profiled := cpu != nil && cpu.Share(Frames) > 0
-	if profiled {
+	profiled := cpu != nil && cpu.Share(Frames) > 0 && evidence.SampleCount(ev.Profile(evidence.CPU)) >= rules.MinCPUSamples
+	switch {
+	case profiled:
 		share = cpu.Share(Frames)
 		basis = "share of CPU samples in the collector's own frames (the profiler samples the GC threads)"
+	case s.GC.CPUCollections == 0 && s.GC.Concurrent == 0:
+		return nil
+	case jvmCPU < minCPU:
+		pass.Skip(fmt.Sprintf("the JVM used %s of CPU in the recording (jdk.CPULoad); at least %s is needed to weigh the collector's share", human.RoundDuration(jvmCPU), minCPU))
+		return nil
+	default:
+		share = (s.GC.CPU + concurrent).Seconds() / jvmCPU.Seconds()
+		basis = "the collector's CPU time (measured during pauses, estimated for concurrent phases) against the JVM's CPU time"
 	}
 	share = min(share, 1)
 	if share < mediumShare {

@@ -49,7 +49,7 @@ func TestSilentOnHealthy(t *testing.T) {
 }
 
 // An async-profiler CPU profile sees the GC threads: their samples are the
-// measure, and the finding claims them.
+// measure, with or without jdk.CPULoad, and the finding claims them.
 func TestProfiledGCFrames(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cpu := testprof.Build(
@@ -57,7 +57,7 @@ func TestProfiledGCFrames(t *testing.T) {
 		testprof.Stack{Value: 700, Funcs: []string{"com.acme.Handler.handle", "java.lang.Thread.run"}},
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-	ev.JVM = &jfr.Summary{Start: t0, End: t0.Add(10 * time.Second), JVMCPU: 0.5, HWThreads: 2,
+	ev.JVM = &jfr.Summary{Start: t0, End: t0.Add(10 * time.Second), HWThreads: 2,
 		GC: jfr.GC{Young: "G1New", Old: "G1Old", Collections: 50, CPU: time.Second, CPUCollections: 50}}
 	res := rules.Run(ev, []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
