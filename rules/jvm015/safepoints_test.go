@@ -1,30 +1,20 @@
 package jvm015
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
-
-// Recordings made by rules/testdata/jvm/record.sh.
-func recording(t *testing.T, name string) *evidence.Evidence {
-	t.Helper()
-	ev, err := evidence.Load(filepath.Join("..", "testdata", "jvm", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
-}
 
 // Safepoints.java on JDK 17 with the Serial collector: a counted loop
 // without safepoint polls holds every safepoint up.
 func TestFiresOnCountedLoop(t *testing.T) {
-	res := rules.Run(recording(t, "safepoints-jdk17.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(testprof.JVMRecording(t, "safepoints-jdk17.jfr"), []*rules.Rule{Rule})
 	if len(res.Findings) == 0 {
 		t.Fatalf("no finding: %+v", res)
 	}
@@ -43,7 +33,7 @@ func TestFiresOnCountedLoop(t *testing.T) {
 // Healthy.java on JDK 17 and 25, G1 and ZGC: nothing waits for safepoints.
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr"} {
-		if res := rules.Run(recording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}
@@ -52,7 +42,7 @@ func TestSilentOnHealthy(t *testing.T) {
 // Healthy.java on JDK 17 while jcmd takes heap dumps (record.sh's
 // heapdumps): the operation, who asked for it, and what to do instead.
 func TestFiresOnHeapDumpsByTooling(t *testing.T) {
-	res := rules.Run(recording(t, "heapdumps-jdk17.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(testprof.JVMRecording(t, "heapdumps-jdk17.jfr"), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}

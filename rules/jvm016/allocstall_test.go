@@ -1,27 +1,16 @@
 package jvm016
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
-// Recordings made by rules/testdata/jvm/record.sh.
-func run(t *testing.T, name string) rules.Result {
-	t.Helper()
-	ev, err := evidence.Load(filepath.Join("..", "testdata", "jvm", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rules.Run(ev, []*rules.Rule{Rule})
-}
-
 // AllocStall.java: ZGC on JDK 25 in a 96 MB heap two thirds live.
 func TestFiresOnZGCStalls(t *testing.T) {
-	res := run(t, "allocstall-zgc-jdk25.jfr")
+	res := rules.Run(testprof.JVMRecording(t, "allocstall-zgc-jdk25.jfr"), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
@@ -39,7 +28,7 @@ func TestFiresOnZGCStalls(t *testing.T) {
 
 // GCHeavy.java: G1 on JDK 17 in a 128 MB heap whose live set churns.
 func TestFiresOnEvacuationFailures(t *testing.T) {
-	res := run(t, "gcheavy-jdk17.jfr")
+	res := rules.Run(testprof.JVMRecording(t, "gcheavy-jdk17.jfr"), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Summary, "to-space exhausted") || res.Findings[0].Severity != rules.Medium {
 		t.Fatalf("got %+v", res.Findings)
 	}
@@ -48,7 +37,7 @@ func TestFiresOnEvacuationFailures(t *testing.T) {
 // Healthy.java under G1 (JDK 17, 25) and ZGC (JDK 25).
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr"} {
-		if res := run(t, name); len(res.Findings) != 0 {
+		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}

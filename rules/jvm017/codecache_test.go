@@ -1,28 +1,18 @@
 package jvm017
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
-// Recordings made by rules/testdata/jvm/record.sh.
-func load(t *testing.T, name string) *evidence.Evidence {
-	t.Helper()
-	ev, err := evidence.Load(filepath.Join("..", "testdata", "jvm", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
-}
-
 // CodeCache.java: javac compiled in process under a 2.6 MB code cache.
 func TestFiresOnFullCodeCache(t *testing.T) {
-	res := rules.Run(load(t, "codecache-jdk25.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(testprof.JVMRecording(t, "codecache-jdk25.jfr"), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
@@ -51,7 +41,7 @@ func TestFiresWhenNearlyFull(t *testing.T) {
 // fills its cache.
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr", "deepstacks-jdk25.jfr", "gcheavy-jdk17.jfr"} {
-		if res := rules.Run(load(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}

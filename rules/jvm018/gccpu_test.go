@@ -1,7 +1,6 @@
 package jvm018
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +13,9 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
-// Recordings made by rules/testdata/jvm/record.sh.
-func load(t *testing.T, name string) *evidence.Evidence {
-	t.Helper()
-	ev, err := evidence.Load(filepath.Join("..", "testdata", "jvm", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
-}
-
 // GCHeavy.java: G1 on JDK 17 in a 128 MB heap whose live set churns.
 func TestFiresOnGCHeavy(t *testing.T) {
-	res := rules.Run(load(t, "gcheavy-jdk17.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(testprof.JVMRecording(t, "gcheavy-jdk17.jfr"), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res)
 	}
@@ -42,7 +31,7 @@ func TestFiresOnGCHeavy(t *testing.T) {
 // Healthy.java: G1 on JDK 17 and 25, ZGC on JDK 25.
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr"} {
-		if res := rules.Run(load(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}

@@ -1,28 +1,18 @@
 package jvm019
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
-// Recordings made by rules/testdata/jvm/record.sh.
-func run(t *testing.T, name string) rules.Result {
-	t.Helper()
-	ev, err := evidence.Load(filepath.Join("..", "testdata", "jvm", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rules.Run(ev, []*rules.Rule{Rule})
-}
-
 // CodeCache.java runs without the flag, sampled 361 times.
 func TestFiresWithoutTheFlag(t *testing.T) {
-	res := run(t, "codecache-jdk25.jfr")
+	res := rules.Run(testprof.JVMRecording(t, "codecache-jdk25.jfr"), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
@@ -35,7 +25,7 @@ func TestFiresWithoutTheFlag(t *testing.T) {
 // Healthy.java and DeepStacks.java run with it (record.sh's DNS options).
 func TestSilentWithTheFlag(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr", "deepstacks-jdk25.jfr"} {
-		if res := run(t, name); len(res.Findings) != 0 {
+		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}
