@@ -37,6 +37,7 @@ var Events = []string{
 	"jdk.DoubleFlag", "jdk.StringFlag",
 	"jdk.SafepointBegin", "jdk.ExecuteVMOperation", "jdk.ZAllocationStall", "jdk.EvacuationFailed",
 	"jdk.CodeCacheFull", "jdk.CodeCacheStatistics", "jdk.GCCPUTime", "jdk.GCPhaseConcurrent",
+	"jdk.SafepointLatency",
 }
 
 // ErrNoTool is returned when no jfr tool can be found.

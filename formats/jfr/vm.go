@@ -21,9 +21,11 @@ type VM struct {
 	TimeToSafepoint      time.Duration `json:"time_to_safepoint_ns"`
 	TimeToSafepointMax   time.Duration `json:"time_to_safepoint_max_ns"`
 	TimeToSafepointMaxOp string        `json:"time_to_safepoint_max_operation,omitempty"`
-	// SlowSafepointSites is the code the execution sampler found running
-	// while a safepoint waited 5 ms or more for it: with every other thread
-	// stopped, the code that kept the VM waiting. Most samples first.
+	// SlowSafepointSites is the code that kept safepoints waiting: where
+	// late threads reached their safepoint poll (jdk.SafepointLatency, JDK
+	// 24 and later when enabled; longest in total first), else the code the
+	// execution sampler found running while a safepoint waited 5 ms or more
+	// (with every other thread stopped; most samples first).
 	SlowSafepointSites []Site `json:"slow_safepoint_sites,omitempty"`
 	// Operations are the VM operations (jdk.ExecuteVMOperation) by name,
 	// the longest in total first.
@@ -152,6 +154,7 @@ type vmAcc struct {
 	stallSpans   []span
 	stallThreads map[string]bool
 	stallSites   map[siteKey]*Site
+	lateSites    map[siteKey]*Site // jdk.SafepointLatency
 	codeHeaps    map[string]*codeHeapAt
 }
 
@@ -174,7 +177,7 @@ type (
 func newVMAcc() *vmAcc {
 	return &vmAcc{
 		ops: map[string]*VMOperation{}, opSafepoint: map[string][]int64{}, opCallers: map[string]map[string]int{}, ttsp: map[int64]time.Duration{},
-		stallThreads: map[string]bool{}, stallSites: map[siteKey]*Site{}, codeHeaps: map[string]*codeHeapAt{},
+		stallThreads: map[string]bool{}, stallSites: map[siteKey]*Site{}, lateSites: map[siteKey]*Site{}, codeHeaps: map[string]*codeHeapAt{},
 	}
 }
 
@@ -227,18 +230,9 @@ func (c *converter) addVM(typ string, v *values) {
 		if name := v.EventThread.name(); name != "" && len(a.stallThreads) < 100_000 {
 			a.stallThreads[name] = true
 		}
-		if k, ok := siteOf(v.StackTrace); ok {
-			site := a.stallSites[k]
-			if site == nil {
-				if len(a.stallSites) >= 100_000 {
-					return
-				}
-				site = &Site{Function: k.fn, Line: k.line}
-				a.stallSites[k] = site
-			}
-			site.Count++
-			site.Time += dur
-		}
+		countSite(a.stallSites, v.StackTrace, dur)
+	case "SafepointLatency":
+		countSite(a.lateSites, v.StackTrace, dur)
 	case "GCCPUTime":
 		c.sum.GC.CPU += max(time.Duration(v.UserTime), 0) + max(time.Duration(v.SystemTime), 0)
 		c.sum.GC.CPUCollections++
@@ -292,6 +286,24 @@ func (c *converter) addSample(v *values) {
 	}
 }
 
+// countSite adds an event of duration dur to the site of its stack.
+func countSite(sites map[siteKey]*Site, st *stackTrace, dur time.Duration) {
+	k, ok := siteOf(st)
+	if !ok {
+		return
+	}
+	site := sites[k]
+	if site == nil {
+		if len(sites) >= 100_000 {
+			return
+		}
+		site = &Site{Function: k.fn, Line: k.line}
+		sites[k] = site
+	}
+	site.Count++
+	site.Time += dur
+}
+
 func (a *vmAcc) codeHeap(v *values) {
 	h := a.codeHeaps[v.CodeBlobType]
 	if h == nil {
@@ -336,14 +348,14 @@ func (a *vmAcc) finish(vm *VM) {
 		return x.Name < y.Name
 	})
 	vm.SlowSafepointSites = sitesIn(a.samples, a.slow)
+	if len(a.lateSites) > 0 {
+		vm.SlowSafepointSites = sortedSites(a.lateSites)
+	}
 
 	s := &vm.AllocationStalls
 	s.Stalled = union(a.stallSpans)
 	s.Threads = len(a.stallThreads)
-	for _, site := range a.stallSites {
-		s.Sites = append(s.Sites, *site)
-	}
-	s.Sites = sortSites(s.Sites)
+	s.Sites = sortedSites(a.stallSites)
 
 	for _, h := range a.codeHeaps {
 		vm.CodeCache = append(vm.CodeCache, h.heap)
@@ -367,6 +379,14 @@ func sitesIn(samples []stampedSite, spans []span) []Site {
 	var out []Site
 	for k, n := range count {
 		out = append(out, Site{Function: k.fn, Line: k.line, Count: n})
+	}
+	return sortSites(out)
+}
+
+func sortedSites(m map[siteKey]*Site) []Site {
+	var out []Site
+	for _, s := range m {
+		out = append(out, *s)
 	}
 	return sortSites(out)
 }

@@ -11,10 +11,12 @@ import (
 // vmFixtures are the JVM rules' recordings (rules/testdata/jvm/record.sh):
 // cut down by jfr scrub, which writes the metadata last in the chunk, and
 // holding the VM's own events the rules read.
-// Two of them are cross-checked with the JDK's reader (each jfr print
-// takes seconds): between them, every VM event's fields (jdk.CodeCacheFull
-// has jdk.CodeCacheStatistics' fields; jdk.EvacuationFailed is counted).
-var vmFixtures = []string{"safepoints-jdk17.jfr", "allocstall-zgc-jdk25.jfr"}
+// Two of them, from JDK 25, are cross-checked with the JDK's reader (each
+// jfr print takes seconds): between them, every VM event's fields
+// (jdk.CodeCacheFull has jdk.CodeCacheStatistics' fields, and
+// jdk.EvacuationFailed is counted). JDK 17's are in jdk17.jfr, which
+// TestNativeMatchesJDKReader cross-checks.
+var vmFixtures = []string{"safepoints-jdk25.jfr", "allocstall-zgc-jdk25.jfr"}
 
 func vmFixture(name string) string {
 	return filepath.Join("..", "..", "rules", "testdata", "jvm", name)
@@ -63,6 +65,10 @@ func TestVMFixtures(t *testing.T) {
 	}
 	if dumps == nil || !dumps.AtSafepoint || dumps.Count < 10 || dumps.Callers[0] != "watchdog" || dumps.TimeToSafepoint <= dumps.Total {
 		t.Errorf("thread dumps %+v", dumps)
+	}
+	// With jdk.SafepointLatency, the late thread's own stack names the loop.
+	if sites := read("safepoints-jdk25.jfr").VM.SlowSafepointSites; len(sites) == 0 || sites[0].Function != "Safepoints.checksum" || sites[0].Time < 100*time.Millisecond {
+		t.Errorf("safepoint latency sites %+v", sites)
 	}
 	st := read("allocstall-zgc-jdk25.jfr")
 	if s := st.VM.AllocationStalls; s.Count == 0 || s.Stalled > s.Total || s.Stalled <= 0 || len(s.Sites) == 0 || s.Sites[0].Function != "AllocStall.render" || st.GC.Concurrent == 0 || st.JDK() != 25 {

@@ -32,8 +32,10 @@ histograms) then stop the JVM for as long as they run.`,
 		Evidence: `From a JFR recording: jdk.SafepointBegin (time to safepoint: from the
 request to every thread stopped) and jdk.ExecuteVMOperation (each
 operation, its duration, whether it ran at a safepoint and which thread
-asked for it). The code that held a slow safepoint up is the code the
-execution sampler found running while a safepoint waited 5 ms or more.
+asked for it). The code that held safepoints up is where late threads
+reached their poll (jdk.SafepointLatency, JDK 24 and later, when enabled),
+else the code the execution sampler found running while a safepoint waited
+5 ms or more.
 Reports when the time to safepoint exceeds 2% of wall time or one wait
 exceeds 100 ms, or when operations other than garbage collection (and other
 than the recording's own) stop the JVM over 2% of wall time or once over
@@ -59,7 +61,7 @@ Collection pauses themselves are JVM003's.`,
 		Before: `// java -XX:+UseParallelGC: no safepoint poll inside this loop
 for (int i = 0; i < n; i++) h = h * 31 + a[i];`,
 		After:   `java -XX:+UseParallelGC -XX:+UseCountedLoopSafepoints -XX:LoopStripMiningIter=1000 -jar app.jar`,
-		Caveats: "The execution sampler only finds the code that held a safepoint up when it sampled it in the wait; JDK 24 and later also record jdk.SafepointLatency with the stack of each late thread when enabled.",
+		Caveats: "Without jdk.SafepointLatency (JDK 24 and later, off by default: +jdk.SafepointLatency#enabled=true), the code that held a safepoint up is found only when the execution sampler caught it in the wait.",
 		Since:   "0.2",
 		Refs: []string{
 			"https://shipilev.net/jvm/anatomy-quarks/22-safepoint-polls/",
@@ -114,11 +116,11 @@ func timeToSafepoint(pass *rules.Pass, s *jfr.Summary, span time.Duration) {
 		f.Evidence = append(f.Evidence, rules.Text("operation the longest wait was for", vm.TimeToSafepointMaxOp))
 	}
 	sites := byFunction(vm.SlowSafepointSites)
-	f.Locations = rules.JFRLocations(sites, 5, "running while a safepoint waited")
+	f.Locations = rules.JFRLocations(sites, 5, "held a safepoint up")
 	var causes []string
 	if len(sites) > 0 {
 		site := sites[0]
-		f.Summary += fmt.Sprintf("; %s ran while they waited", rules.ShortFunc(site.Function))
+		f.Summary += fmt.Sprintf("; %s held them up", rules.ShortFunc(site.Function))
 		if vm.FlagsRecorded && !vm.CountedLoopSafepoints {
 			causes = append(causes, fmt.Sprintf("UseCountedLoopSafepoints is off (the default with the %s collector): the JIT leaves no safepoint poll inside counted loops, so a long int-indexed loop in %s runs to its end before its thread stops. On JDK 10 and later add -XX:+UseCountedLoopSafepoints -XX:LoopStripMiningIter=1000 (G1, the default from 2 CPUs and 1792 MB, turns both on), or split the loop into chunks.%s",
 				collector(s), rules.ShortFunc(site.Function), jdkNote(s.JDK(), 10)))
@@ -257,8 +259,8 @@ func isThreadDump(op string) bool {
 }
 
 // byFunction merges the sites of one function (the sampled line moves
-// within a loop), most samples first, leaving out the recorder's own
-// thread: JFR's periodic events run in it.
+// within a loop), the longest and most seen first, leaving out the
+// recorder's own thread: JFR's periodic events run in it.
 func byFunction(sites []jfr.Site) []jfr.Site {
 	var out []jfr.Site
 	at := map[string]int{}
@@ -268,12 +270,18 @@ func byFunction(sites []jfr.Site) []jfr.Site {
 		}
 		if i, ok := at[s.Function]; ok {
 			out[i].Count += s.Count
+			out[i].Time += s.Time
 			continue
 		}
 		at[s.Function] = len(out)
 		out = append(out, s)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Time != out[j].Time {
+			return out[i].Time > out[j].Time
+		}
+		return out[i].Count > out[j].Count
+	})
 	return out
 }
 

@@ -30,6 +30,19 @@ func TestFiresOnCountedLoop(t *testing.T) {
 	}
 }
 
+// Safepoints.java on JDK 25 with jdk.SafepointLatency enabled: the late
+// thread's own stack names the loop.
+func TestNamesTheLoopFromSafepointLatency(t *testing.T) {
+	res := rules.Run(testprof.JVMRecording(t, "safepoints-jdk25.jfr"), []*rules.Rule{Rule})
+	if len(res.Findings) == 0 {
+		t.Fatalf("no finding: %+v", res)
+	}
+	f := res.Findings[0]
+	if len(f.Locations) == 0 || f.Locations[0].Function != "Safepoints.checksum" || !strings.Contains(f.Fix, "UseCountedLoopSafepoints is off") {
+		t.Errorf("locations %+v fix %q", f.Locations, f.Fix)
+	}
+}
+
 // Healthy.java on JDK 17 and 25, G1 and ZGC: nothing waits for safepoints.
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr"} {

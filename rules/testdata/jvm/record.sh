@@ -12,8 +12,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 classes=$(mktemp -d)
 trap 'rm -rf "$classes"' EXIT
 
-# name, JDK, JVM options, program and its arguments, and what a tool does
-# to the running JVM meanwhile (heapdumps: jcmd GC.heap_dump three times)
+# name, JDK, JVM options, program and its arguments, JFR settings added to
+# "profile", and what a tool does to the running JVM meanwhile (heapdumps:
+# jcmd GC.heap_dump three times)
 fixtures() {
 	cat <<LIST
 healthy-jdk17|$JDK17|-Xmx256m $DNS|Healthy 8
@@ -24,21 +25,22 @@ allocstall-zgc-jdk25|$JDK25|-XX:+UseZGC -Xmx96m|AllocStall 3
 codecache-jdk25|$JDK25|-XX:ReservedCodeCacheSize=2600k -XX:FlightRecorderOptions:stackdepth=8|CodeCache 7
 gcheavy-jdk17|$JDK17|-Xmx128m|GCHeavy 8
 deepstacks-jdk25|$JDK25|$DNS|DeepStacks 6
-heapdumps-jdk17|$JDK17|-Xmx256m $DNS|Healthy 8|heapdumps
+heapdumps-jdk17|$JDK17|-Xmx256m $DNS|Healthy 8||heapdumps
+safepoints-jdk25|$JDK25|-XX:+UseSerialGC -Xmx256m|Safepoints 6|,+jdk.SafepointLatency#enabled=true,+jdk.SafepointLatency#stackTrace=true|
 LIST
 }
 
 # The events perfdoctor reads (formats/jfr.Events) and the metadata they need.
 keep=$(grep -o '"jdk\.[A-Za-z]*"' "$here/../../../formats/jfr/jfr.go" | tr -d '"' | paste -sd, -)
 
-fixtures | while IFS='|' read -r name jdk opts main tool; do
+fixtures | while IFS='|' read -r name jdk opts main settings tool; do
 	if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then
 		continue
 	fi
 	"$jdk/bin/javac" -d "$classes" "$here/${main%% *}.java"
 	raw="$classes/$name.jfr"
 	# shellcheck disable=SC2086
-	env -i PATH=/usr/bin:/bin "$jdk/bin/java" $opts -XX:StartFlightRecording=settings=profile,filename="$raw" \
+	env -i PATH=/usr/bin:/bin "$jdk/bin/java" $opts -XX:StartFlightRecording=settings=profile"$settings",filename="$raw" \
 		-cp "$classes" $main >/dev/null &
 	pid=$!
 	if [ "$tool" = heapdumps ]; then
