@@ -86,8 +86,12 @@ func check(pass *rules.Pass) error {
 		f.Severity = rules.High
 		f.Impact = interpreted
 		f.ImpactBasis = "share of CPU samples whose top frame runs in the interpreter: at most what compiling them gives back (cold code runs interpreted in any JVM)"
-		f.Summary = fmt.Sprintf("The code cache is full (%s, %s used): the JIT stopped compiling, and %s of CPU samples run interpreted",
-			fullest.Name, human.Bytes(uint64(fullest.Size)), human.Percent(interpreted))
+		when := "is full"
+		if vm.CodeCacheFull == 0 { // full before the recording, by the heap's count since start
+			when = fmt.Sprintf("was full %d times since the JVM started", fullest.FullCount)
+		}
+		f.Summary = fmt.Sprintf("The code cache %s (%s, %s used): the JIT stops compiling when it fills, and %s of CPU samples run interpreted",
+			when, fullest.Name, human.Percent(fullest.Used()), human.Percent(interpreted))
 		f.Evidence = append(f.Evidence, rules.Count("code cache full events (jdk.CodeCacheFull)", float64(vm.CodeCacheFull), ""))
 	} else {
 		f.Severity = rules.Medium

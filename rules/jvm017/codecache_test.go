@@ -17,11 +17,21 @@ func TestFiresOnFullCodeCache(t *testing.T) {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
 	f := res.Findings[0]
-	if f.Severity != rules.High || f.Impact < 0.3 || !strings.Contains(f.Summary, "the JIT stopped compiling") {
+	if f.Severity != rules.High || f.Impact < 0.3 || !strings.Contains(f.Summary, "The code cache is full") {
 		t.Errorf("severity %s impact %.2f summary %q", f.Severity, f.Impact, f.Summary)
 	}
 	if !strings.Contains(f.Fix, "below the default 240 MB") {
 		t.Errorf("fix %q", f.Fix)
+	}
+}
+
+// A heap that filled before the recording counts too, said as such.
+func TestFiresWhenFullBefore(t *testing.T) {
+	ev := evidence.New("test")
+	ev.JVM = &jfr.Summary{VM: jfr.VM{CodeCache: []jfr.CodeHeap{{Name: "CodeCache", Size: 32 << 20, Unallocated: 8 << 20, FullCount: 3}}}}
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.High || !strings.Contains(res.Findings[0].Summary, "was full 3 times since the JVM started") {
+		t.Fatalf("got %+v", res.Findings)
 	}
 }
 
