@@ -24,6 +24,7 @@ type converter struct {
 	threads                                                      map[string]*threadAcc
 	threading                                                    *threadAgg
 	explicitCallers                                              map[string]bool
+	vm                                                           *vmAcc
 	// wallMode is set by async-profiler's "event" setting "wall": its
 	// execution samples are then wall-clock samples, running or not.
 	wallMode bool
@@ -47,6 +48,7 @@ func newConverter() *converter {
 		threads:         map[string]*threadAcc{},
 		threading:       newThreadAgg(),
 		explicitCallers: map[string]bool{},
+		vm:              newVMAcc(),
 	}
 }
 
@@ -65,6 +67,7 @@ func (c *converter) add(ev *event) {
 	if typ != "ExecutionSample" || !c.wallMode && onCPU(v.State) {
 		c.threading.add(typ, v)
 	}
+	c.addVM(typ, v)
 	switch typ {
 	case "ActiveRecording":
 		if strings.HasPrefix(v.Name, "async-profiler") { // "async-profiler 4.6"
@@ -81,6 +84,7 @@ func (c *converter) add(ev *event) {
 			break
 		}
 		s.ExecutionSamples++
+		c.addSample(v)
 		c.cpu.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
 	case wallClockEvent:
 		n := max(v.Samples, 1)
@@ -146,6 +150,9 @@ func (c *converter) add(ev *event) {
 			s.Flags = append(s.Flags, Flag{Name: v.Name, Value: rawString(v.Value), Origin: v.Origin})
 		}
 	case "CPULoad":
+		if v.JVMUser == 0 && v.JVMSystem == 0 && v.MachineTotal == 0 {
+			break // the first sample of a recording has nothing to compare with and reads all zero
+		}
 		c.cpuLoads++
 		s.JVMCPU += v.JVMUser + v.JVMSystem
 		s.MachineCPU += v.MachineTotal
@@ -226,6 +233,7 @@ func rawString(b json.RawMessage) string {
 func (c *converter) finish() *Recording {
 	s := &c.sum
 	s.Start, s.End = c.first, c.last
+	c.vm.finish(&s.VM)
 	if c.excSeen >= 2 {
 		s.Exceptions = max(c.excLast.Throwables-c.excFirst.Throwables, 0)
 		s.ExceptionSpan = c.excLast.StartTime.Sub(c.excFirst.StartTime)

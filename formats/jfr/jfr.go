@@ -35,6 +35,9 @@ var Events = []string{
 	"jdk.JVMInformation", "jdk.InitialSystemProperty", "jdk.ActiveRecording", "jdk.ActiveSetting", "jdk.ThreadDump",
 	"jdk.BooleanFlag", "jdk.IntFlag", "jdk.UnsignedIntFlag", "jdk.LongFlag", "jdk.UnsignedLongFlag",
 	"jdk.DoubleFlag", "jdk.StringFlag",
+	"jdk.SafepointBegin", "jdk.ExecuteVMOperation", "jdk.ZAllocationStall", "jdk.EvacuationFailed",
+	"jdk.CodeCacheFull", "jdk.CodeCacheStatistics", "jdk.GCCPUTime", "jdk.GCPhaseConcurrent",
+	"jdk.SafepointLatency",
 }
 
 // ErrNoTool is returned when no jfr tool can be found.

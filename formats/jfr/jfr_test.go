@@ -294,11 +294,13 @@ func TestRecordWithEachJDK(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	seed, err := os.ReadFile("testdata/sample.json")
-	if err != nil {
-		f.Fatal(err)
+	for _, name := range []string{"sample.json", "vm.json"} {
+		seed, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed)
 	}
-	f.Add(seed)
 	f.Add([]byte(`{"recording": {"events": [{"type": "jdk.ExceptionStatistics", "values": {"throwables": 5}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := Parse(bytes.NewReader(data))
@@ -319,6 +321,7 @@ func FuzzParse(f *testing.F) {
 		if rec.JVM.Exceptions < 0 || rec.JVM.Span() < 0 {
 			t.Fatalf("negative counts: %+v", rec.JVM)
 		}
+		checkVM(t, rec.JVM)
 	})
 }
 

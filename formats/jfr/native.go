@@ -891,6 +891,30 @@ func (r *chunkReader) event(o *object) *event {
 			v.PeakCount = r.num(raw)
 		case "switchRate":
 			v.SwitchRate = r.float(raw)
+		case "safepointId":
+			v.SafepointID = r.num(raw)
+		case "operation":
+			v.Operation = r.text(raw)
+		case "safepoint":
+			v.Safepoint, _ = r.resolve(raw).(bool)
+		case "caller":
+			v.Caller = r.thread(raw)
+		case "codeBlobType":
+			v.CodeBlobType = r.text(raw)
+		case "startAddress":
+			v.StartAddress = r.num(raw)
+		case "reservedTopAddress":
+			v.ReservedTopAddress = r.num(raw)
+		case "entryCount":
+			v.EntryCount = r.num(raw)
+		case "unallocatedCapacity":
+			v.UnallocatedCapacity = r.num(raw)
+		case "fullCount":
+			v.FullCount = r.num(raw)
+		case "userTime":
+			v.UserTime = jsonDur(r.timespan(f, raw))
+		case "systemTime":
+			v.SystemTime = jsonDur(r.timespan(f, raw))
 		}
 	}
 	return ev

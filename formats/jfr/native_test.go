@@ -287,29 +287,38 @@ func BenchmarkJFRPrintJSON(b *testing.B) {
 // recording with valid profiles or an error, never a panic or a hang.
 // FuzzRead explores further under go test -fuzz.
 func TestReadMutations(t *testing.T) {
-	seed, err := os.ReadFile("testdata/ap-cpu.jfr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 1000 {
-		d := bytes.Clone(seed)
-		for range 1 + rng.IntN(8) {
-			d[rng.IntN(len(d))] = byte(rng.IntN(256))
-		}
-		if rng.IntN(4) == 0 {
-			d = d[:rng.IntN(len(d))]
-		}
-		rec, err := Read(bytes.NewReader(d))
+	for _, c := range []struct {
+		path string
+		n    int
+	}{
+		{"testdata/ap-cpu.jfr", 1000},
+		{vmFixture("safepoints-jdk17.jfr"), 300}, // the VM's own events, in a larger JDK recording
+	} {
+		seed, err := os.ReadFile(c.path)
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		for _, p := range []*profile.Profile{rec.CPU, rec.Allocs, rec.Monitor, rec.Wait, rec.Exceptions, rec.Wall} {
-			if p != nil {
-				if err := p.CheckValid(); err != nil {
-					t.Fatalf("invalid profile: %v", err)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range c.n {
+			d := bytes.Clone(seed)
+			for range 1 + rng.IntN(8) {
+				d[rng.IntN(len(d))] = byte(rng.IntN(256))
+			}
+			if rng.IntN(4) == 0 {
+				d = d[:rng.IntN(len(d))]
+			}
+			rec, err := Read(bytes.NewReader(d))
+			if err != nil {
+				continue
+			}
+			for _, p := range []*profile.Profile{rec.CPU, rec.Allocs, rec.Monitor, rec.Wait, rec.Exceptions, rec.Wall} {
+				if p != nil {
+					if err := p.CheckValid(); err != nil {
+						t.Fatalf("%s: invalid profile: %v", c.path, err)
+					}
 				}
 			}
+			checkVM(t, rec.JVM)
 		}
 	}
 }

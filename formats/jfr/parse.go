@@ -103,6 +103,19 @@ type (
 		ActiveCount       int64   `json:"activeCount"`
 		PeakCount         int64   `json:"peakCount"`
 		SwitchRate        float64 `json:"switchRate"`
+		// The VM's own work (vm.go): safepoints, operations, code cache, GC CPU.
+		SafepointID         int64   `json:"safepointId"`
+		Operation           string  `json:"operation"`
+		Safepoint           bool    `json:"safepoint"`
+		Caller              *thread `json:"caller"`
+		CodeBlobType        string  `json:"codeBlobType"`
+		StartAddress        int64   `json:"startAddress"`
+		ReservedTopAddress  int64   `json:"reservedTopAddress"`
+		EntryCount          int64   `json:"entryCount"`
+		UnallocatedCapacity int64   `json:"unallocatedCapacity"`
+		FullCount           int64   `json:"fullCount"`
+		UserTime            jsonDur `json:"userTime"`
+		SystemTime          jsonDur `json:"systemTime"`
 
 		State   string `json:"state"`   // the sampled thread's state
 		Samples int64  `json:"samples"` // profiler.WallClockSample: samples merged in one event

@@ -1,6 +1,8 @@
 package jfr
 
 import (
+	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -62,6 +64,9 @@ type Summary struct {
 	// Threading is pinning, lock waits, pools, thread counts, context
 	// switches and the CPU load over time.
 	Threading Threading `json:"threading"`
+	// VM is the virtual machine's own work: safepoints, VM operations,
+	// allocation stalls, the code cache, and the sampled stacks (vm.go).
+	VM VM `json:"vm"`
 }
 
 // Flag is one JVM flag and where its value came from.
@@ -87,6 +92,14 @@ type GC struct {
 	Explicit        int           `json:"explicit"`
 	ExplicitPause   time.Duration `json:"explicit_pause_ns"`
 	ExplicitCallers []string      `json:"explicit_callers,omitempty"`
+	// CPU is the process's CPU time (user and system) during the pauses of
+	// CPUCollections collections (jdk.GCCPUTime: G1, Parallel and Serial,
+	// JDK 17.0.15 and later), when the application's threads are stopped.
+	// Concurrent is the wall time of the phases that run beside the
+	// application (jdk.GCPhaseConcurrent: G1's marking, all of ZGC's work).
+	CPU            time.Duration `json:"cpu_ns"`
+	CPUCollections int           `json:"cpu_collections"`
+	Concurrent     time.Duration `json:"concurrent_ns"`
 }
 
 // ThreadLoad is one thread's mean CPU load, as fractions of the machine's
@@ -113,4 +126,24 @@ func (s *Summary) ExceptionsPerMinute() (rate float64, ok bool) {
 		return 0, false
 	}
 	return float64(s.Exceptions) / s.ExceptionSpan.Minutes(), true
+}
+
+// jdkVersion finds the release in jdk.JVMInformation's jvmVersion: the
+// JRE's version ("... for linux-amd64 JRE (25.0.3+9-LTS), built on ...",
+// "JRE (1.8.0_392-b08)" before JDK 9), else the VM's, the same number from
+// JDK 9 on.
+var jdkVersion = []*regexp.Regexp{regexp.MustCompile(`JRE \((?:1\.)?(\d+)[.+_\-)]`), regexp.MustCompile(`\((\d+)[.+_\-)]`)}
+
+// JDK is the JVM's feature release (17, 21, 25), 0 when unknown.
+func (s *Summary) JDK() int {
+	if s == nil {
+		return 0
+	}
+	for _, re := range jdkVersion {
+		if m := re.FindStringSubmatch(s.JVMVersion); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package jfr
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -407,7 +408,9 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 		first, last time.Time
 	}
 	groups := map[string]*group{}
-	for n := range names {
+	// In name order: a pool's CPU is a sum of floats, the same whatever
+	// order the recording listed its threads in.
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		pn, ok := PoolName(n)
 		if !ok {
 			continue

@@ -25,6 +25,12 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/jvm012"
 	"github.com/perfdoctor/perfdoctor/rules/jvm013"
 	"github.com/perfdoctor/perfdoctor/rules/jvm014"
+	"github.com/perfdoctor/perfdoctor/rules/jvm015"
+	"github.com/perfdoctor/perfdoctor/rules/jvm016"
+	"github.com/perfdoctor/perfdoctor/rules/jvm017"
+	"github.com/perfdoctor/perfdoctor/rules/jvm018"
+	"github.com/perfdoctor/perfdoctor/rules/jvm019"
+	"github.com/perfdoctor/perfdoctor/rules/jvm020"
 	"github.com/perfdoctor/perfdoctor/rules/lib001"
 	"github.com/perfdoctor/perfdoctor/rules/lib002"
 	"github.com/perfdoctor/perfdoctor/rules/lib003"
@@ -74,6 +80,12 @@ func All() []*rules.Rule {
 		jvm012.Rule,   // JVM012 jvm-unbalanced-parallelism
 		jvm013.Rule,   // JVM013 jvm-context-switches
 		jvm014.Rule,   // JVM014 jvm-cpu-saturation
+		jvm015.Rule,   // JVM015 jvm-safepoint-stalls
+		jvm016.Rule,   // JVM016 jvm-allocation-stalls
+		jvm017.Rule,   // JVM017 jvm-code-cache-full
+		jvm018.Rule,   // JVM018 jvm-gc-cpu
+		jvm019.Rule,   // JVM019 jvm-safepoint-bias
+		jvm020.Rule,   // JVM020 jvm-truncated-stacks
 		lib001.Rule,   // LIB001 metrics-summary-cost
 		lib002.Rule,   // LIB002 unbatched-producer
 		lib003.Rule,   // LIB003 reflection-serialization
