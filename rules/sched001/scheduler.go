@@ -147,6 +147,8 @@ func check(pass *rules.Pass) error {
 		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", procs, limitName, human.Percent(share))
 		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s%s", want, limitName, rules.RedundantModules(pass.Evidence), f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
+		f.Config = &rules.ConfigFix{Gain: share * (1 - limit/float64(procs)), Changes: []rules.ConfigChange{
+			{Kind: rules.ConfigEnv, Name: "GOMAXPROCS", Value: fmt.Sprint(want), Now: fmt.Sprint(procs)}}}
 		// A setting fixes it without code: from 10% of CPU that is high.
 		f.Severity = max(rules.Grade(share, 0, overHighShare), rules.Medium)
 		f.Impact = max(f.Impact, share*(1-limit/float64(procs)))
