@@ -119,3 +119,20 @@ func processCPU(pid int) (float64, bool) {
 	}
 	return st.CPUTime(), true
 }
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM), 0 when
+// unknown.
+func peakRSS(pid int) uint64 {
+	if pid <= 0 {
+		return 0
+	}
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0
+	}
+	return st.VmHWM
+}
