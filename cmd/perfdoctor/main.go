@@ -111,6 +111,7 @@ Start with:  perfdoctor demo`,
 		a.sysCommand(),
 		a.loadCommand(), a.runCommand(), a.verifyCommand(),
 		a.fleetCommand(), a.historyCommand(),
+		a.tryCommand(),
 	)
 	return root
 }
