@@ -66,7 +66,7 @@ func TestRunTriesTheConfigurationOnAFreshProcessEachTime(t *testing.T) {
 		t.Errorf("trial %+v", tr)
 	}
 	// 2 ms less a request over 2 connections: throughput several times higher.
-	if tr.ThroughputGain.Low <= 0 || tr.Verdict != verify.Faster {
+	if tr.ThroughputGain.Estimate <= 0 || tr.Verdict != verify.Faster {
 		t.Errorf("the prescribed configuration is faster by construction; trial says %+v", tr)
 	}
 	var text strings.Builder
