@@ -36,7 +36,7 @@ func casebookVerify(t *testing.T, bin, caseName string, flags ...string) (code i
 type verifyJSON struct {
 	Verdict string
 	Ratios  []verifyRatio
-	Rounds []struct {
+	Rounds  []struct {
 		Before, After struct {
 			Throughput float64 `json:"throughput_rps"`
 			Latency    struct {
