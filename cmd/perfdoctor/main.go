@@ -111,7 +111,7 @@ Start with:  perfdoctor demo`,
 		a.sysCommand(),
 		a.loadCommand(), a.runCommand(), a.verifyCommand(),
 		a.fleetCommand(), a.historyCommand(),
-		a.tryCommand(),
+		a.tryCommand(), a.pgoCommand(),
 	)
 	return root
 }
