@@ -126,3 +126,30 @@ func TestUnknownFormat(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestTriedInEveryFormat: a finding that perfdoctor try measured shows the
+// trial in each report.
+func TestTriedInEveryFormat(t *testing.T) {
+	rep := sampleReport(t)
+	if len(rep.Findings) == 0 {
+		t.Fatal("no findings")
+	}
+	rep.Findings[0].Tried = &rules.Trial{Config: "GOMEMLIMIT=921MiB GOGC=2000", Rounds: 4, PredictedGain: 0.366, Verdict: "faster",
+		CPUGain:        &rules.Interval{Estimate: 0.349, Low: 0.275, High: 0.415},
+		ThroughputGain: rules.Interval{Estimate: 0.4, Low: 0.2, High: 0.6}, PeakRSSCurrent: 66 << 20, PeakRSSPrescribed: 611 << 20,
+		Prediction: "within"}
+	for format, want := range map[string]string{
+		"text":     "Tried: GOMEMLIMIT=921MiB GOGC=2000 over 4 rounds",
+		"markdown": "**Tried:** GOMEMLIMIT=921MiB GOGC=2000 over 4 rounds against the current configuration: CPU per request saved +34.9% [+27.5%, +41.5%], predicted +36.6% (within the interval)",
+		"html":     "<b>Tried:</b> GOMEMLIMIT=921MiB GOGC=2000",
+		"json":     `"tried": {`,
+	} {
+		var buf bytes.Buffer
+		if err := Write(&buf, format, rep); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("%s lacks %q", format, want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"strings"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 )
 
 // Config change kinds: how a setting reaches the process.
@@ -137,4 +139,20 @@ type Interval struct {
 	Estimate float64 `json:"estimate"`
 	Low      float64 `json:"ci95_low"`
 	High     float64 `json:"ci95_high"`
+}
+
+// Summary is the trial in one line, for the reports.
+func (t *Trial) Summary() string {
+	pct := func(x float64) string { return fmt.Sprintf("%+.1f%%", x*100) }
+	in := func(i Interval) string { return fmt.Sprintf("%s [%s, %s]", pct(i.Estimate), pct(i.Low), pct(i.High)) }
+	s := fmt.Sprintf("%s over %d rounds against the current configuration: ", t.Config, t.Rounds)
+	if t.CPUGain != nil {
+		s += fmt.Sprintf("CPU per request saved %s, predicted %s (%s); ", in(*t.CPUGain), pct(t.PredictedGain),
+			map[string]string{"within": "within the interval", "over": "over-predicted", "under": "under-predicted"}[t.Prediction])
+	}
+	s += fmt.Sprintf("throughput %s, p99 %s", in(t.ThroughputGain), in(t.P99Change))
+	if t.PeakRSSCurrent > 0 && t.PeakRSSPrescribed > 0 {
+		s += fmt.Sprintf("; peak RSS %s -> %s", human.Bytes(t.PeakRSSCurrent), human.Bytes(t.PeakRSSPrescribed))
+	}
+	return s + "; verdict: " + t.Verdict
 }
