@@ -71,6 +71,10 @@ func TestVerifyReportInChromium(t *testing.T) {
 	if dots != figures*2*4 || outside != 0 {
 		t.Errorf("%d dots (want %d), %d outside their chart", dots, figures*8, outside)
 	}
+	// The lines are lines: no polyline may be filled into an area.
+	if filled := eval[int](p, `[...document.querySelectorAll('svg.round-chart polyline')].filter(l => getComputedStyle(l).fill !== 'none').length`); filled != 0 {
+		t.Errorf("%d polylines are filled", filled)
+	}
 	verdict := eval[string](p, `document.getElementById('verdict').innerText`)
 	if !strings.Contains(verdict, v.Verdict) {
 		t.Errorf("verdict shown %q, want %q", verdict, v.Verdict)
