@@ -10,6 +10,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is BLD001.
@@ -64,7 +65,7 @@ func check(pass *rules.Pass) error {
 	if b == nil || b.PGO != "" || bundle.GoMinor(b.GoVersion) < firstMinor || !pass.EnoughCPU() {
 		return nil
 	}
-	used := coresUsed(ev)
+	used := goruntime.CoresUsed(ev)
 	limit, limitName := available(ev.Settings())
 	if used <= 0 || limit <= 0 || used < busyShare*limit {
 		return nil
@@ -96,19 +97,6 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
-}
-
-// coresUsed is the CPU the process used over the CPU profile, in cores.
-func coresUsed(ev *evidence.Evidence) float64 {
-	p := ev.Profile(evidence.CPU)
-	if p == nil || p.DurationNanos <= 0 {
-		return 0
-	}
-	st := evidence.NewStacks(p, "cpu")
-	if st == nil || st.Unit != "nanoseconds" {
-		return 0
-	}
-	return float64(st.Total) / float64(p.DurationNanos)
 }
 
 // available is the CPU the process may use: the cgroup quota, else the

@@ -71,19 +71,6 @@ const (
 	idlePsPerCore = 8
 )
 
-// coresUsed is the CPU the process used over the CPU profile, in cores.
-func coresUsed(ev *evidence.Evidence) float64 {
-	p := ev.Profile(evidence.CPU)
-	if p == nil || p.DurationNanos <= 0 {
-		return 0
-	}
-	st := evidence.NewStacks(p, "cpu")
-	if st == nil || st.Unit != "nanoseconds" {
-		return 0
-	}
-	return float64(st.Total) / float64(p.DurationNanos)
-}
-
 func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
@@ -104,7 +91,7 @@ func check(pass *rules.Pass) error {
 	// Ps that outnumber the cores of work many times over spin looking
 	// for it, whatever the machine has, and fewer Ps is the fix.
 	procs, procsSrc := s.GOMAXPROCS, s.GOMAXPROCSSrc
-	used := coresUsed(pass.Evidence)
+	used := goruntime.CoresUsed(pass.Evidence)
 	if limit == 0 {
 		if ts, err := pass.Evidence.Trace(); err == nil && ts.GOMAXPROCS > 0 {
 			procs, procsSrc = ts.GOMAXPROCS, "execution trace"
