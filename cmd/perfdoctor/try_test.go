@@ -153,3 +153,33 @@ func oneCPU(t *testing.T) (prefix, how string) {
 	}
 	return "taskset -c 0 ", "taskset -c 0"
 }
+
+func TestTryBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notReport := filepath.Join(dir, "notes.json")
+	os.WriteFile(notReport, []byte(`{"hello": 1}`), 0o644)
+	noConfig := filepath.Join(dir, "report.json")
+	os.WriteFile(noConfig, []byte(`{"schema_version": 2, "findings": [{"id": "CPU001", "rule": "CPU001", "severity": "low"}]}`), 0o644)
+	url := "http://" + closedPort(t) + "/"
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no command":      {[]string{"try", "--url", url, "--target", url}, "--cmd COMMAND and --url URL"},
+		"target and file": {[]string{"try", "--cmd", "true", "--url", url, "--target", url, "--report", noConfig}, "either --target"},
+		"one round":       {[]string{"try", "--cmd", "true", "--url", url, "--report", noConfig, "--rounds", "1"}, "--rounds 1"},
+		"missing report":  {[]string{"try", "--cmd", "true", "--url", url, "--report", filepath.Join(dir, "nope.json")}, "--report"},
+		"not a report":    {[]string{"try", "--cmd", "true", "--url", url, "--report", notReport}, "not a perfdoctor JSON report"},
+		"service exits":   {[]string{"try", "--cmd", "echo cannot start >&2; exit 3", "--url", url, "--target", url, "-o", filepath.Join(dir, "o")}, "cannot start"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := perfdoctor(t, tc.args...)
+			wantOneLineError(t, code, stderr, tc.want)
+		})
+	}
+	// Findings without a configuration fix: nothing to try, and no service started.
+	code, stdout, stderr := perfdoctor(t, "try", "--cmd", "exit 3", "--url", url, "--report", noConfig, "-o", filepath.Join(dir, "none"))
+	if code != 0 || !strings.Contains(stdout, "nothing to try") {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}
