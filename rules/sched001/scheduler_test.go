@@ -161,3 +161,18 @@ func TestReadsSchedulerStateMetrics(t *testing.T) {
 		t.Errorf("older target: %+v", res.Findings)
 	}
 }
+
+// TestQuotaBelowTwoCPUsPrescribesTwo: like Go's own default since 1.25, a
+// quota under 2 cores gets GOMAXPROCS=2, and GOMAXPROCS=2 under it is no
+// oversubscription to fix.
+func TestQuotaBelowTwoCPUsPrescribesTwo(t *testing.T) {
+	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 1, map[string]string{"GOMAXPROCS": "256"})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Config == nil || res.Findings[0].Config.String() != "GOMAXPROCS=2" {
+		t.Fatalf("GOMAXPROCS=256 on a 1-core quota: %+v", res.Findings)
+	}
+	ev = withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 1, map[string]string{"GOMAXPROCS": "2"})
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) == 1 && res.Findings[0].Config != nil {
+		t.Errorf("GOMAXPROCS=2 on a 1-core quota is Go's own default, yet: %s", res.Findings[0].Summary)
+	}
+}
