@@ -48,8 +48,8 @@ func TestRunTriesTheConfigurationOnAFreshProcessEachTime(t *testing.T) {
 	var rounds []string
 	res, err := Run(context.Background(), Options{
 		Command: os.Args[0], Environ: append(os.Environ(), serveEnv+"="+addr, "GOGC=100"),
-		Load:    load.Config{URL: "http://" + addr + "/", Concurrency: 2, Duration: 400 * time.Millisecond},
-		Rounds:  3, ReadyTimeout: 10 * time.Second, Report: rep,
+		Load:   load.Config{URL: "http://" + addr + "/", Concurrency: 2, Duration: 400 * time.Millisecond},
+		Rounds: 3, ReadyTimeout: 10 * time.Second, Report: rep,
 		OnRound: func(id string, done, of int, r verify.Round) { rounds = append(rounds, id) },
 	})
 	if err != nil {
@@ -83,8 +83,8 @@ func TestRunRefusesAConfigurationTheCommandDrops(t *testing.T) {
 	rep := &report.Report{Findings: []rules.Finding{gogc400("GC001")}}
 	_, err := Run(context.Background(), Options{
 		Command: "exec env -u GOGC " + os.Args[0], Environ: append(os.Environ(), serveEnv+"="+addr),
-		Load:    load.Config{URL: "http://" + addr + "/", Concurrency: 1, Duration: 200 * time.Millisecond},
-		Rounds:  2, ReadyTimeout: 10 * time.Second, Report: rep,
+		Load:   load.Config{URL: "http://" + addr + "/", Concurrency: 1, Duration: 200 * time.Millisecond},
+		Rounds: 2, ReadyTimeout: 10 * time.Second, Report: rep,
 	})
 	if err == nil || !strings.Contains(err.Error(), "did not reach the service") {
 		t.Fatalf("err = %v, want the dropped GOGC named", err)
