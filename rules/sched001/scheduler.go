@@ -153,10 +153,8 @@ func check(pass *rules.Pass) error {
 
 // procsFor is the GOMAXPROCS to prescribe for limit cores: rounded up,
 // and for a CPU quota at least 2 (within the CPUs the process may use), as
-// Go's own default since 1.25 does: one P would leave the garbage
-// collector's dedicated worker alone on it for whole mark phases. perfdoctor
-// try measured GOMAXPROCS=1 under a one-CPU quota (casebook A3) at 0.42x
-// the throughput of GOMAXPROCS=256.
+// Go's own default since 1.25 does (runtime.adjustCgroupGOMAXPROCS): the
+// prescription must never be below what the runtime would choose unset.
 func procsFor(limit float64, s evidence.Settings) int {
 	want := int(math.Ceil(limit - 1e-9))
 	if s.CPUQuota > 0 && limit == s.CPUQuota {
