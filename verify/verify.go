@@ -181,26 +181,9 @@ func (v *Result) judge(minChange float64) {
 	v.P50 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P50) }))
 	v.P99 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P99) }))
 	v.LoadAvg = load.LoadAverage()
-	var cpuB, cpuA []float64
-	for _, p := range v.Rounds {
-		if p.BeforeCPU > 0 && p.AfterCPU > 0 {
-			cpuB, cpuA = append(cpuB, p.BeforeCPU), append(cpuA, p.AfterCPU)
-		}
-	}
-	cpuKnown := len(cpuB) == len(v.Rounds) && len(cpuB) >= 2
-	if cpuKnown {
-		v.CPU = load.PairedRatio(cpuB, cpuA)
-	}
-	var rssB, rssA []float64
-	for _, p := range v.Rounds {
-		if p.BeforePeakRSS > 0 && p.AfterPeakRSS > 0 {
-			rssB, rssA = append(rssB, float64(p.BeforePeakRSS)), append(rssA, float64(p.AfterPeakRSS))
-		}
-	}
-	rssKnown := len(rssB) == len(v.Rounds) && len(rssB) >= 2
-	if rssKnown {
-		v.PeakRSS = load.PairedRatio(rssB, rssA)
-	}
+	var cpuKnown, rssKnown bool
+	v.CPU, cpuKnown = v.pairedKnown(func(p Round) (float64, float64) { return p.BeforeCPU, p.AfterCPU })
+	v.PeakRSS, rssKnown = v.pairedKnown(func(p Round) (float64, float64) { return float64(p.BeforePeakRSS), float64(p.AfterPeakRSS) })
 
 	// Throughput up is better; latency down is better.
 	tp, p50, p99 := v.Throughput.Direction(minChange), -v.P50.Direction(minChange), -v.P99.Direction(minChange)
@@ -231,4 +214,21 @@ func (v *Result) judge(minChange float64) {
 	default:
 		v.Verdict = Same
 	}
+}
+
+// pairedKnown is the paired ratio of a figure that every round (at least
+// two) has for both versions; false when a round lacks it.
+func (v *Result) pairedKnown(get func(Round) (before, after float64)) (load.Ratio, bool) {
+	var b, a []float64
+	for _, p := range v.Rounds {
+		x, y := get(p)
+		if x <= 0 || y <= 0 {
+			return load.Ratio{}, false
+		}
+		b, a = append(b, x), append(a, y)
+	}
+	if len(b) < 2 {
+		return load.Ratio{}, false
+	}
+	return load.PairedRatio(b, a), true
 }
