@@ -104,7 +104,7 @@ func Markdown(w io.Writer, v *verify.Result, title string) error {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprint(&b, i+1)
+			fmt.Fprintf(&b, "%q", fmt.Sprint(i+1))
 		}
 		fmt.Fprintf(&b, "]\n  y-axis \"%s\"\n  line [%s]\n  line [%s]\n```\n", s.Unit, numbers(s.Before), numbers(s.After))
 	}

@@ -54,7 +54,7 @@ func TestMarkdown(t *testing.T) {
 	}
 	md := b.String()
 	for _, want := range []string{"## verify: slower handler", "**Verdict: " + v.Verdict, "| throughput |", "| CPU/request |", "| peak RSS |",
-		"| round | first | throughput before | after |", "| 2 | after |", "xychart-beta", `title "p99 latency per round (ms): before, after"`, `x-axis "round" [1, 2, 3]`} {
+		"| round | first | throughput before | after |", "| 2 | after |", "xychart-beta", `title "p99 latency per round (ms): before, after"`, `x-axis "round" ["1", "2", "3"]`} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
