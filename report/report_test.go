@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +153,23 @@ func TestTriedInEveryFormat(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("%s lacks %q", format, want)
 		}
+	}
+}
+
+func TestReadJSON(t *testing.T) {
+	rep := sampleReport(t)
+	path := filepath.Join(t.TempDir(), "report.json")
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, buf.Bytes(), 0o644)
+	back, err := ReadJSON(path)
+	if err != nil || len(back.Findings) != len(rep.Findings) || back.Findings[0].ID != rep.Findings[0].ID || back.Findings[0].Severity != rep.Findings[0].Severity {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+	os.WriteFile(path, []byte(`{"findings": []}`), 0o644)
+	if _, err := ReadJSON(path); err == nil {
+		t.Error("a document without schema_version accepted")
 	}
 }

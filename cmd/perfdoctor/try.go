@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -87,8 +86,8 @@ With -o DIR it writes the bundle, report.json (each tried finding carries
 				o.Echo = a.stderr
 			}
 			if repPath != "" {
-				if o.Report, err = readReport(repPath); err != nil {
-					return err
+				if o.Report, err = report.ReadJSON(repPath); err != nil {
+					return fmt.Errorf("--report: %w", err)
 				}
 			}
 			res, runErr := try.Run(cmd.Context(), o)
@@ -136,20 +135,4 @@ With -o DIR it writes the bundle, report.json (each tried finding carries
 	fl.StringVarP(&dir, "output", "o", "", "directory for the bundle, report.json and the trials (default perfdoctor-HOST-TIME-try)")
 	fl.StringVar(&format, "format", "text", "output: text, or json (the report, findings carrying \"tried\")")
 	return cmd
-}
-
-// readReport reads a JSON report written by diagnose --format json.
-func readReport(path string) (*report.Report, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--report: %w", err)
-	}
-	var rep report.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("--report %s: not a perfdoctor JSON report: %w", path, err)
-	}
-	if rep.SchemaVersion == 0 || rep.Findings == nil {
-		return nil, fmt.Errorf("--report %s: not a perfdoctor JSON report (no schema_version or findings)", path)
-	}
-	return &rep, nil
 }
