@@ -133,6 +133,9 @@ func writeMarkdownFinding(w *bufio.Writer, label string, f rules.Finding, caused
 	if f.Example != "" {
 		fmt.Fprintf(w, "\n```\n%s\n```\n", strings.TrimRight(f.Example, "\n"))
 	}
+	if f.Tried != nil {
+		fmt.Fprintf(w, "\n**Tried:** %s\n", mdText(f.Tried.Summary()))
+	}
 }
 
 // mdText folds prose onto one line.

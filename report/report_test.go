@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +126,50 @@ func TestTextPutsTheVerdictFirst(t *testing.T) {
 func TestUnknownFormat(t *testing.T) {
 	if err := Write(&bytes.Buffer{}, "yaml", sampleReport(t)); err == nil || !strings.Contains(err.Error(), "json, markdown, sarif, text") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestTriedInEveryFormat: a finding that perfdoctor try measured shows the
+// trial in each report.
+func TestTriedInEveryFormat(t *testing.T) {
+	rep := sampleReport(t)
+	if len(rep.Findings) == 0 {
+		t.Fatal("no findings")
+	}
+	rep.Findings[0].Tried = &rules.Trial{Config: "GOMEMLIMIT=921MiB GOGC=2000", Rounds: 4, PredictedGain: 0.366, Verdict: "faster",
+		CPUGain:        &rules.Interval{Estimate: 0.349, Low: 0.275, High: 0.415},
+		ThroughputGain: rules.Interval{Estimate: 0.4, Low: 0.2, High: 0.6}, PeakRSSCurrent: 66 << 20, PeakRSSPrescribed: 611 << 20,
+		Prediction: "within"}
+	for format, want := range map[string]string{
+		"text":     "Tried: GOMEMLIMIT=921MiB GOGC=2000 over 4 rounds",
+		"markdown": "**Tried:** GOMEMLIMIT=921MiB GOGC=2000 over 4 rounds against the current configuration: CPU per request saved +34.9% [+27.5%, +41.5%], predicted +36.6% (within the interval)",
+		"html":     "<b>Tried:</b> GOMEMLIMIT=921MiB GOGC=2000",
+		"json":     `"tried": {`,
+	} {
+		var buf bytes.Buffer
+		if err := Write(&buf, format, rep); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("%s lacks %q", format, want)
+		}
+	}
+}
+
+func TestReadJSON(t *testing.T) {
+	rep := sampleReport(t)
+	path := filepath.Join(t.TempDir(), "report.json")
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, buf.Bytes(), 0o644)
+	back, err := ReadJSON(path)
+	if err != nil || len(back.Findings) != len(rep.Findings) || back.Findings[0].ID != rep.Findings[0].ID || back.Findings[0].Severity != rep.Findings[0].Severity {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+	os.WriteFile(path, []byte(`{"findings": []}`), 0o644)
+	if _, err := ReadJSON(path); err == nil {
+		t.Error("a document without schema_version accepted")
 	}
 }

@@ -115,6 +115,9 @@ func writeFinding(w io.Writer, label string, f rules.Finding, causedBy, explains
 		fmt.Fprintf(w, "   Caveat: %s\n", wrap(c, 11))
 	}
 	fmt.Fprintf(w, "   Gain estimate: %s\n", wrap(f.ImpactBasis, 18))
+	if f.Tried != nil {
+		fmt.Fprintf(w, "   Tried: %s\n", wrap(f.Tried.Summary(), 10))
+	}
 }
 
 func describeInputs(in Inputs) string {

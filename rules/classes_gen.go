@@ -6,6 +6,7 @@ package rules
 // findings.md). A class slug is part of the JSON contract and never changes
 // meaning once released.
 var Classes = []string{
+	"pgo-not-used",
 	"hot-function",
 	"sync-disk-write",
 	"disk-io-wait",

@@ -94,6 +94,10 @@ type Finding struct {
 	// arbitrates claims between findings and records the outcome in Cost.
 	Claim *Claim `json:"-"`
 	Cost  *Cost  `json:"cost,omitempty"`
+	// Config is the part of the fix that is configuration only, for
+	// perfdoctor try to apply; Tried is what try measured with it.
+	Config *ConfigFix `json:"config,omitempty"`
+	Tried  *Trial     `json:"tried,omitempty"`
 }
 
 // MarshalJSON keeps empty lists as [] rather than null, so consumers need

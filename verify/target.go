@@ -24,20 +24,27 @@ import (
 // command's output is kept for the error message, and copied to echo when
 // echo is not nil. name ("before", "after") labels the errors.
 func StartTarget(ctx context.Context, name, command, rawURL string, timeout time.Duration, echo io.Writer, log *slog.Logger) (*supervise.Process, error) {
+	return StartTargetEnv(ctx, name, command, nil, rawURL, timeout, echo, log)
+}
+
+// StartTargetEnv is StartTarget with the command's environment: env, or
+// perfdoctor's own when env is nil.
+func StartTargetEnv(ctx context.Context, name, command string, env []string, rawURL string, timeout time.Duration, echo io.Writer, log *slog.Logger) (*supervise.Process, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("--%s %q: not a URL", name, rawURL)
+		return nil, fmt.Errorf("%s: %q is not a URL", name, rawURL)
 	}
 	// The port must be free before we start: otherwise an old process
 	// would answer and we would measure the wrong thing.
 	if u.Scheme != "udp" {
 		if c, err := net.DialTimeout("tcp", hostPort(u), time.Second); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("%s: %s already accepts connections before --%s-cmd started; stop what is listening there or use another port", name, u.Host, name)
+			return nil, fmt.Errorf("%s: %s already accepts connections before the %s command started; stop what is listening there or use another port", name, u.Host, name)
 		}
 	}
 	out := supervise.NewTail(4096)
 	cmd := exec.Command("sh", "-c", command)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out, out
 	if echo != nil {
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(out, echo), io.MultiWriter(out, echo)
@@ -118,4 +125,21 @@ func processCPU(pid int) (float64, bool) {
 		return 0, false
 	}
 	return st.CPUTime(), true
+}
+
+// peakRSS is the process's peak resident set size in bytes (VmHWM), 0 when
+// unknown.
+func peakRSS(pid int) uint64 {
+	if pid <= 0 {
+		return 0
+	}
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0
+	}
+	return st.VmHWM
 }

@@ -31,22 +31,34 @@ type Options struct {
 	MinChange float64       // significant changes smaller than this fraction are ignored
 	// OnRound, when set, is called after each complete round.
 	OnRound func(done, of int, r Round)
+	// Start, when set, starts version i (0 before, 1 after) for each of its
+	// measurements, warm-up included, and the returned stop ends it after:
+	// for versions that cannot run side by side (perfdoctor try runs one
+	// command on one port under two configurations). pid is the process
+	// to measure, 0 when unknown; PIDs is then ignored.
+	Start func(ctx context.Context, i int) (pid int, stop func(), err error)
 }
+
+// SchemaVersion is the version of Result's JSON (docs/verify.md). Fields
+// are only added within a version.
+const SchemaVersion = 1
 
 // Result is verify's output; its JSON is `verify --format json`.
 type Result struct {
-	Before     string     `json:"before"`
-	After      string     `json:"after"`
-	Rounds     []Round    `json:"rounds"`
-	Throughput load.Ratio `json:"-"`
-	P50, P99   load.Ratio `json:"-"`
-	CPU        load.Ratio `json:"-"` // the targets' CPU time per request, when their processes are local
-	Ratios     []Ratio    `json:"ratios"`
-	Verdict    string     `json:"verdict"`
-	Why        string     `json:"why,omitempty"`
-	Method     string     `json:"method"`
-	LoadAvg    float64    `json:"load_average"`
-	Warnings   []string   `json:"warnings,omitempty"`
+	SchemaVersion int        `json:"schema_version"`
+	Before        string     `json:"before"`
+	After         string     `json:"after"`
+	Rounds        []Round    `json:"rounds"`
+	Throughput    load.Ratio `json:"-"`
+	P50, P99      load.Ratio `json:"-"`
+	CPU           load.Ratio `json:"-"` // the targets' CPU time per request, when their processes are local
+	PeakRSS       load.Ratio `json:"-"` // the targets' peak resident memory, when their processes are local
+	Ratios        []Ratio    `json:"ratios"`
+	Verdict       string     `json:"verdict"`
+	Why           string     `json:"why,omitempty"`
+	Method        string     `json:"method"`
+	LoadAvg       float64    `json:"load_average"`
+	Warnings      []string   `json:"warnings,omitempty"`
 }
 
 // Round is one measurement of each version.
@@ -59,6 +71,12 @@ type Round struct {
 	// /proc, for local targets), 0 when unknown.
 	BeforeCPU float64 `json:"before_cpu_us_per_request,omitempty"`
 	AfterCPU  float64 `json:"after_cpu_us_per_request,omitempty"`
+	// The target processes' peak resident set size in bytes (VmHWM) at
+	// the end of the measurement, 0 when unknown: the peak of the round
+	// when each measurement starts a process (Options.Start), else of the
+	// process's life so far.
+	BeforePeakRSS uint64 `json:"before_peak_rss_bytes,omitempty"`
+	AfterPeakRSS  uint64 `json:"after_peak_rss_bytes,omitempty"`
 }
 
 // Ratio is one judged figure.
@@ -74,48 +92,57 @@ type Ratio struct {
 // and judges the paired ratios. Interrupted through ctx, it judges the
 // complete rounds only.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	v := &Result{Before: o.Before.URL, After: o.After.URL,
+	v := &Result{SchemaVersion: SchemaVersion, Before: o.Before.URL, After: o.After.URL,
 		Method: "paired t-test on per-round log ratios (after/before), 95% interval, rounds alternate their order"}
-	// measure loads one version; cpu is the target process's CPU time per
-	// request in microseconds, 0 when its process is not known.
-	measure := func(cfg load.Config, pid int) (res *load.Result, cpu float64, err error) {
+	// measure loads version i; cpu is the target process's CPU time per
+	// request in microseconds and rss its peak resident memory, 0 when its
+	// process is not known.
+	measure := func(i int) (res *load.Result, cpu float64, rss uint64, err error) {
+		cfg, pid := []load.Config{o.Before, o.After}[i], o.PIDs[i]
+		if o.Start != nil {
+			var stop func()
+			if pid, stop, err = o.Start(ctx, i); err != nil {
+				return nil, 0, 0, err
+			}
+			defer stop()
+		}
 		if o.Warmup > 0 {
 			w := cfg
 			w.Duration, w.Progress = o.Warmup, nil
 			if _, err := load.Run(ctx, w); err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
 		}
 		cpu0, cpuOK := processCPU(pid)
 		res, err = load.Run(ctx, cfg)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		if err := res.AllFailed(); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", cfg.URL, err)
+			return nil, 0, 0, fmt.Errorf("%s: %w", cfg.URL, err)
 		}
 		if cpu1, ok := processCPU(pid); ok && cpuOK && res.Requests > 0 {
 			cpu = (cpu1 - cpu0) * 1e6 / float64(res.Requests)
 		}
-		return res, cpu, nil
+		return res, cpu, peakRSS(pid), nil
 	}
 	for r := range o.Rounds {
 		// got[0] is before, got[1] after; odd rounds measure after first.
 		p := Round{Round: r + 1, First: "before"}
 		got := []*load.Result{nil, nil}
 		cpu := []float64{0, 0}
-		cfgs := []load.Config{o.Before, o.After}
+		rss := []uint64{0, 0}
 		sequence := []int{0, 1}
 		if r%2 == 1 {
 			sequence = []int{1, 0}
 			p.First = "after"
 		}
 		for _, i := range sequence {
-			res, c, err := measure(cfgs[i], o.PIDs[i])
+			res, c, m, err := measure(i)
 			if err != nil {
 				return nil, err
 			}
-			got[i], cpu[i] = res, c
+			got[i], cpu[i], rss[i] = res, c, m
 			if ctx.Err() != nil {
 				break
 			}
@@ -125,6 +152,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		p.Before, p.After = got[0], got[1]
 		p.BeforeCPU, p.AfterCPU = cpu[0], cpu[1]
+		p.BeforePeakRSS, p.AfterPeakRSS = rss[0], rss[1]
 		v.Rounds = append(v.Rounds, p)
 		if o.OnRound != nil {
 			o.OnRound(r+1, o.Rounds, p)
@@ -153,16 +181,9 @@ func (v *Result) judge(minChange float64) {
 	v.P50 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P50) }))
 	v.P99 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P99) }))
 	v.LoadAvg = load.LoadAverage()
-	var cpuB, cpuA []float64
-	for _, p := range v.Rounds {
-		if p.BeforeCPU > 0 && p.AfterCPU > 0 {
-			cpuB, cpuA = append(cpuB, p.BeforeCPU), append(cpuA, p.AfterCPU)
-		}
-	}
-	cpuKnown := len(cpuB) == len(v.Rounds) && len(cpuB) >= 2
-	if cpuKnown {
-		v.CPU = load.PairedRatio(cpuB, cpuA)
-	}
+	var cpuKnown, rssKnown bool
+	v.CPU, cpuKnown = v.pairedKnown(func(p Round) (float64, float64) { return p.BeforeCPU, p.AfterCPU })
+	v.PeakRSS, rssKnown = v.pairedKnown(func(p Round) (float64, float64) { return float64(p.BeforePeakRSS), float64(p.AfterPeakRSS) })
 
 	// Throughput up is better; latency down is better.
 	tp, p50, p99 := v.Throughput.Direction(minChange), -v.P50.Direction(minChange), -v.P99.Direction(minChange)
@@ -170,8 +191,9 @@ func (v *Result) judge(minChange float64) {
 		name string
 		r    load.Ratio
 		dir  int
-	}{{"throughput", v.Throughput, tp}, {"p50 latency", v.P50, p50}, {"p99 latency", v.P99, p99}, {"CPU/request", v.CPU, -v.CPU.Direction(minChange)}} {
-		if x.name == "CPU/request" && !cpuKnown {
+	}{{"throughput", v.Throughput, tp}, {"p50 latency", v.P50, p50}, {"p99 latency", v.P99, p99},
+		{"CPU/request", v.CPU, -v.CPU.Direction(minChange)}, {"peak RSS", v.PeakRSS, -v.PeakRSS.Direction(minChange)}} {
+		if (x.name == "CPU/request" && !cpuKnown) || (x.name == "peak RSS" && !rssKnown) {
 			continue
 		}
 		v.Ratios = append(v.Ratios, Ratio{x.name, x.r.Estimate, x.r.Low, x.r.High, map[int]string{1: "better", -1: "worse", 0: "none"}[x.dir]})
@@ -192,4 +214,21 @@ func (v *Result) judge(minChange float64) {
 	default:
 		v.Verdict = Same
 	}
+}
+
+// pairedKnown is the paired ratio of a figure that every round (at least
+// two) has for both versions; false when a round lacks it.
+func (v *Result) pairedKnown(get func(Round) (before, after float64)) (load.Ratio, bool) {
+	var b, a []float64
+	for _, p := range v.Rounds {
+		x, y := get(p)
+		if x <= 0 || y <= 0 {
+			return load.Ratio{}, false
+		}
+		b, a = append(b, x), append(a, y)
+	}
+	if len(b) < 2 {
+		return load.Ratio{}, false
+	}
+	return load.PairedRatio(b, a), true
 }

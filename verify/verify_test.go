@@ -1,9 +1,19 @@
 package verify
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/perfdoctor/perfdoctor/load"
 )
@@ -51,5 +61,91 @@ func TestLocalPID(t *testing.T) {
 		if pid := LocalPID(u); pid != 0 {
 			t.Errorf("LocalPID(%q) = %d, want 0", u, pid)
 		}
+	}
+}
+
+// TestStartPerMeasurement runs both versions on one address, each started
+// for its own measurements only, as perfdoctor try does.
+func TestStartPerMeasurement(t *testing.T) {
+	addr := "127.0.0.1:" + freePort(t)
+	var starts, stops [2]int
+	running := -1
+	start := func(ctx context.Context, i int) (int, func(), error) {
+		if running >= 0 {
+			t.Errorf("version %d started while %d runs", i, running)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return 0, nil, err
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if i == 1 {
+				time.Sleep(time.Millisecond) // the after version is slower
+			}
+		})}
+		go srv.Serve(ln)
+		starts[i]++
+		running = i
+		return os.Getpid(), func() { srv.Close(); stops[i]++; running = -1 }, nil
+	}
+	cfg := load.Config{URL: "http://" + addr + "/", Concurrency: 2, Duration: 300 * time.Millisecond}
+	v, err := Run(context.Background(), Options{Before: cfg, After: cfg, Rounds: 3, Warmup: 50 * time.Millisecond, Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts != [2]int{3, 3} || stops != starts {
+		t.Errorf("starts %v stops %v, want each version started and stopped once a round", starts, stops)
+	}
+	if len(v.Rounds) != 3 || v.Rounds[0].BeforePeakRSS == 0 || v.Rounds[2].AfterPeakRSS == 0 || v.Rounds[1].BeforeCPU == 0 {
+		t.Fatalf("rounds lack the process's CPU and peak RSS: %+v", v.Rounds)
+	}
+	var figures []string
+	for _, r := range v.Ratios {
+		figures = append(figures, r.Figure)
+	}
+	if !slices.Equal(figures, []string{"throughput", "p50 latency", "p99 latency", "CPU/request", "peak RSS"}) {
+		t.Errorf("figures %v", figures)
+	}
+	if v.SchemaVersion != SchemaVersion {
+		t.Errorf("schema version %d", v.SchemaVersion)
+	}
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func TestJSONMatchesSchema(t *testing.T) {
+	schema, err := jsonschema.NewCompiler().Compile("../docs/verify.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &Result{SchemaVersion: SchemaVersion, Before: "http://127.0.0.1:1/", After: "http://127.0.0.1:2/", Method: "m",
+		Rounds: rounds([4]float64{1000, 5, 1200, 4}, [4]float64{1010, 5.1, 1190, 4.2}, [4]float64{990, 4.9, 1210, 3.9})}
+	for i := range v.Rounds {
+		v.Rounds[i].Before.URL, v.Rounds[i].After.URL = v.Before, v.After
+		v.Rounds[i].Before.Mode, v.Rounds[i].After.Mode, v.Rounds[i].First = "closed", "closed", []string{"before", "after"}[i%2]
+		v.Rounds[i].BeforeCPU, v.Rounds[i].AfterCPU = 100, 80
+		v.Rounds[i].BeforePeakRSS, v.Rounds[i].AfterPeakRSS = 60<<20, 900<<20
+	}
+	v.judge(0)
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Errorf("verify JSON does not match docs/verify.schema.json: %v\n%s", err, b)
+	}
+	if len(v.Ratios) != 5 || v.Verdict != Faster {
+		t.Errorf("ratios %+v verdict %s", v.Ratios, v.Verdict)
 	}
 }

@@ -35,6 +35,7 @@ package a3sched
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,14 +75,21 @@ const floorEntries = 1 << 16
 
 // Env returns the Go runtime environment the variant runs with. An empty
 // value means unset: GOMAXPROCS then follows the CPUs (and cgroup quota)
-// the process may use.
+// the process may use. The bad variant keeps a GOMAXPROCS already in the
+// environment.
 func Env(variant string) (map[string]string, error) {
 	if err := check(variant); err != nil {
 		return nil, err
 	}
 	env := map[string]string{"GOGC": strconv.Itoa(GOGC), "GOMAXPROCS": ""}
 	if variant == Bad {
+		// Go before 1.25 took the host's CPU count unless GOMAXPROCS was
+		// set in the environment: an operator's setting (or perfdoctor
+		// try's prescription) wins over BadProcs, as it did there.
 		env["GOMAXPROCS"] = strconv.Itoa(BadProcs)
+		if v := os.Getenv("GOMAXPROCS"); v != "" {
+			env["GOMAXPROCS"] = v
+		}
 	}
 	return env, nil
 }

@@ -58,6 +58,15 @@ func TestEnv(t *testing.T) {
 	}
 }
 
+func TestBadKeepsAGOMAXPROCSSetInTheEnvironment(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "1")
+	bad, _ := Env(Bad)
+	fixed, _ := Env(Fixed)
+	if bad["GOMAXPROCS"] != "1" || fixed["GOMAXPROCS"] != "" {
+		t.Errorf("GOMAXPROCS=1 set: bad %v, fixed %v", bad, fixed)
+	}
+}
+
 func TestInvalidVariant(t *testing.T) {
 	if _, err := NewHandler("worse"); err == nil {
 		t.Error("NewHandler accepted an unknown variant")

@@ -259,7 +259,8 @@ func TestVerifyTargets(t *testing.T) {
 	if code != exitRegression || !strings.Contains(stdout, "verdict: slower") || !strings.Contains(stderr, "significant regression") {
 		t.Errorf("fast -> slow: exit %d, want %d\n%s%s", code, exitRegression, stdout, stderr)
 	}
-	code, stdout, stderr = perfdoctor(t, append(args, "--before", slow.URL, "--after", fast.URL, "--format", "json")...)
+	proof := filepath.Join(t.TempDir(), "proof")
+	code, stdout, stderr = perfdoctor(t, append(args, "--before", slow.URL, "--after", fast.URL, "--format", "json", "--out", proof)...)
 	var v struct {
 		Verdict string
 		Rounds  []struct{ First string }
@@ -267,6 +268,20 @@ func TestVerifyTargets(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != 0 || v.Verdict != "faster" || len(v.Rounds) != 3 ||
 		v.Rounds[0].First != "before" || v.Rounds[1].First != "after" {
 		t.Errorf("slow -> fast: exit %d, %v, %+v\n%s", code, err, v, stderr)
+	}
+	// --out keeps the same result as JSON, Markdown and HTML.
+	saved, err := os.ReadFile(filepath.Join(proof, "verify.json"))
+	if err != nil || string(saved) != stdout {
+		t.Errorf("verify.json differs from the JSON printed (%v)", err)
+	}
+	for name, want := range map[string]string{"verify.md": "**Verdict: faster**", "verify.html": `<svg class="round-chart"`} {
+		if b, err := os.ReadFile(filepath.Join(proof, name)); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q (%v)", name, want, err)
+		}
+	}
+	code, stdout, _ = perfdoctor(t, append(args, "--before", slow.URL, "--after", fast.URL, "--format", "markdown", "--rounds", "2")...)
+	if code != 0 || !strings.Contains(stdout, "```mermaid") {
+		t.Errorf("--format markdown: exit %d\n%s", code, stdout)
 	}
 }
 

@@ -121,6 +121,8 @@ Start with:  perfdoctor demo`,
 		a.loadCommand(), a.runCommand(), a.verifyCommand(),
 		a.fleetCommand(), a.historyCommand(),
 		a.fetchAsyncProfilerCommand(),
+
+		a.tryCommand(), a.pgoCommand(),
 	)
 	return root
 }

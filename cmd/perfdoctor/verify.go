@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/report/loadtext"
+	"github.com/perfdoctor/perfdoctor/report/verifyreport"
 	"github.com/perfdoctor/perfdoctor/verify"
 )
 
@@ -29,7 +32,7 @@ func (a *app) verifyCommand() *cobra.Command {
 		rounds               int
 		warmup, readyTimeout time.Duration
 		minChange            float64
-		format               string
+		format, out          string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify --before URL --after URL",
@@ -44,11 +47,15 @@ code is 4 on a significant regression (lower throughput or higher p99), for CI.
 The targets are running services, or --before-cmd/--after-cmd start them: each
 command runs under sh -c in its own process group, verify waits until its URL
 accepts connections, and stops exactly the processes it started (SIGTERM to
-the group, SIGKILL after 5s) when done or interrupted.`,
+the group, SIGKILL after 5s) when done or interrupted.
+
+--out DIR keeps the proof for a pull request: verify.json (rounds, intervals,
+verdict; docs/verify.md), verify.md (tables and Mermaid charts) and
+verify.html (one offline page, per-round charts in SVG).`,
 		Example: `  perfdoctor verify --before http://127.0.0.1:8080/ --after http://127.0.0.1:8081/
   perfdoctor verify --rounds 6 -d 5s \
     --before-cmd './old -listen 127.0.0.1:9001' --before http://127.0.0.1:9001/ \
-    --after-cmd  './new -listen 127.0.0.1:9002' --after  http://127.0.0.1:9002/`,
+    --after-cmd  './new -listen 127.0.0.1:9002' --after  http://127.0.0.1:9002/ --out proof`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if before == "" || after == "" {
@@ -63,8 +70,8 @@ the group, SIGKILL after 5s) when done or interrupted.`,
 			if warmup < 0 || warmup > load.MaxDuration {
 				return usageError{fmt.Errorf("--warmup %s out of range", warmup)}
 			}
-			if format != "text" && format != "json" {
-				return usageError{fmt.Errorf("--format %q: want text or json", format)}
+			if format != "text" && !slices.Contains(verifyreport.Formats, format) {
+				return usageError{fmt.Errorf("--format %q: want text, json, markdown or html", format)}
 			}
 			cfgB, err := f.config(cmd, before)
 			if err != nil {
@@ -102,12 +109,18 @@ the group, SIGKILL after 5s) when done or interrupted.`,
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				if err := writeJSON(a.stdout, v); err != nil {
+			title := "perfdoctor verify: " + after + " against " + before
+			if format == "text" {
+				loadtext.WriteVerify(a.stdout, v)
+			} else if err := verifyreport.Write(a.stdout, format, v, title); err != nil {
+				return err
+			}
+			if out != "" {
+				paths, err := verifyreport.Save(out, v, title)
+				if err != nil {
 					return err
 				}
-			} else {
-				loadtext.WriteVerify(a.stdout, v)
+				fmt.Fprintf(a.stderr, "perfdoctor: verify results in %s\n", strings.Join(paths, ", "))
 			}
 			if ctx.Err() != nil {
 				return errInterrupted
@@ -127,6 +140,7 @@ the group, SIGKILL after 5s) when done or interrupted.`,
 	cmd.Flags().DurationVar(&warmup, "warmup", time.Second, "load before each measurement, not counted")
 	cmd.Flags().DurationVar(&readyTimeout, "ready-timeout", 30*time.Second, "how long a started command may take to accept connections")
 	cmd.Flags().Float64Var(&minChange, "min-change", 0, "ignore significant changes smaller than this fraction (e.g. 0.03)")
-	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
+	cmd.Flags().StringVar(&format, "format", "text", "output: text, json, markdown or html")
+	cmd.Flags().StringVar(&out, "out", "", "also write verify.json, verify.md and verify.html into this directory")
 	return cmd
 }

@@ -102,6 +102,15 @@ type page struct {
 
 func openPage(t *testing.T, browser context.Context, file string) *page {
 	t.Helper()
+	p := navigate(t, browser, file)
+	p.wait(`window.perfdoctor && window.perfdoctor.ready`)
+	return p
+}
+
+// navigate opens file in a new tab, recording what the page requests and
+// throws.
+func navigate(t *testing.T, browser context.Context, file string) *page {
+	t.Helper()
 	tab, cancel := chromedp.NewContext(browser)
 	t.Cleanup(cancel)
 	p := &page{t: t, ctx: tab}
@@ -124,7 +133,6 @@ func openPage(t *testing.T, browser context.Context, file string) *page {
 	if err := chromedp.Do(tab, chromedp.Navigate("file://"+file)); err != nil {
 		t.Fatalf("navigate: %v", err)
 	}
-	p.wait(`window.perfdoctor && window.perfdoctor.ready`)
 	return p
 }
 

@@ -4,6 +4,7 @@ package catalog
 
 import (
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/bld001"
 	"github.com/perfdoctor/perfdoctor/rules/cpu001"
 	"github.com/perfdoctor/perfdoctor/rules/disk001"
 	"github.com/perfdoctor/perfdoctor/rules/disk002"
@@ -59,6 +60,7 @@ import (
 // All returns every rule, ordered by ID.
 func All() []*rules.Rule {
 	return []*rules.Rule{
+		bld001.Rule,   // BLD001 pgo-not-used
 		cpu001.Rule,   // CPU001 hot-function
 		disk001.Rule,  // DISK001 sync-disk-write
 		disk002.Rule,  // DISK002 disk-io-wait

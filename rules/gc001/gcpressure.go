@@ -153,6 +153,7 @@ func check(pass *rules.Pass) error {
 	fix.WriteString(advice.Text)
 	f.Fix = fix.String()
 	f.Example = advice.Example
+	f.Config = advice.Config
 	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
 	if scan.LiveObjects >= goruntime.MinLiveObjects && scan.Scan >= goruntime.MinScanOfGC*scan.GC {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("Each cycle scans %s live objects (%s of CPU in heap scanning): a pointer-free layout for long-lived data (see GC002) would make every cycle cheaper too.",

@@ -134,6 +134,7 @@ func check(pass *rules.Pass) error {
 	headroom, facts, caveats := advice.Text, advice.Facts, advice.Caveats
 	fix.WriteString(strings.Replace(headroom, "Then give the GC headroom", "Then, if memory allows, give the GC headroom for what remains", 1))
 	f.Evidence = append(f.Evidence, facts...)
+	f.Config = advice.Config
 	if b := ev.Build(); b != nil && !b.GreenTea() {
 		switch minor := bundle.GoMinor(b.GoVersion); {
 		case minor >= 26:

@@ -128,6 +128,7 @@ func check(pass *rules.Pass) error {
 	fix.WriteString(text)
 	f.Fix = fix.String()
 	f.Example = example
+	f.Config = advice.Config
 	f.Caveats = append(f.Caveats, "Read from the gctrace log alone: it does not count background sweeping, so the real GC share is higher; a CPU profile would name the allocation sites.")
 	if t.Forced > 0 {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("%d of the cycles were forced by runtime.GC: find the caller.", t.Forced))

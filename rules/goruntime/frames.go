@@ -48,3 +48,16 @@ var SyscallFrames = evidence.FuncPrefix(
 	"golang.org/x/sys/unix.Syscall", "golang.org/x/sys/unix.RawSyscall",
 	"runtime.write1", "runtime.read", "runtime.futex", "runtime.usleep", "runtime.netpoll",
 )
+
+// CoresUsed is the CPU the process used over the CPU profile, in cores.
+func CoresUsed(ev *evidence.Evidence) float64 {
+	p := ev.Profile(evidence.CPU)
+	if p == nil || p.DurationNanos <= 0 {
+		return 0
+	}
+	st := evidence.NewStacks(p, "cpu")
+	if st == nil || st.Unit != "nanoseconds" {
+		return 0
+	}
+	return float64(st.Total) / float64(p.DurationNanos)
+}

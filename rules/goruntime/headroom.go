@@ -15,6 +15,9 @@ type Advice struct {
 	Text, Example string
 	Facts         []rules.Fact
 	Caveats       []string
+	// Config is GOMEMLIMIT and GOGC as settings perfdoctor try can apply,
+	// with the GC share they save; nil when nothing is proposed.
+	Config *rules.ConfigFix
 }
 
 // Headroom proposes GOMEMLIMIT and GOGC from the live heap and the memory
@@ -66,8 +69,20 @@ func Headroom(s evidence.Settings, live uint64, gcShare float64) Advice {
 	)
 	a.Text = fmt.Sprintf("Then give the GC headroom: GOMEMLIMIT=%s and GOGC=%d (now %d). Expected GC CPU about %s instead of %s; memory cost: peak heap from ~%s to ~%s, capped by GOMEMLIMIT.",
 		goMemLimit(budget), proposed, gogc, human.Percent(after), human.Percent(gcShare), human.Bytes(peakNow), human.Bytes(peakAfter))
+	a.Config = &rules.ConfigFix{Gain: gcShare - after, Changes: []rules.ConfigChange{
+		{Kind: rules.ConfigEnv, Name: "GOMEMLIMIT", Value: goMemLimit(budget), Now: nowMemLimit(s.GOMEMLIMIT)},
+		{Kind: rules.ConfigEnv, Name: "GOGC", Value: fmt.Sprint(proposed), Now: fmt.Sprint(gogc)},
+	}}
 	a.Example = fmt.Sprintf("GOMEMLIMIT=%s GOGC=%d   # or in code: debug.SetMemoryLimit(%d); debug.SetGCPercent(%d)", goMemLimit(budget), proposed, budget, proposed)
 	return a
+}
+
+// nowMemLimit is the current GOMEMLIMIT for a ConfigChange: empty when unset.
+func nowMemLimit(b uint64) string {
+	if b == 0 {
+		return ""
+	}
+	return goMemLimit(b)
 }
 
 // goMemLimit formats bytes in the GOMEMLIMIT syntax.

@@ -71,19 +71,6 @@ const (
 	idlePsPerCore = 8
 )
 
-// coresUsed is the CPU the process used over the CPU profile, in cores.
-func coresUsed(ev *evidence.Evidence) float64 {
-	p := ev.Profile(evidence.CPU)
-	if p == nil || p.DurationNanos <= 0 {
-		return 0
-	}
-	st := evidence.NewStacks(p, "cpu")
-	if st == nil || st.Unit != "nanoseconds" {
-		return 0
-	}
-	return float64(st.Total) / float64(p.DurationNanos)
-}
-
 func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
@@ -98,13 +85,13 @@ func check(pass *rules.Pass) error {
 	if limit == 0 && s.NumCPU > 0 {
 		limit, limitName = float64(s.NumCPU), fmt.Sprintf("%d CPUs the process may use", s.NumCPU)
 	}
-	over := limit > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > limit*1.25
+	over := limit > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > limit*1.25 && s.GOMAXPROCS > procsFor(limit, s)
 	// Without /proc (profiles saved by hand) the CPUs are unknown, but the
 	// Ps are in the trace and the CPU the process used is in the profile:
 	// Ps that outnumber the cores of work many times over spin looking
 	// for it, whatever the machine has, and fewer Ps is the fix.
 	procs, procsSrc := s.GOMAXPROCS, s.GOMAXPROCSSrc
-	used := coresUsed(pass.Evidence)
+	used := goruntime.CoresUsed(pass.Evidence)
 	if limit == 0 {
 		if ts, err := pass.Evidence.Trace(); err == nil && ts.GOMAXPROCS > 0 {
 			procs, procsSrc = ts.GOMAXPROCS, "execution trace"
@@ -143,10 +130,12 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No /proc snapshot of the target: GOMAXPROCS against the CPU quota not checked (collect on the target's host).")
 	}
 	if over {
-		want := int(limit + 0.999)
+		want := procsFor(limit, s)
 		f.Summary = fmt.Sprintf("GOMAXPROCS=%d exceeds the %s; the scheduler spends %s of CPU", procs, limitName, human.Percent(share))
 		f.Fix = fmt.Sprintf("Set GOMAXPROCS=%d to match the %s, or leave it unset: Go >= 1.25 follows the CPU limit when GOMAXPROCS is not in the environment (on older Go use go.uber.org/automaxprocs). %s%s", want, limitName, rules.RedundantModules(pass.Evidence), f.Fix)
 		f.Example = fmt.Sprintf("GOMAXPROCS=%d ./service", want)
+		f.Config = &rules.ConfigFix{Gain: share * (1 - limit/float64(procs)), Changes: []rules.ConfigChange{
+			{Kind: rules.ConfigEnv, Name: "GOMAXPROCS", Value: fmt.Sprint(want), Now: fmt.Sprint(procs)}}}
 		// A setting fixes it without code: from 10% of CPU that is high.
 		f.Severity = max(rules.Grade(share, 0, overHighShare), rules.Medium)
 		f.Impact = max(f.Impact, share*(1-limit/float64(procs)))
@@ -160,6 +149,21 @@ func check(pass *rules.Pass) error {
 	}
 	pass.Report(f)
 	return nil
+}
+
+// procsFor is the GOMAXPROCS to prescribe for limit cores: rounded up,
+// and for a CPU quota at least 2 (within the CPUs the process may use), as
+// Go's own default since 1.25 does (runtime.adjustCgroupGOMAXPROCS): the
+// prescription must never be below what the runtime would choose unset.
+func procsFor(limit float64, s evidence.Settings) int {
+	want := int(math.Ceil(limit - 1e-9))
+	if s.CPUQuota > 0 && limit == s.CPUQuota {
+		want = max(want, 2)
+		if s.NumCPU > 0 {
+			want = min(want, s.NumCPU)
+		}
+	}
+	return max(want, 1)
 }
 
 // schedState is the scheduler's state at the end of the window: from Go

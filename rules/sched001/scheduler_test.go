@@ -45,6 +45,14 @@ func TestSilentOnNormalScheduling(t *testing.T) {
 	}
 }
 
+func TestNoConfigFixWithoutOversubscription(t *testing.T) {
+	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(25)}), 64, nil)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Config != nil {
+		t.Fatalf("GOMAXPROCS within the quota: want a finding with no config fix, got %+v", res.Findings)
+	}
+}
+
 func TestGOMAXPROCSAboveQuota(t *testing.T) {
 	// Case A3: Go before 1.25 saw the host's 64 cores in a 7-core pod.
 	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 7, nil)
@@ -55,6 +63,9 @@ func TestGOMAXPROCSAboveQuota(t *testing.T) {
 	f := res.Findings[0]
 	if f.Severity != rules.High || !strings.Contains(f.Fix, "GOMAXPROCS=7") || !strings.Contains(f.Summary, "GOMAXPROCS=64") {
 		t.Errorf("got %s: %q / %q", f.Severity, f.Summary, f.Fix)
+	}
+	if f.Config == nil || f.Config.String() != "GOMAXPROCS=7" || f.Config.Changes[0].Now != "64" || f.Config.Gain <= 0 || f.Config.Gain > f.Impact {
+		t.Errorf("config fix = %+v, want GOMAXPROCS=7 (now 64) with a gain within the impact %.2f", f.Config, f.Impact)
 	}
 }
 
@@ -148,5 +159,20 @@ func TestReadsSchedulerStateMetrics(t *testing.T) {
 	res = rules.Run(ev, []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !slices.ContainsFunc(res.Findings[0].Evidence, func(f rules.Fact) bool { return f.Name == "OS threads (/proc)" && f.Num == 12 }) {
 		t.Errorf("older target: %+v", res.Findings)
+	}
+}
+
+// TestQuotaBelowTwoCPUsPrescribesTwo: like Go's own default since 1.25, a
+// quota under 2 cores gets GOMAXPROCS=2, and GOMAXPROCS=2 under it is no
+// oversubscription to fix.
+func TestQuotaBelowTwoCPUsPrescribesTwo(t *testing.T) {
+	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 1, map[string]string{"GOMAXPROCS": "256"})
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || res.Findings[0].Config == nil || res.Findings[0].Config.String() != "GOMAXPROCS=2" {
+		t.Fatalf("GOMAXPROCS=256 on a 1-core quota: %+v", res.Findings)
+	}
+	ev = withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 1, map[string]string{"GOMAXPROCS": "2"})
+	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) == 1 && res.Findings[0].Config != nil {
+		t.Errorf("GOMAXPROCS=2 on a 1-core quota is Go's own default, yet: %s", res.Findings[0].Summary)
 	}
 }
