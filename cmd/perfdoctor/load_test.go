@@ -175,9 +175,13 @@ func TestLoadFindMax(t *testing.T) {
 }
 
 // appUnderLoad is the loaded endpoint: each request stays in flight for a
-// while, so a goroutine profile under load shows it.
+// while, so a goroutine profile under load shows it. A while is longer
+// than the end-of-window snapshots take: the generator shares this test's
+// process (and --procs 1 its one P) with them, and with 20 ms requests
+// every request had finished, unanswered by a starved event loop, when the
+// goroutine profile was taken (1 run in 6).
 func appUnderLoad(w http.ResponseWriter, r *http.Request) {
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(250 * time.Millisecond)
 	w.Write(bytes.Repeat([]byte("x"), 100))
 }
 
