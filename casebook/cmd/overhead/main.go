@@ -1,0 +1,232 @@
+// Command overhead measures what perfdoctor costs a service it watches (see
+// package overhead): a casebook variant runs as its own process under a
+// closed-loop load while, in rotating rounds, nothing runs beside it,
+// `perfdoctor collect` runs against it (with and without the execution
+// trace), or the agent is armed inside it (with and without the flight
+// recorder). From the module root:
+//
+//	go run ./casebook/cmd/overhead                      # control and b1/fixed, ~8 minutes
+//	go run ./casebook/cmd/overhead -services c4/fixed -d 30s -rounds 6
+//
+// It prints one Markdown table per service (docs/overhead.md quotes them).
+// With -serve it is instead the service: the variant plus a control
+// listener that arms and disarms the agent (POST /agent/on?flight=0|1,
+// /agent/off).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/agent"
+	"github.com/perfdoctor/perfdoctor/casebook/overhead"
+	"github.com/perfdoctor/perfdoctor/casebook/serve"
+	"github.com/perfdoctor/perfdoctor/internal/supervise"
+	"github.com/perfdoctor/perfdoctor/load"
+)
+
+func main() {
+	var (
+		serveCase = flag.String("serve", "", "run as the service: CASE/VARIANT (used by the measurement itself)")
+		services  = flag.String("services", "control/bad,b1/fixed", "comma-separated CASE/VARIANT services to measure")
+		rounds    = flag.Int("rounds", 4, "rounds; each measures every mode once, in rotating order")
+		dur       = flag.Duration("d", 10*time.Second, "length of each measurement (collect's window is 1s shorter, so its start and end work fall inside)")
+		warmup    = flag.Duration("warmup", 500*time.Millisecond, "load before each measurement, not counted")
+		conc      = flag.Int("c", 8, "closed-loop connections")
+		trace     = flag.Duration("trace", time.Second, "collect's execution trace length in the collect mode")
+	)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if *serveCase != "" {
+		err = serveWithAgent(ctx, *serveCase)
+	} else {
+		err = measureAll(ctx, strings.Split(*services, ","), *rounds, *dur, *warmup, *conc, *trace)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "overhead:", err)
+		os.Exit(1)
+	}
+}
+
+func measureAll(ctx context.Context, services []string, rounds int, d, warmup time.Duration, conc int, trace time.Duration) error {
+	if d < 3*time.Second {
+		return fmt.Errorf("-d %s: at least 3s (collect's window is 1s shorter and at least 2s)", d)
+	}
+	dir, err := os.MkdirTemp("", "perfdoctor-overhead")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	perfdoctor := filepath.Join(dir, "perfdoctor")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", perfdoctor, "./cmd/perfdoctor").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/perfdoctor (run from the module root): %w\n%s", err, out)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, svc := range services {
+		fmt.Fprintf(os.Stderr, "measuring %s\n", svc)
+		if err := measureOne(ctx, self, perfdoctor, dir, svc, rounds, d, warmup, conc, trace); err != nil {
+			return fmt.Errorf("%s: %w", svc, err)
+		}
+	}
+	return nil
+}
+
+func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds int, d, warmup time.Duration, conc int, trace time.Duration) error {
+	cmd := exec.Command(self, "-serve", svc)
+	p, line, err := supervise.StartLine(ctx, cmd, "ready ", 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	addr := map[string]string{}
+	for _, f := range strings.Fields(line) {
+		k, v, _ := strings.Cut(f, "=")
+		addr[k] = v
+	}
+	if addr["app"] == "" || addr["udp"] != "" {
+		return fmt.Errorf("needs an HTTP case: %q", line)
+	}
+	window := d - time.Second
+	bundles := 0
+	collectMode := func(name string, trace time.Duration) overhead.Mode {
+		return overhead.Mode{Name: name, Start: func(ctx context.Context) (func() error, error) {
+			bundles++
+			c := exec.CommandContext(ctx, perfdoctor, "collect", addr["pprof"], "-d", window.String(),
+				"--trace", trace.String(), "-o", filepath.Join(dir, fmt.Sprintf("bundle-%d", bundles)))
+			var out strings.Builder
+			c.Stdout, c.Stderr = &out, &out
+			if err := c.Start(); err != nil {
+				return nil, err
+			}
+			return func() error {
+				if err := c.Wait(); err != nil {
+					return fmt.Errorf("perfdoctor collect: %w: %s", err, strings.TrimSpace(out.String()))
+				}
+				return nil
+			}, nil
+		}}
+	}
+	agentMode := func(name, flight string) overhead.Mode {
+		return overhead.Mode{Name: name, Start: func(ctx context.Context) (func() error, error) {
+			if err := post(ctx, addr["control"]+"/agent/on?flight="+flight); err != nil {
+				return nil, err
+			}
+			return func() error { return post(ctx, addr["control"]+"/agent/off") }, nil
+		}}
+	}
+	res, err := overhead.Run(ctx, overhead.Options{
+		Load: load.Config{URL: addr["app"], Concurrency: conc},
+		PID:  p.PID(),
+		Modes: []overhead.Mode{
+			{Name: "nothing (baseline)"},
+			collectMode(fmt.Sprintf("`perfdoctor collect -d %s` (trace %s)", window, trace), trace),
+			collectMode(fmt.Sprintf("`perfdoctor collect -d %s --trace 0`", window), 0),
+			agentMode("agent armed (watcher, flight recorder)", "1"),
+			agentMode("agent armed, `NoFlightRecorder`", "0"),
+		},
+		Rounds: rounds, Duration: d, Warmup: warmup,
+		OnRound: func(done, of int) { fmt.Fprintf(os.Stderr, "  round %d/%d\n", done, of) },
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Println(res.Table(fmt.Sprintf("**%s**, %d connections, %s per measurement", svc, conc, d)))
+	return nil
+}
+
+func post(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("POST %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// serveWithAgent runs the case's variant and a loopback control listener
+// that arms the agent inside this process (captures go to a temporary
+// directory) and disarms it, and prints the ready line with control=URL.
+func serveWithAgent(ctx context.Context, spec string) error {
+	name, variant, ok := strings.Cut(spec, "/")
+	if !ok {
+		return fmt.Errorf("-serve %q: want CASE/VARIANT", spec)
+	}
+	svc, err := serve.Start(ctx, name, variant, "", "")
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	captures, err := os.MkdirTemp("", "perfdoctor-overhead-captures")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(captures)
+
+	var mu sync.Mutex
+	var running *agent.Agent
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /agent/on", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if running != nil {
+			http.Error(w, "agent already armed", http.StatusConflict)
+			return
+		}
+		a, err := agent.Start(ctx, agent.Options{CaptureDir: captures, NoFlightRecorder: r.FormValue("flight") == "0"})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		running = a
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /agent/off", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if running != nil {
+			err := running.Close()
+			running = nil
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	control := &http.Server{Handler: mux}
+	go control.Serve(ln)
+	defer control.Close()
+	fmt.Println(svc.ReadyLine() + " control=http://" + ln.Addr().String())
+	if err := svc.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
