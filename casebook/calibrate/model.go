@@ -103,10 +103,12 @@ func withSymptoms(fs []Finding, f Finding) float64 {
 	return s
 }
 
-// Errors are a case's prediction errors: how far the measurement is from
-// the prediction, as log ratios ln(measured/predicted) (0.10 ≈ measured 10%
-// above), and for CPU also in percentage points of the saving (measured
-// saving 1 − ratio minus predicted s). NaN where there is nothing to score.
+// Errors are a case's prediction errors, positive where the fix gained more
+// than predicted: as log ratios of the gains, ln(measured gain / predicted
+// gain) with a gain of bad/fixed CPU per request or fixed/bad throughput
+// (+0.10: about 10% more), and for CPU also in percentage points of the
+// saving (measured 1 − ratio minus predicted s). NaN where nothing is
+// scored.
 type Errors struct {
 	CPULog, CPUPoints, ThroughputLog float64
 }
@@ -115,7 +117,7 @@ type Errors struct {
 func Score(r *Result, p Prediction) Errors {
 	e := Errors{math.NaN(), math.NaN(), math.NaN()}
 	if p.CPU > 0 && r.CPU != nil {
-		e.CPULog = math.Log(r.CPU.Ratio / p.CPU)
+		e.CPULog = math.Log(p.CPU / r.CPU.Ratio)
 		e.CPUPoints = 100 * ((1 - r.CPU.Ratio) - (1 - p.CPU))
 	}
 	if p.Throughput > 0 && r.Throughput != nil {
@@ -124,19 +126,21 @@ func Score(r *Result, p Prediction) Errors {
 	return e
 }
 
-// Summary is the calibration over the scored cases: median absolute errors
-// and how many predictions fell inside the measured 95% interval.
+// Summary is the calibration over the scored cases: median absolute and
+// median signed errors (the bias: positive, the estimates are low), and how
+// many predictions fell inside the measured 95% interval.
 type Summary struct {
 	CPUCases, ThroughputCases int
 	CPUPoints, CPULog         float64 // median |error|
 	ThroughputLog             float64 // median |error|
+	CPUBias, ThroughputBias   float64 // median error: points, log
 	CPUInside, TputInside     int     // predictions inside the measured interval
 }
 
 // Summarize scores every result that has a prediction.
 func Summarize(results []*Result) Summary {
 	var s Summary
-	var pts, clog, tlog []float64
+	var pts, clog, tlog, cbias, tbias []float64
 	for _, r := range results {
 		p := Predict(r)
 		if p.Kind != KindCPU && p.Kind != KindLatency {
@@ -145,12 +149,13 @@ func Summarize(results []*Result) Summary {
 		e := Score(r, p)
 		if !math.IsNaN(e.CPULog) {
 			pts, clog = append(pts, math.Abs(e.CPUPoints)), append(clog, math.Abs(e.CPULog))
+			cbias = append(cbias, e.CPUPoints)
 			if r.CPU.Low <= p.CPU && p.CPU <= r.CPU.High {
 				s.CPUInside++
 			}
 		}
 		if !math.IsNaN(e.ThroughputLog) {
-			tlog = append(tlog, math.Abs(e.ThroughputLog))
+			tlog, tbias = append(tlog, math.Abs(e.ThroughputLog)), append(tbias, e.ThroughputLog)
 			if r.Throughput.Low <= p.Throughput && p.Throughput <= r.Throughput.High {
 				s.TputInside++
 			}
@@ -158,6 +163,7 @@ func Summarize(results []*Result) Summary {
 	}
 	s.CPUCases, s.ThroughputCases = len(clog), len(tlog)
 	s.CPUPoints, s.CPULog, s.ThroughputLog = median(pts), median(clog), median(tlog)
+	s.CPUBias, s.ThroughputBias = median(cbias), median(tbias)
 	return s
 }
 

@@ -25,7 +25,7 @@ func Table(results []*Result) string {
 	if math.IsInf(lo, 0) {
 		lo, hi = 0, 0
 	}
-	fmt.Fprintf(&b, "Load average %.1f-%.1f during the rounds. Ratios are fixed/bad; a CPU/request ratio below 1 and a throughput ratio above 1 are gains. Errors are ln(measured/predicted).\n\n", lo, hi)
+	fmt.Fprintf(&b, "Load average %.1f-%.1f during the rounds. Ratios are fixed/bad; a CPU/request ratio below 1 and a throughput ratio above 1 are gains. Errors are positive where the fix gained more than predicted: measured minus predicted saving in percentage points, and ln(measured gain / predicted gain).\n\n", lo, hi)
 	b.WriteString("| Case | Top finding of bad (est. gain) | Predicted CPU/req | Measured CPU/req [95% CI] | Error (pts, log) | Predicted tput | Measured tput [95% CI] | Error (log) |\n")
 	b.WriteString("|---|---|---:|---|---:|---:|---|---:|\n")
 	for _, r := range results {
@@ -61,8 +61,8 @@ func Table(results []*Result) string {
 			ratio(p.Throughput), r.Throughput.String(), tputErr)
 	}
 	s := Summarize(results)
-	fmt.Fprintf(&b, "\nScored: CPU per request on %d cases, median absolute error %.1f points (%.2f log), prediction inside the measured interval in %d; throughput on %d cases, median absolute error %.2f log, inside the interval in %d.\n",
-		s.CPUCases, s.CPUPoints, s.CPULog, s.CPUInside, s.ThroughputCases, s.ThroughputLog, s.TputInside)
+	fmt.Fprintf(&b, "\nScored: CPU per request on %d cases, median absolute error %.1f points (%.2f log), median error %+.1f points, prediction inside the measured interval in %d; throughput on %d cases, median absolute error %.2f log, median error %+.2f log, inside the interval in %d.\n",
+		s.CPUCases, s.CPUPoints, s.CPULog, s.CPUBias, s.CPUInside, s.ThroughputCases, s.ThroughputLog, s.ThroughputBias, s.TputInside)
 	return b.String()
 }
 

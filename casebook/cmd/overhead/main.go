@@ -104,21 +104,24 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds i
 		return fmt.Errorf("needs an HTTP case: %q", line)
 	}
 	window := d - time.Second
-	bundles := 0
+	bundle := filepath.Join(dir, "bundle")
+	// collectCPU is the CPU time the collect processes used, per mode.
+	collectCPU := map[string][]time.Duration{}
 	collectMode := func(name string, trace time.Duration) overhead.Mode {
 		return overhead.Mode{Name: name, Start: func(ctx context.Context) (func() error, error) {
-			bundles++
-			c := exec.CommandContext(ctx, perfdoctor, "collect", addr["pprof"], "-d", window.String(),
-				"--trace", trace.String(), "-o", filepath.Join(dir, fmt.Sprintf("bundle-%d", bundles)))
+			c := exec.CommandContext(ctx, perfdoctor, "collect", addr["pprof"], "-d", window.String(), "--trace", trace.String(), "-o", bundle)
 			var out strings.Builder
 			c.Stdout, c.Stderr = &out, &out
 			if err := c.Start(); err != nil {
 				return nil, err
 			}
 			return func() error {
-				if err := c.Wait(); err != nil {
+				err := c.Wait()
+				os.RemoveAll(bundle)
+				if err != nil {
 					return fmt.Errorf("perfdoctor collect: %w: %s", err, strings.TrimSpace(out.String()))
 				}
+				collectCPU[name] = append(collectCPU[name], c.ProcessState.UserTime()+c.ProcessState.SystemTime())
 				return nil
 			}, nil
 		}}
@@ -148,6 +151,17 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds i
 		return err
 	}
 	fmt.Println(res.Table(fmt.Sprintf("**%s**, %d connections, %s per measurement", svc, conc, d)))
+	for _, m := range res.Modes {
+		if runs := collectCPU[m]; len(runs) > 0 {
+			var sum time.Duration
+			for _, c := range runs {
+				sum += c
+			}
+			mean := sum / time.Duration(len(runs))
+			fmt.Printf("The collect process itself (%s): %s of CPU per run, %.1f%% of one core over the window.\n", m, mean.Round(time.Millisecond), 100*mean.Seconds()/window.Seconds())
+		}
+	}
+	fmt.Println()
 	return nil
 }
 
