@@ -12,11 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
@@ -36,7 +36,6 @@ type Options struct {
 	// WorkDir keeps the bad variant's bundle as WorkDir/<case>-bad; empty
 	// uses a temporary directory removed afterwards.
 	WorkDir string
-	Log     *slog.Logger
 }
 
 // Finding is the part of a diagnosed finding the calibration reads.
@@ -162,8 +161,8 @@ func measure(ctx context.Context, name string, o Options, res *Result) error {
 
 // variant is a running casebook process.
 type variant struct {
-	proc           *supervise.Process
-	app, pprof, ud string
+	proc            *supervise.Process
+	app, pprof, udp string
 }
 
 // load is the case's load on v, as the end-to-end tests apply it: closed
@@ -174,8 +173,8 @@ func (v *variant) load(c serve.Case, d time.Duration) load.Config {
 	if c.Concurrency > 0 {
 		cfg.Concurrency = c.Concurrency
 	}
-	if v.ud != "" {
-		cfg.URL, cfg.Body = "udp://"+v.ud, []byte("\x4a\x21 IN A api.payments.internal.example")
+	if v.udp != "" {
+		cfg.URL, cfg.Body = "udp://"+v.udp, []byte("\x4a\x21 IN A api.payments.internal.example")
 	}
 	return cfg
 }
@@ -202,7 +201,7 @@ func startVariant(ctx context.Context, bin, name, v string) (*variant, error) {
 		case "pprof":
 			s.pprof = val
 		case "udp":
-			s.ud = val
+			s.udp = val
 		}
 	}
 	if s.app == "" || s.pprof == "" {
@@ -229,13 +228,14 @@ func diagnoseUnderLoad(ctx context.Context, c serve.Case, v *variant, o Options)
 	os.RemoveAll(bundle)
 
 	const warmup = time.Second
-	lctx, stop := context.WithCancel(ctx)
+	lctx, cancel := context.WithCancel(ctx)
 	loaded := make(chan error, 1)
 	go func() {
 		_, err := load.Run(lctx, v.load(c, warmup+o.Window+time.Minute))
 		loaded <- err
 	}()
-	defer func() { stop(); <-loaded }()
+	stopLoad := sync.OnceValue(func() error { cancel(); return <-loaded })
+	defer stopLoad()
 	select {
 	case <-time.After(warmup):
 	case <-ctx.Done():
@@ -245,11 +245,9 @@ func diagnoseUnderLoad(ctx context.Context, c serve.Case, v *variant, o Options)
 	if err != nil {
 		return nil, fmt.Errorf("perfdoctor collect: %w: %s", err, lastLine(out))
 	}
-	stop()
-	if err := <-loaded; err != nil && !errors.Is(err, context.Canceled) {
+	if err := stopLoad(); err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	loaded <- nil // for the deferred receive
 	return Diagnose(ctx, o.Perfdoctor, bundle)
 }
 

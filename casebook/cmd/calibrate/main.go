@@ -39,26 +39,21 @@ func main() {
 
 func run() error {
 	var (
-		cases   = flag.String("cases", "", "comma-separated cases (default: every registered case)")
-		window  = flag.Duration("window", 5*time.Second, "collection window on the bad variant")
-		rounds  = flag.Int("rounds", 4, "verify rounds (each measures bad and fixed once, alternating which goes first)")
-		dur     = flag.Duration("d", 1500*time.Millisecond, "load per variant per round")
-		warmup  = flag.Duration("warmup", 500*time.Millisecond, "load before each measurement, not counted")
-		out     = flag.String("o", "", "save the raw results here as JSON (default when measuring: calibration.json)")
-		from    = flag.String("from", "", "read results from this JSON file instead of measuring")
-		readme  = flag.String("readme", "casebook/README.md", "file whose calibration markers receive the table (empty: print only)")
-		keep    = flag.String("keep", "", "keep the bad variants' bundles in this directory (DIR/CASE-bad); with -from, diagnose them again with the current rules instead of reading the saved findings")
-		verbose = flag.Bool("v", false, "log progress details")
+		cases  = flag.String("cases", "", "comma-separated cases (default: every registered case)")
+		window = flag.Duration("window", 5*time.Second, "collection window on the bad variant")
+		rounds = flag.Int("rounds", 4, "verify rounds (each measures bad and fixed once, alternating which goes first)")
+		dur    = flag.Duration("d", 1500*time.Millisecond, "load per variant per round")
+		warmup = flag.Duration("warmup", 500*time.Millisecond, "load before each measurement, not counted")
+		out    = flag.String("o", "", "save the raw results here as JSON (default when measuring: calibration.json)")
+		from   = flag.String("from", "", "read results from this JSON file instead of measuring")
+		readme = flag.String("readme", "casebook/README.md", "file whose calibration markers receive the table (empty: print only)")
+		keep   = flag.String("keep", "", "keep the bad variants' bundles in this directory (DIR/CASE-bad); with -from, diagnose them again with the current rules instead of reading the saved findings")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", flag.Arg(0))
 	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	var results []*calibrate.Result
 	if *from != "" {
@@ -95,7 +90,7 @@ func run() error {
 		}
 		defer os.RemoveAll(filepath.Dir(bins[0]))
 		o := calibrate.Options{Casebook: bins[0], Perfdoctor: bins[1], Window: *window,
-			Rounds: *rounds, Duration: *dur, Warmup: *warmup, WorkDir: *keep, Log: log}
+			Rounds: *rounds, Duration: *dur, Warmup: *warmup, WorkDir: *keep}
 		start := time.Now()
 		for i, n := range names {
 			r := calibrate.Measure(ctx, n, o)
