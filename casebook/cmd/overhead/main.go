@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -126,6 +127,17 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds i
 			}, nil
 		}}
 	}
+	// endpointMode runs one pprof endpoint for the whole measurement, so
+	// its cost per second stands out from the machine's noise.
+	endpointMode := func(name, endpoint string) overhead.Mode {
+		return overhead.Mode{Name: name, Start: func(ctx context.Context) (func() error, error) {
+			done := make(chan error, 1)
+			go func() {
+				done <- drain(ctx, fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", addr["pprof"], endpoint, int(d.Seconds())))
+			}()
+			return func() error { return <-done }, nil
+		}}
+	}
 	agentMode := func(name, flight string) overhead.Mode {
 		return overhead.Mode{Name: name, Start: func(ctx context.Context) (func() error, error) {
 			if err := post(ctx, addr["control"]+"/agent/on?flight="+flight); err != nil {
@@ -141,6 +153,8 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds i
 			{Name: "nothing (baseline)"},
 			collectMode(fmt.Sprintf("`perfdoctor collect -d %s` (trace %s)", window, trace), trace),
 			collectMode(fmt.Sprintf("`perfdoctor collect -d %s --trace 0`", window), 0),
+			endpointMode("CPU profile all the time", "profile"),
+			endpointMode("execution trace all the time", "trace"),
 			agentMode("agent armed (watcher, flight recorder)", "1"),
 			agentMode("agent armed, `NoFlightRecorder`", "0"),
 		},
@@ -162,6 +176,26 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds i
 		}
 	}
 	fmt.Println()
+	return nil
+}
+
+// drain GETs url and reads the body to its end, as collect does.
+func drain(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	return nil
 }
 
