@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +48,7 @@ func main() {
 		warmup    = flag.Duration("warmup", 500*time.Millisecond, "load before each measurement, not counted")
 		conc      = flag.Int("c", 8, "closed-loop connections")
 		trace     = flag.Duration("trace", time.Second, "collect's execution trace length in the collect mode")
+		modes     = flag.String("modes", strings.Join(modeNames, ","), "comma-separated modes to compare with the baseline")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,7 +57,7 @@ func main() {
 	if *serveCase != "" {
 		err = serveWithAgent(ctx, *serveCase)
 	} else {
-		err = measureAll(ctx, strings.Split(*services, ","), *rounds, *dur, *warmup, *conc, *trace)
+		err = measureAll(ctx, strings.Split(*services, ","), settings{*rounds, *dur, *warmup, *trace, *conc, strings.Split(*modes, ",")})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
@@ -63,9 +65,25 @@ func main() {
 	}
 }
 
-func measureAll(ctx context.Context, services []string, rounds int, d, warmup time.Duration, conc int, trace time.Duration) error {
-	if d < 3*time.Second {
-		return fmt.Errorf("-d %s: at least 3s (collect's window is 1s shorter and at least 2s)", d)
+// modeNames are the modes -modes selects from, besides the baseline.
+var modeNames = []string{"collect", "collect-notrace", "profile", "trace", "agent", "agent-noflight"}
+
+// settings are the measurement's flags.
+type settings struct {
+	rounds           int
+	d, warmup, trace time.Duration
+	conc             int
+	modes            []string
+}
+
+func measureAll(ctx context.Context, services []string, set settings) error {
+	if set.d < 3*time.Second || set.d%time.Second != 0 {
+		return fmt.Errorf("-d %s: whole seconds, at least 3s (collect's window is 1s shorter and at least 2s)", set.d)
+	}
+	for _, m := range set.modes {
+		if !slices.Contains(modeNames, m) {
+			return fmt.Errorf("-modes: unknown mode %q (%s)", m, strings.Join(modeNames, ", "))
+		}
 	}
 	dir, err := os.MkdirTemp("", "perfdoctor-overhead")
 	if err != nil {
@@ -82,14 +100,15 @@ func measureAll(ctx context.Context, services []string, rounds int, d, warmup ti
 	}
 	for _, svc := range services {
 		fmt.Fprintf(os.Stderr, "measuring %s\n", svc)
-		if err := measureOne(ctx, self, perfdoctor, dir, svc, rounds, d, warmup, conc, trace); err != nil {
+		if err := measureOne(ctx, self, perfdoctor, dir, svc, set); err != nil {
 			return fmt.Errorf("%s: %w", svc, err)
 		}
 	}
 	return nil
 }
 
-func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds int, d, warmup time.Duration, conc int, trace time.Duration) error {
+func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, set settings) error {
+	d := set.d
 	cmd := exec.Command(self, "-serve", svc)
 	p, line, err := supervise.StartLine(ctx, cmd, "ready ", 30*time.Second)
 	if err != nil {
@@ -146,25 +165,29 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, rounds i
 			return func() error { return post(ctx, addr["control"]+"/agent/off") }, nil
 		}}
 	}
+	all := map[string]overhead.Mode{
+		"collect":         collectMode(fmt.Sprintf("`perfdoctor collect -d %s` (trace %s)", window, set.trace), set.trace),
+		"collect-notrace": collectMode(fmt.Sprintf("`perfdoctor collect -d %s --trace 0`", window), 0),
+		"profile":         endpointMode("CPU profile all the time", "profile"),
+		"trace":           endpointMode("execution trace all the time", "trace"),
+		"agent":           agentMode("agent armed (watcher, flight recorder)", "1"),
+		"agent-noflight":  agentMode("agent armed, `NoFlightRecorder`", "0"),
+	}
+	modes := []overhead.Mode{{Name: "nothing (baseline)"}}
+	for _, m := range set.modes {
+		modes = append(modes, all[m])
+	}
 	res, err := overhead.Run(ctx, overhead.Options{
-		Load: load.Config{URL: addr["app"], Concurrency: conc},
-		PID:  p.PID(),
-		Modes: []overhead.Mode{
-			{Name: "nothing (baseline)"},
-			collectMode(fmt.Sprintf("`perfdoctor collect -d %s` (trace %s)", window, trace), trace),
-			collectMode(fmt.Sprintf("`perfdoctor collect -d %s --trace 0`", window), 0),
-			endpointMode("CPU profile all the time", "profile"),
-			endpointMode("execution trace all the time", "trace"),
-			agentMode("agent armed (watcher, flight recorder)", "1"),
-			agentMode("agent armed, `NoFlightRecorder`", "0"),
-		},
-		Rounds: rounds, Duration: d, Warmup: warmup,
+		Load:   load.Config{URL: addr["app"], Concurrency: set.conc},
+		PID:    p.PID(),
+		Modes:  modes,
+		Rounds: set.rounds, Duration: d, Warmup: set.warmup,
 		OnRound: func(done, of int) { fmt.Fprintf(os.Stderr, "  round %d/%d\n", done, of) },
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Println(res.Table(fmt.Sprintf("**%s**, %d connections, %s per measurement", svc, conc, d)))
+	fmt.Println(res.Table(fmt.Sprintf("**%s**, %d connections, %s per measurement", svc, set.conc, d)))
 	for _, m := range res.Modes {
 		if runs := collectCPU[m]; len(runs) > 0 {
 			var sum time.Duration
