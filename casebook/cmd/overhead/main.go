@@ -2,11 +2,12 @@
 // package overhead): a casebook variant runs as its own process under a
 // closed-loop load while, in rotating rounds, nothing runs beside it,
 // `perfdoctor collect` runs against it (with and without the execution
-// trace), or the agent is armed inside it (with and without the flight
+// trace), its CPU profile or execution trace endpoint runs for the whole
+// measurement, or the agent is armed inside it (with and without the flight
 // recorder). From the module root:
 //
-//	go run ./casebook/cmd/overhead                      # control and b1/fixed, ~8 minutes
-//	go run ./casebook/cmd/overhead -services c4/fixed -d 30s -rounds 6
+//	go run ./casebook/cmd/overhead                      # control and b1/fixed, ~10 minutes
+//	go run ./casebook/cmd/overhead -services c4/fixed -d 30s -rounds 6 -modes collect,agent
 //
 // It prints one Markdown table per service (docs/overhead.md quotes them).
 // With -serve it is instead the service: the variant plus a control
