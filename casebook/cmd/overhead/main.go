@@ -153,17 +153,17 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, set sett
 		return overhead.Mode{Name: name, Start: func(ctx context.Context) (func() error, error) {
 			done := make(chan error, 1)
 			go func() {
-				done <- drain(ctx, fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", addr["pprof"], endpoint, int(d.Seconds())))
+				done <- call(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", addr["pprof"], endpoint, int(d.Seconds())), http.StatusOK)
 			}()
 			return func() error { return <-done }, nil
 		}}
 	}
 	agentMode := func(name, flight string) overhead.Mode {
 		return overhead.Mode{Name: name, Start: func(ctx context.Context) (func() error, error) {
-			if err := post(ctx, addr["control"]+"/agent/on?flight="+flight); err != nil {
+			if err := call(ctx, http.MethodPost, addr["control"]+"/agent/on?flight="+flight, http.StatusNoContent); err != nil {
 				return nil, err
 			}
-			return func() error { return post(ctx, addr["control"]+"/agent/off") }, nil
+			return func() error { return call(ctx, http.MethodPost, addr["control"]+"/agent/off", http.StatusNoContent) }, nil
 		}}
 	}
 	all := map[string]overhead.Mode{
@@ -203,9 +203,10 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, set sett
 	return nil
 }
 
-// drain GETs url and reads the body to its end, as collect does.
-func drain(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// call sends a request without a body, reads the answer to its end (as
+// collect reads a profile) and checks its status.
+func call(ctx context.Context, method, url string, want int) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return err
 	}
@@ -215,26 +216,10 @@ func drain(ctx context.Context, url string) error {
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
+		return fmt.Errorf("%s %s: %w", method, url, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
-}
-
-func post(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("POST %s: %s", url, resp.Status)
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %s", method, url, resp.Status)
 	}
 	return nil
 }
