@@ -165,3 +165,24 @@ func TestMeasureOneCase(t *testing.T) {
 		t.Errorf("no B2 row")
 	}
 }
+
+// The table in casebook/README.md is the one the command generated from
+// the results it saved (testdata/calibration.json), not edited by hand.
+func TestREADMETableIsGenerated(t *testing.T) {
+	b, err := os.ReadFile("testdata/calibration.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*Result
+	if err := json.Unmarshal(b, &rs); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := BeginMarker + "\n" + Table(rs) + EndMarker
+	if !strings.Contains(string(readme), want) {
+		t.Errorf("casebook/README.md's calibration table differs from the one testdata/calibration.json gives: run go run ./casebook/cmd/calibrate -from casebook/calibrate/testdata/calibration.json")
+	}
+}

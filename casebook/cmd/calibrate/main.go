@@ -3,12 +3,13 @@
 // calibration table into casebook/README.md between its markers:
 //
 //	go run ./casebook/cmd/calibrate                     # every case, ~12 minutes
-//	go run ./casebook/cmd/calibrate -cases c4,d1 -readme ''
-//	go run ./casebook/cmd/calibrate -from results.json  # the table again, no measuring
+//	go run ./casebook/cmd/calibrate -cases c4,d1 -readme '' -o /tmp/c4d1.json
+//	go run ./casebook/cmd/calibrate -from casebook/calibrate/testdata/calibration.json
 //
 // Run it from the module root on a machine with nothing else to do if you
 // can: verify's rounds alternate, but a busy machine widens every interval.
-// The raw results go to -o (JSON) so the table can be regenerated.
+// The raw results go to -o (JSON), by default next to the package's tests,
+// which check that the README's table is the one they give.
 package main
 
 import (
@@ -30,6 +31,9 @@ import (
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
 )
 
+// recorded is where the results the README's table shows are kept.
+const recorded = "casebook/calibrate/testdata/calibration.json"
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "calibrate:", err)
@@ -44,7 +48,7 @@ func run() error {
 		rounds = flag.Int("rounds", 4, "verify rounds (each measures bad and fixed once, alternating which goes first)")
 		dur    = flag.Duration("d", 1500*time.Millisecond, "load per variant per round")
 		warmup = flag.Duration("warmup", 500*time.Millisecond, "load before each measurement, not counted")
-		out    = flag.String("o", "", "save the raw results here as JSON (default when measuring: calibration.json)")
+		out    = flag.String("o", "", "save the raw results here as JSON (default when measuring: "+recorded+", which the README's table must match)")
 		from   = flag.String("from", "", "read results from this JSON file instead of measuring")
 		readme = flag.String("readme", "casebook/README.md", "file whose calibration markers receive the table (empty: print only)")
 		keep   = flag.String("keep", "", "keep the bad variants' bundles in this directory (DIR/CASE-bad); with -from, diagnose them again with the current rules instead of reading the saved findings")
@@ -101,7 +105,7 @@ func run() error {
 			}
 		}
 		if *out == "" {
-			*out = "calibration.json"
+			*out = recorded
 		}
 	}
 	if *out != "" {
