@@ -21,8 +21,9 @@ import (
 // A finding on "latency" (a share s of the request path's wall time spent
 // waiting: fsync, disk, downstream calls) predicts the closed loop's
 // throughput, N connections / latency: × 1/(1 − s), and nothing about CPU.
-// A finding on "memory" (shares of allocated bytes or of the heap) predicts
-// no speed at all: it is reported, not scored.
+// A finding on "memory" (shares of allocated bytes or of the heap), or a
+// growing cost against a limit (ports, leaked goroutines), predicts no speed
+// at all: it is reported, not scored. Predict says which share s is used.
 //
 // Where the load is not CPU-bound (a paced or waiting service, or a variant
 // that burns idle CPU, such as GOMAXPROCS far above the CPUs spinning in the
@@ -173,11 +174,11 @@ func median(xs []float64) float64 {
 	}
 	xs = slices.Clone(xs)
 	slices.Sort(xs)
-	if n := len(xs); n%2 == 1 {
+	n := len(xs)
+	if n%2 == 1 {
 		return xs[n/2]
-	} else {
-		return (xs[n/2-1] + xs[n/2]) / 2
 	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // Line is a one-line account of a result, for progress logs.

@@ -40,6 +40,12 @@ func Table(results []*Result) string {
 		if t := r.Top(); t != nil {
 			top = fmt.Sprintf("%s %s (%.0f%% of %s)", t.Class, t.Severity, 100*t.Impact, t.Resource)
 		}
+		if t := r.Top(); t != nil && p.Share-t.Impact > 0.005 {
+			top += fmt.Sprintf("; s = %.0f%% with its symptoms", 100*p.Share)
+			if len(r.AlsoFixed) > 0 {
+				top += " and " + strings.Join(r.AlsoFixed, ", ")
+			}
+		}
 		switch p.Kind {
 		case KindControl:
 			top += ", control: same code both sides"
