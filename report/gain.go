@@ -9,8 +9,8 @@ import (
 // gainMeaning says what a finding's estimated gain means in figures a load
 // test measures, the model casebook/README.md's calibration checks against
 // perfdoctor verify: a share s of CPU is CPU per request × (1 − s) at the
-// same load, and up to 1/(1 − s) the throughput where the CPUs are the
-// limit; a share s of request time is latency × (1 − s), and 1/(1 − s) the
+// same load, or less (no casebook fix removed less), and up to 1/(1 − s)
+// the throughput where the CPUs are the limit; a share s of request time is latency × (1 − s), and 1/(1 − s) the
 // throughput of the same number of clients each waiting for its answer.
 // Memory shares and limits (ports, leaks) have no such figure: "".
 func gainMeaning(f rules.Finding) string {
@@ -20,7 +20,7 @@ func gainMeaning(f rules.Finding) string {
 	}
 	switch f.Resource {
 	case "cpu":
-		return fmt.Sprintf("CPU per request ×%.2f at the same load, up to %.2fx the throughput where CPU is the limit", 1-s, 1/(1-s))
+		return fmt.Sprintf("CPU per request ×%.2f or less at the same load, up to %.2fx the throughput where CPU is the limit", 1-s, 1/(1-s))
 	case "latency":
 		return fmt.Sprintf("request time ×%.2f, up to %.2fx the throughput of the same clients", 1-s, 1/(1-s))
 	}

@@ -12,7 +12,7 @@ func TestGainMeaning(t *testing.T) {
 		f    rules.Finding
 		want string
 	}{
-		{rules.Finding{Impact: 0.4, Resource: "cpu"}, "CPU per request ×0.60 at the same load, up to 1.67x the throughput"},
+		{rules.Finding{Impact: 0.4, Resource: "cpu"}, "CPU per request ×0.60 or less at the same load, up to 1.67x the throughput"},
 		{rules.Finding{Impact: 0.5, Resource: "latency"}, "request time ×0.50, up to 2.00x the throughput of the same clients"},
 		{rules.Finding{Impact: 0.8, Resource: "memory"}, ""},
 		{rules.Finding{Impact: 0.3, Resource: "latency", Growing: true}, ""}, // a limit, not a speed
