@@ -1,6 +1,7 @@
 package report
 
 import (
+	"html"
 	"strings"
 	"testing"
 
@@ -40,5 +41,14 @@ func TestExplainsLineTotalsCPUSymptoms(t *testing.T) {
 	fs[1].Resource = "memory"
 	if _, explains := newRefs(fs).lines(fs, 0); strings.Contains(explains, "with them") {
 		t.Errorf("no CPU symptom, yet %q", explains)
+	}
+}
+
+// The HTML card's gain estimate says the same as the text report's.
+func TestHTMLGainEstimateSaysWhatItMeans(t *testing.T) {
+	r := sampleReport(t)
+	f := r.Findings[0]
+	if want := gainMeaning(f); want == "" || !strings.Contains(htmlOf(t, r), html.EscapeString(want)+". "+html.EscapeString(f.ImpactBasis)) {
+		t.Errorf("the HTML card does not say %q before %q", want, f.ImpactBasis)
 	}
 }
