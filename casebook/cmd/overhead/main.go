@@ -7,7 +7,7 @@
 // recorder). From the module root:
 //
 //	go run ./casebook/cmd/overhead                      # control and b1/fixed, ~10 minutes
-//	go run ./casebook/cmd/overhead -services c4/fixed -d 30s -rounds 6 -modes collect,agent
+//	go run ./casebook/cmd/overhead -services control/bad -d 31s -rounds 6 -modes collect
 //
 // It prints one Markdown table per service (docs/overhead.md quotes them).
 // With -serve it is instead the service: the variant plus a control
@@ -171,8 +171,8 @@ func measureOne(ctx context.Context, self, perfdoctor, dir, svc string, set sett
 		"collect-notrace": collectMode(fmt.Sprintf("`perfdoctor collect -d %s --trace 0`", window), 0),
 		"profile":         endpointMode("CPU profile all the time", "profile"),
 		"trace":           endpointMode("execution trace all the time", "trace"),
-		"agent":           agentMode("agent armed (watcher, flight recorder)", "1"),
-		"agent-noflight":  agentMode("agent armed, `NoFlightRecorder`", "0"),
+		"agent":           agentMode("agent armed with `FlightRecorder`", "1"),
+		"agent-noflight":  agentMode("agent armed (no flight recorder, the default)", "0"),
 	}
 	modes := []overhead.Mode{{Name: "nothing (baseline)"}}
 	for _, m := range set.modes {
@@ -253,7 +253,7 @@ func serveWithAgent(ctx context.Context, spec string) error {
 			http.Error(w, "agent already armed", http.StatusConflict)
 			return
 		}
-		a, err := agent.Start(ctx, agent.Options{CaptureDir: captures, NoFlightRecorder: r.FormValue("flight") == "0"})
+		a, err := agent.Start(ctx, agent.Options{CaptureDir: captures, FlightRecorder: r.FormValue("flight") == "1"})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
