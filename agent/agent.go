@@ -66,12 +66,13 @@ type Options struct {
 	WatchInterval   time.Duration // default 5s
 	// Triggers arms the watcher; nil uses DefaultTriggers.
 	Triggers *Triggers
-	// With CaptureDir, the agent runs the runtime's flight recorder (one
-	// per process) so each capture starts with the execution trace of the
-	// FlightRecorderAge (default 10s) before its trigger, held in at most
-	// about FlightRecorderMaxBytes (default 32 MiB) of memory.
-	// NoFlightRecorder leaves it off.
-	NoFlightRecorder       bool
+	// FlightRecorder, with CaptureDir, runs the runtime's flight recorder
+	// (one per process) so each capture starts with the execution trace of
+	// the FlightRecorderAge (default 10s) before its trigger, held in at
+	// most about FlightRecorderMaxBytes (default 32 MiB) of memory. Off by
+	// default: tracing all the time cost a light HTTP service 3% of CPU per
+	// request, the rest of the agent nothing measurable (docs/overhead.md).
+	FlightRecorder         bool
 	FlightRecorderAge      time.Duration
 	FlightRecorderMaxBytes uint64
 
@@ -266,13 +267,15 @@ func (a *Agent) setup() {
 		a.watch = newWatcher(a.triggers)
 		a.watch.observe(a.sampler.sample()) // the origin for the first rate
 		cleanStale(a.opts.CaptureDir)
-		if !a.opts.NoFlightRecorder {
+		if a.opts.FlightRecorder {
 			fr, err := startFlight(a.opts.FlightRecorderAge, a.opts.FlightRecorderMaxBytes)
 			if err != nil {
 				a.flightErr = err.Error()
 				a.log.Warn("agent: no flight recorder; captures will have no trace", "err", err)
 			}
 			a.flight = fr
+		} else {
+			a.flightErr = "not requested (Options.FlightRecorder)"
 		}
 	}
 }

@@ -114,19 +114,19 @@ func cpuNow() time.Duration {
 }
 
 // BenchmarkServiceLoad drives the service with 4 concurrent keep-alive
-// clients: without the agent, with it armed (flight recorder on, as with
-// any CaptureDir), and armed without the flight recorder.
+// clients: without the agent, with it armed, and armed with the flight
+// recorder.
 func BenchmarkServiceLoad(b *testing.B) {
-	for _, name := range []string{"without-agent", "with-agent", "with-agent-no-flight-recorder"} {
+	for _, name := range []string{"without-agent", "with-agent-no-flight-recorder", "with-agent"} {
 		b.Run(name, func(b *testing.B) {
 			url := service(b)
 			switch name {
 			case "with-agent":
-				startFakeB(b, armed(b))
-			case "with-agent-no-flight-recorder":
 				o := armed(b)
-				o.NoFlightRecorder = true
+				o.FlightRecorder = true
 				startFakeB(b, o)
+			case "with-agent-no-flight-recorder":
+				startFakeB(b, armed(b))
 			}
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 			b.SetParallelism(2) // 2 × GOMAXPROCS clients

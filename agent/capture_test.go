@@ -210,12 +210,12 @@ func beforeTrigger(n int) {
 // trigger, which the capture's own window cannot see.
 func TestCaptureHasTheTraceBeforeTheTrigger(t *testing.T) {
 	dir := t.TempDir()
-	a := captureAgent(t, dir, Options{FlightRecorderAge: 2 * time.Second})
+	a := captureAgent(t, dir, Options{FlightRecorder: true, FlightRecorderAge: 2 * time.Second})
 	if st := a.Status(); st.Flight == nil || !st.Flight.On {
 		t.Fatalf("flight recorder not on: %+v", st.Flight)
 	}
 	// A second agent in the process must not take the recorder.
-	b := captureAgent(t, t.TempDir(), Options{})
+	b := captureAgent(t, t.TempDir(), Options{FlightRecorder: true})
 	if st := b.Status(); st.Flight == nil || st.Flight.On || st.Flight.Error != errFlightTaken.Error() {
 		t.Errorf("second agent's flight recorder: %+v", st.Flight)
 	}

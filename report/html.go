@@ -168,6 +168,7 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 	"sev":       func(s rules.Severity) string { return s.String() },
 	"pp":        func(v float64) string { return fmt.Sprintf("%+.1f pp", v*100) },
 	"hasPrefix": strings.HasPrefix,
+	"gain":      gainMeaning,
 }).ParseFS(assets, "assets/page.html.tmpl"))
 
 // verdict is the one line a newcomer reads first.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -57,6 +58,9 @@ func (r refs) lines(fs []rules.Finding, i int) (causedBy, explains string) {
 	}
 	if len(parts) > 0 {
 		explains = "explains " + strings.Join(parts, ", ")
+		if total := withSymptoms(fs, r.at, f); total > 0 {
+			explains += fmt.Sprintf("; with them the fix's est. gain is %s of cpu", human.Percent(total))
+		}
 	}
 	return causedBy, explains
 }

@@ -114,7 +114,11 @@ func writeFinding(w io.Writer, label string, f rules.Finding, causedBy, explains
 	for _, c := range f.Caveats {
 		fmt.Fprintf(w, "   Caveat: %s\n", wrap(c, 11))
 	}
-	fmt.Fprintf(w, "   Gain estimate: %s\n", wrap(f.ImpactBasis, 18))
+	basis := f.ImpactBasis
+	if m := gainMeaning(f); m != "" {
+		basis = m + ". " + upperFirst(basis)
+	}
+	fmt.Fprintf(w, "   Gain estimate: %s\n", wrap(basis, 18))
 	if f.Tried != nil {
 		fmt.Fprintf(w, "   Tried: %s\n", wrap(f.Tried.Summary(), 10))
 	}

@@ -111,8 +111,8 @@ func LocalPID(rawURL string) int {
 	return pid
 }
 
-// processCPU is the process's user and system CPU time in seconds.
-func processCPU(pid int) (float64, bool) {
+// ProcessCPU is the process's user and system CPU time in seconds.
+func ProcessCPU(pid int) (float64, bool) {
 	if pid <= 0 {
 		return 0, false
 	}

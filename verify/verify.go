@@ -113,7 +113,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				return nil, 0, 0, err
 			}
 		}
-		cpu0, cpuOK := processCPU(pid)
+		cpu0, cpuOK := ProcessCPU(pid)
 		res, err = load.Run(ctx, cfg)
 		if err != nil {
 			return nil, 0, 0, err
@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := res.AllFailed(); err != nil {
 			return nil, 0, 0, fmt.Errorf("%s: %w", cfg.URL, err)
 		}
-		if cpu1, ok := processCPU(pid); ok && cpuOK && res.Requests > 0 {
+		if cpu1, ok := ProcessCPU(pid); ok && cpuOK && res.Requests > 0 {
 			cpu = (cpu1 - cpu0) * 1e6 / float64(res.Requests)
 		}
 		return res, cpu, peakRSS(pid), nil

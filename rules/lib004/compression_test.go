@@ -103,13 +103,13 @@ func TestGradeByShareAndLevelOnlyWhereVisible(t *testing.T) {
 		sev    rules.Severity
 	}{
 		// 83% of CPU in deflate is high whatever the level, and the level is not guessed.
-		{"stdlib deflate 83%", []string{"compress/flate.(*compressor).findMatch", "compress/flate.(*compressor).deflate"}, gz, 830, "level from 2 to 9", 0.83 * 0.3, rules.High},
-		{"stdlib deflate 12%", []string{"compress/flate.(*compressor).findMatch", "compress/flate.(*compressor).deflate"}, gz, 120, "level from 2 to 9", 0.12 * 0.3, rules.Medium},
-		{"stdlib BestSpeed 83%", []string{"compress/flate.(*deflateFast).encode", "compress/flate.(*compressor).encSpeed"}, gz, 830, "BestSpeed (1)", 0.83 * 0.3, rules.High},
-		{"stdlib BestSpeed 6%", []string{"compress/flate.(*deflateFast).encode", "compress/flate.(*compressor).encSpeed"}, gz, 60, "BestSpeed (1)", 0.06 * 0.3, rules.Low},
-		{"klauspost level 9", []string{kp + "flate.(*compressor).findMatch", kp + "flate.(*compressor).deflateLazy"}, kgz, 300, "level 7-9", 0.3 * 0.5, rules.High},
-		{"klauspost level 5", []string{kp + "flate.(*fastEncL5).Encode", kp + "flate.(*compressor).storeFast"}, kgz, 300, "level 5", 0.3 * 0.3, rules.High},
-		{"zstd best", []string{kp + "zstd.(*bestFastEncoder).Encode", kp + "zstd.(*Encoder).nextBlock", kp + "zstd.(*Encoder).Write"}, []string{"main.(*archiver).put"}, 200, "SpeedBestCompression", 0.2 * 0.5, rules.Medium},
+		{"stdlib deflate 83%", []string{"compress/flate.(*compressor).findMatch", "compress/flate.(*compressor).deflate"}, gz, 830, "level from 2 to 9", 0.83 * recoverLower, rules.High},
+		{"stdlib deflate 12%", []string{"compress/flate.(*compressor).findMatch", "compress/flate.(*compressor).deflate"}, gz, 120, "level from 2 to 9", 0.12 * recoverLower, rules.Medium},
+		{"stdlib BestSpeed 83%", []string{"compress/flate.(*deflateFast).encode", "compress/flate.(*compressor).encSpeed"}, gz, 830, "BestSpeed (1)", 0.83 * recoverOther, rules.High},
+		{"stdlib BestSpeed 6%", []string{"compress/flate.(*deflateFast).encode", "compress/flate.(*compressor).encSpeed"}, gz, 60, "BestSpeed (1)", 0.06 * recoverOther, rules.Low},
+		{"klauspost level 9", []string{kp + "flate.(*compressor).findMatch", kp + "flate.(*compressor).deflateLazy"}, kgz, 300, "level 7-9", 0.3 * recoverHigh, rules.High},
+		{"klauspost level 5", []string{kp + "flate.(*fastEncL5).Encode", kp + "flate.(*compressor).storeFast"}, kgz, 300, "level 5", 0.3 * recoverOther, rules.High},
+		{"zstd best", []string{kp + "zstd.(*bestFastEncoder).Encode", kp + "zstd.(*Encoder).nextBlock", kp + "zstd.(*Encoder).Write"}, []string{"main.(*archiver).put"}, 200, "SpeedBestCompression", 0.2 * recoverHigh, rules.Medium},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cpu := testprof.Build(stack(tc.share, append(append([]string{}, tc.leaf...), tc.stack...)...), stack(1000-tc.share, "main.work"))

@@ -84,7 +84,7 @@ func TestLogrusThroughAWrapperPackage(t *testing.T) {
 		t.Fatalf("logrus not reported: %+v", res)
 	}
 	f := res.Findings[0]
-	if f.Severity != rules.Medium || !strings.Contains(f.Fix, "SetLevel(logrus.WarnLevel)") {
+	if f.Severity != rules.High || !strings.Contains(f.Fix, "SetLevel(logrus.WarnLevel)") {
 		t.Errorf("severity %s fix %q", f.Severity, f.Fix)
 	}
 	if f.Locations[0].Function != "github.com/acme/adx/bidder.(*Bidder).Bid" {

@@ -1,0 +1,48 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// gainMeaning says what a finding's estimated gain means in figures a load
+// test measures, the model casebook/README.md's calibration checks against
+// perfdoctor verify: a share s of CPU is CPU per request × (1 − s) at the
+// same load, or less (no casebook fix removed less), and up to 1/(1 − s)
+// the throughput where the CPUs are the limit; a share s of request time is latency × (1 − s), and 1/(1 − s) the
+// throughput of the same number of clients each waiting for its answer.
+// Memory shares and limits (ports, leaks) have no such figure: "".
+func gainMeaning(f rules.Finding) string {
+	s := f.Impact
+	if s < 0.01 || s >= 0.995 || f.Growing {
+		return ""
+	}
+	switch f.Resource {
+	case "cpu":
+		return fmt.Sprintf("CPU per request ×%.2f or less at the same load, up to %.2fx the throughput where CPU is the limit", 1-s, 1/(1-s))
+	case "latency":
+		return fmt.Sprintf("request time ×%.2f, up to %.2fx the throughput of the same clients", 1-s, 1/(1-s))
+	}
+	return ""
+}
+
+// withSymptoms is a CPU finding's impact plus those of the CPU findings it
+// explains, which its fix removes too (the engine gives each CPU sample one
+// owner, so they add up); 0 when it explains none.
+func withSymptoms(fs []rules.Finding, at map[string]int, f rules.Finding) float64 {
+	if f.Resource != "cpu" {
+		return 0
+	}
+	total, n := f.Impact, 0
+	for _, id := range f.Explains {
+		if j, ok := at[id]; ok && fs[j].Resource == "cpu" {
+			total += fs[j].Impact
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return min(total, 1)
+}
