@@ -39,7 +39,10 @@ service used under 75% of the CPU it may use (GOMAXPROCS, quota, CPUs) while
 the host was at least 85% busy with other processes (half a core or a quarter
 of the CPUs) or lost 10% to steal, the wait is host contention, graded low (it
 is the host's problem, not the service's: a healthy service on a busy shared
-host must not get more), and the prescription is about the host.`,
+host must not get more), and the prescription is about the host. Without
+those snapshots, goroutines runnable half their active time or more while the
+Ps were under 70% busy are read the same way: Go hands a ready goroutine to an
+idle P at once, so such waits are for the OS to run the Ps' threads.`,
 		Fix: `If the Ps are busy, the service is saturated: add CPU (cores or replicas) or
 shed load (a concurrency limit, admission control, shorter queues), and cut the
 CPU each request costs (the CPU findings name where). If GOMAXPROCS exceeds
@@ -75,6 +78,9 @@ const (
 	mediumP99         = 10 * time.Millisecond
 	highP99           = 50 * time.Millisecond
 	saturated         = 0.70
+	// starvedRunnable is the share of active time runnable from which, with
+	// the Ps under saturated, the waits are the OS's (see osStarved).
+	starvedRunnable = 0.5
 )
 
 // noTrace is the skip reason when the evidence has no execution trace.
@@ -182,6 +188,13 @@ func check(pass *rules.Pass) error {
 
 	var fix strings.Builder
 	contended := haveHost && host.contended()
+	// Go wakes an idle P for every goroutine made ready, so goroutines
+	// waiting most of their active time while the Ps sat idle were waiting
+	// for the OS to run the Ps' threads: the host's CPUs went elsewhere.
+	// Bursts leave a goroutine runnable for microseconds, not most of its
+	// life (R5, a healthy service on a 2-core host shared with other
+	// tests: 97% runnable with the Ps 53% busy).
+	osStarved := !haveHost && !overQuota && util > 0 && util < saturated && queued >= starvedRunnable
 	switch {
 	case contended:
 		// The service waits for CPUs the host gave to others: nothing in
@@ -196,6 +209,11 @@ func check(pass *rules.Pass) error {
 		}
 		fix.WriteString(". Give the service CPU of its own: move the other work off the host (or the service to a quieter one), reserve its share (a CPU request/limit or cpuset that others cannot take, a dedicated node pool; for steal, a larger or dedicated instance), or lower the other processes' priority (nice, cgroup cpu.weight). ")
 		f.Example = "systemd: CPUWeight=1000 for the service, CPUWeight=50 for batch jobs (or pin them apart with cpusets)"
+	case osStarved:
+		f.Severity = rules.Low
+		f.Summary += fmt.Sprintf("; goroutines waited %s of their active time while the Ps were idle: the threads were not on a CPU", human.Percent(queued))
+		f.ImpactBasis += "; the waits are for the host's CPUs (other processes, steal, a quota), so they come back when the host is quieter, not from a change to the service"
+		fmt.Fprintf(&fix, "The Ps were only %s busy, yet goroutines spent %s of their active time runnable: Go hands a ready goroutine to an idle P at once, so their threads waited for the operating system, not for the service's own work. Look at the host: other processes, steal, a CPU quota (take /proc snapshots with perfdoctor collect on the target's host, or perfdoctor sys). ", human.Percent(util), human.Percent(queued))
 	case overQuota:
 		want := int(settings.CPUQuota + 0.999)
 		fmt.Fprintf(&fix, "GOMAXPROCS=%d exceeds the %.3g-core CPU quota: the kernel throttles the process's threads mid-work and runnable goroutines wait. Set GOMAXPROCS=%d (Go >= 1.25 follows the quota when GOMAXPROCS is not set in the environment; older: go.uber.org/automaxprocs). %s", s.GOMAXPROCS, settings.CPUQuota, want, rules.RedundantModules(pass.Evidence))

@@ -325,3 +325,26 @@ func TestHostContentionStillRanksBehindTheServiceOwnCost(t *testing.T) {
 		t.Errorf("host contention called a symptom of the service's CPU cost: %s", c)
 	}
 }
+
+// Without /proc figures, goroutines runnable most of their active time
+// while the Ps sat idle were waiting for the OS (Go hands a ready
+// goroutine to an idle P at once): host contention read from the trace
+// alone, low. Casebook R5 from a plain folder on a shared 2-core host read
+// 97% runnable with the Ps 53% busy.
+func TestIdlePsWithWaitingGoroutinesAreTheHosts(t *testing.T) {
+	ev := bare()
+	ev.TraceSummary = summary(12*time.Millisecond, 12*time.Millisecond, 5000, 2, 1060*time.Millisecond, 30*time.Second)
+	res := run(ev)
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res.Findings)
+	}
+	if f := res.Findings[0]; f.Severity != rules.Low || !strings.Contains(f.Fix, "waited for the operating system") {
+		t.Errorf("starved by the host: %s %q", f.Severity, f.Fix)
+	}
+	// Bursts keep goroutines runnable briefly: still the fan-out advice.
+	ev = bare()
+	ev.TraceSummary = summary(40*time.Millisecond, 0, 1000, 4, time.Second, 200*time.Millisecond)
+	if f := run(ev).Findings[0]; f.Severity != rules.Medium || !strings.Contains(f.Fix, "bursts") {
+		t.Errorf("bursty: %s %q", f.Severity, f.Fix)
+	}
+}
