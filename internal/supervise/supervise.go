@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,7 +123,59 @@ func (p *Process) Stop() {
 			p.signal(syscall.SIGKILL)
 			<-p.done
 		}
+		if p.group && !p.groupGone(time.Second) {
+			// The leader is gone but a child that ignored SIGTERM (or was
+			// still dying when the leader was reaped) is not.
+			p.signal(syscall.SIGKILL)
+			p.groupGone(time.Second)
+		}
 	})
+}
+
+// groupGone waits up to d for the process group to have no live process
+// left, and says whether it has none. Zombies do not count: a child whose
+// parent (the leader) is gone waits for a reaper perfdoctor is not.
+func (p *Process) groupGone(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !groupAlive(p.cmd.Process.Pid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// groupAlive reports whether a process of group pgid other than a zombie
+// runs, from /proc/PID/stat ("pid (comm) state ppid pgrp ...").
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: assume it runs
+	}
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Process) signal(sig syscall.Signal) {

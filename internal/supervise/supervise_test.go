@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -78,5 +79,27 @@ func TestTailKeepsTheLastLine(t *testing.T) {
 	tl.Write([]byte("a long first line\nsecond\n"))
 	if got := tl.LastLine(); got != "second" {
 		t.Errorf("LastLine = %q", got)
+	}
+}
+
+// A child that ignores SIGTERM outlives its group's leader: Stop kills it
+// too rather than leave it running.
+func TestStopKillsWhatOutlivesTheLeader(t *testing.T) {
+	pidFile := t.TempDir() + "/child"
+	p, err := Start(exec.Command("sh", "-c", "(trap '' TERM; exec sleep 30) & echo $! > "+pidFile+"; wait"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	for deadline := time.Now().Add(10 * time.Second); child == ""; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		child = strings.TrimSpace(string(b))
+		if time.Now().After(deadline) {
+			t.Fatal("the child's pid was never written")
+		}
+	}
+	p.Stop()
+	if st, err := os.ReadFile("/proc/" + child + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
+		t.Errorf("child %s still runs after Stop: %s", child, st)
 	}
 }
