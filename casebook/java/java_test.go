@@ -87,7 +87,10 @@ func startOn(t *testing.T, j jdk, src, mainClass, variant string, classpath ...s
 	}
 	// nodelay: the JDK's HTTP server otherwise waits on delayed ACKs between
 	// headers and body, and every variant would measure 40 ms round trips.
-	cmd := exec.Command(j.tool("java"), append(append([]string{"-Xmx256m", "-Dsun.net.httpserver.nodelay=true"}, j.opts...),
+	// JFR's repository in the test's directory: a JVM stopped by a signal
+	// leaves it behind, and /tmp filled with them.
+	cmd := exec.Command(j.tool("java"), append(append([]string{"-Xmx256m", "-Dsun.net.httpserver.nodelay=true",
+		"-XX:FlightRecorderOptions:repository=" + t.TempDir()}, j.opts...),
 		"-cp", strings.Join(append([]string{classes}, classpath...), ":"), mainClass, variant)...)
 	url := harness.Start(t, cmd, "app=", 30*time.Second)
 	return &service{pid: cmd.Process.Pid, url: url}

@@ -36,7 +36,9 @@ func startJava(t *testing.T, src string, args ...string) int {
 	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	cmd := exec.Command("java", append([]string{"-cp", dir}, args...)...)
+	// JFR's repository in the test's directory: the JVM is killed, and a
+	// killed JVM leaves it behind.
+	cmd := exec.Command("java", append([]string{"-XX:FlightRecorderOptions:repository=" + t.TempDir(), "-cp", dir}, args...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,9 @@ func startBrowser(t *testing.T) context.Context {
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
 		chromedp.WindowSize(1280, 1000),
 		chromedp.UserDataDir(profileDir),
+		// Chromium puts its singleton socket directory in TMPDIR: inside
+		// the profile, so the cleanup removes it too.
+		chromedp.Env("TMPDIR="+profileDir),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
