@@ -45,6 +45,25 @@ func (f *loadFlags) register(cmd *cobra.Command, defaultDuration time.Duration) 
 	fl.IntVar(&f.procs, "procs", 1, "CPUs the generator may use (GOMAXPROCS); one leaves the rest to a local server and costs the least per request")
 }
 
+// configure turns the flags into a load.Config per URL and applies --procs,
+// returning the undo for the caller to defer: the set-up every command that
+// loads (load, run, verify, try) shares.
+func (f *loadFlags) configure(cmd *cobra.Command, urls ...string) ([]load.Config, func(), error) {
+	cfgs := make([]load.Config, len(urls))
+	for i, u := range urls {
+		c, err := f.config(cmd, u)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfgs[i] = c
+	}
+	restore, err := f.limitProcs()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfgs, restore, nil
+}
+
 // limitProcs applies --procs for the generator and returns the undo.
 func (f *loadFlags) limitProcs() (func(), error) {
 	if f.procs < 1 || f.procs > runtime.NumCPU() {
@@ -121,16 +140,13 @@ Ctrl-C stops the run and still reports what was measured.`,
 			if format != "text" && format != "json" {
 				return usageError{fmt.Errorf("--format %q: want text or json", format)}
 			}
-			cfg, err := f.config(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			cfg.Progress = progress.New(os.Stderr)
-			restore, err := f.limitProcs()
+			cfgs, restore, err := f.configure(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer restore()
+			cfg := cfgs[0]
+			cfg.Progress = progress.New(os.Stderr)
 			if findMax {
 				return a.findMax(cmd, cfg, slo, steps, format, out)
 			}

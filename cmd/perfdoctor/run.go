@@ -44,11 +44,7 @@ reports (report.txt, report.json, report.html) are written to --output.`,
 			if _, ok := map[string]bool{"text": true, "json": true, "markdown": true, "html": true}[format]; !ok {
 				return usageError{fmt.Errorf("--format %q: want text, json, markdown or html", format)}
 			}
-			cfg, err := f.config(cmd, loadTo)
-			if err != nil {
-				return err
-			}
-			restore, err := f.limitProcs()
+			cfgs, restore, err := f.configure(cmd, loadTo)
 			if err != nil {
 				return err
 			}
@@ -56,7 +52,7 @@ reports (report.txt, report.json, report.html) are written to --output.`,
 			if dir == "" {
 				dir = collect.DefaultBundleName(target, time.Now()) + "-run"
 			}
-			return a.profileUnderLoad(cmd.Context(), target, cfg, warmup, dir, format)
+			return a.profileUnderLoad(cmd.Context(), target, cfgs[0], warmup, dir, format)
 		},
 	}
 	f.register(cmd, 30*time.Second)

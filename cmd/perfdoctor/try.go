@@ -64,11 +64,7 @@ With -o DIR it writes the bundle, report.json (each tried finding carries
 			if format != "text" && format != "json" {
 				return usageError{fmt.Errorf("--format %q: want text or json", format)}
 			}
-			cfg, err := f.config(cmd, url)
-			if err != nil {
-				return err
-			}
-			restore, err := f.limitProcs()
+			cfgs, restore, err := f.configure(cmd, url)
 			if err != nil {
 				return err
 			}
@@ -76,7 +72,7 @@ With -o DIR it writes the bundle, report.json (each tried finding carries
 			if dir == "" {
 				dir = collect.DefaultBundleName(url, time.Now()) + "-try"
 			}
-			o := try.Options{Command: command, Load: cfg, Rounds: rounds, Warmup: warmup, ReadyTimeout: ready, MinChange: minChange,
+			o := try.Options{Command: command, Load: cfgs[0], Rounds: rounds, Warmup: warmup, ReadyTimeout: ready, MinChange: minChange,
 				PprofURL: target, BundleDir: filepath.Join(dir, "bundle"), Collect: collectFor, Only: only,
 				Diagnose: func(b string) (*report.Report, error) { return diagnose.Paths(a.diagnoseOptions(), b) },
 				Log:      a.log, Messages: a.stderr, Progress: progress.New(os.Stderr),

@@ -73,15 +73,7 @@ verify.html (one offline page, per-round charts in SVG).`,
 			if format != "text" && !slices.Contains(verifyreport.Formats, format) {
 				return usageError{fmt.Errorf("--format %q: want text, json, markdown or html", format)}
 			}
-			cfgB, err := f.config(cmd, before)
-			if err != nil {
-				return err
-			}
-			cfgA, err := f.config(cmd, after)
-			if err != nil {
-				return err
-			}
-			restore, err := f.limitProcs()
+			cfgs, restore, err := f.configure(cmd, before, after)
 			if err != nil {
 				return err
 			}
@@ -101,7 +93,7 @@ verify.html (one offline page, per-round charts in SVG).`,
 				}
 				defer p.Stop()
 			}
-			v, err := verify.Run(ctx, verify.Options{Before: cfgB, After: cfgA,
+			v, err := verify.Run(ctx, verify.Options{Before: cfgs[0], After: cfgs[1],
 				PIDs:   [2]int{verify.LocalPID(before), verify.LocalPID(after)},
 				Rounds: rounds, Warmup: warmup, MinChange: minChange,
 				OnRound: func(done, of int, r verify.Round) { fmt.Fprintln(a.stderr, loadtext.RoundLine(done, of, r)) },

@@ -5,7 +5,6 @@
 package fleetreport
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/perfdoctor/perfdoctor/internal/human"
@@ -16,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/fleet"
+	"github.com/perfdoctor/perfdoctor/report"
 )
 
 // Formats maps each output format to its writer.
@@ -52,13 +51,8 @@ func Write(w io.Writer, format string, r *fleet.Report) error {
 // fleet.html in the run's directory, each whole or not at all.
 func WriteFiles(r *fleet.Report) error {
 	for _, f := range []struct{ name, format string }{{"fleet.json", "json"}, {"fleet.html", "html"}} {
-		var b bytes.Buffer
-		if err := Write(&b, f.format, r); err != nil {
+		if err := report.Output(nil, filepath.Join(r.Dir, f.name), func(w io.Writer) error { return Write(w, f.format, r) }); err != nil {
 			return err
-		}
-		path := filepath.Join(r.Dir, f.name)
-		if err := bundle.WriteFileAtomic(path, b.Bytes()); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
 	return nil
