@@ -62,6 +62,14 @@ var systemPrefixes = []string{"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/us
 
 // Owners reads who owns the code in the evidence.
 func Owners(ev *evidence.Evidence) *CodeOwners {
+	// Computed once per diagnosis: several rules and the engine ask, and
+	// each reading scans every function of every profile.
+	return ev.Memo(ownersKey{}, func() any { return readOwners(ev) }).(*CodeOwners)
+}
+
+type ownersKey struct{}
+
+func readOwners(ev *evidence.Evidence) *CodeOwners {
 	o := &CodeOwners{}
 	for _, snap := range []*bundle.SystemSnapshot{ev.SystemEnd, ev.SystemStart} {
 		if snap == nil || snap.Process == nil {
@@ -229,17 +237,13 @@ func (o *CodeOwners) editable(f evidence.Frame) (bool, Fact, string) {
 // program, the code changes prescribed are its maintainers', and a caveat
 // says what is left to the user.
 func markForeignCode(ev *evidence.Evidence, findings []Finding) {
-	var owners *CodeOwners
 	for i := range findings {
 		f := &findings[i]
 		if len(f.Locations) == 0 || slices.ContainsFunc(f.Evidence, func(x Fact) bool { return x.Name == "whose code" }) {
 			continue
 		}
-		if owners == nil {
-			owners = Owners(ev)
-		}
 		loc := f.Locations[0]
-		editable, whose, notYours := owners.editable(evidence.Frame{Func: loc.Function, File: loc.File, Line: loc.Line})
+		editable, whose, notYours := Owners(ev).editable(evidence.Frame{Func: loc.Function, File: loc.File, Line: loc.Line})
 		if editable {
 			continue
 		}
