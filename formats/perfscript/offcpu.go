@@ -28,14 +28,19 @@ var States = map[string]string{
 // the off-CPU time of process pid by stack: each time one of its threads is
 // switched out (the event's stack is where it blocked) until a CPU switches
 // it back in. The profile's sample types are offcpu/nanoseconds and
-// switches/count, with a "state" label (S, D or R: see States). Threads
+// switches/count, with a "state" label (S, D or R: see States), the
+// thread's name as a "comm" label and its ID as a "tid" number label (a
+// server's threads do different work: redis's main thread serves requests,
+// its bio threads sync the log). Threads
 // still off the CPU when the recording ends are counted up to its last
 // event.
 func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 	type out struct {
-		at    float64
-		stack []string // "sym\x00dso", leaf first
-		state string
+		at     float64
+		stack  []string // "sym\x00dso", leaf first
+		state  string
+		thread string
+		tid    int
 	}
 	b := newOffCPUBuilder()
 	off := map[int]out{}
@@ -76,11 +81,11 @@ func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 		}
 		last = max(last, ev.time)
 		if o, ok := off[ev.nextPID]; ok {
-			b.add(o.stack, o.state, time.Duration((ev.time-o.at)*1e9))
+			b.add(o.stack, o.state, o.thread, o.tid, time.Duration((ev.time-o.at)*1e9))
 			delete(off, ev.nextPID)
 		}
 		if ev.pid == pid && ev.prevPID == ev.tid {
-			cur, curTID = &out{at: ev.time, state: ev.prevState}, ev.tid
+			cur, curTID = &out{at: ev.time, state: ev.prevState, thread: ev.comm, tid: ev.tid}, ev.tid
 		}
 	}
 	flush()
@@ -91,7 +96,7 @@ func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 		return nil, ErrNoSamples
 	}
 	for _, o := range off {
-		b.add(o.stack, o.state, time.Duration((last-o.at)*1e9))
+		b.add(o.stack, o.state, o.thread, o.tid, time.Duration((last-o.at)*1e9))
 	}
 	p := b.p
 	p.DurationNanos = int64((last - first) * 1e9)
@@ -99,6 +104,7 @@ func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 }
 
 type switchEvent struct {
+	comm                       string // the thread switched out
 	pid, tid, prevPID, nextPID int
 	prevState                  string
 	time                       float64
@@ -116,6 +122,7 @@ func parseSwitch(line string) (switchEvent, bool) {
 	if len(head) < 3 {
 		return ev, false
 	}
+	ev.comm = strings.Join(head[:len(head)-2], " ")
 	pidTID := head[len(head)-2]
 	p, t, ok := strings.Cut(pidTID, "/")
 	var err1, err2, err3 error
@@ -190,17 +197,18 @@ func newOffCPUBuilder() *offCPUBuilder {
 	}
 }
 
-func (b *offCPUBuilder) add(stack []string, state string, d time.Duration) {
+func (b *offCPUBuilder) add(stack []string, state, thread string, tid int, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	key := state + "\x01" + strings.Join(stack, "\x01")
+	key := fmt.Sprintf("%s\x01%d\x01%s", state, tid, strings.Join(stack, "\x01"))
 	if s, ok := b.samples[key]; ok {
 		s.Value[0] += d.Nanoseconds()
 		s.Value[1]++
 		return
 	}
-	s := &profile.Sample{Value: []int64{d.Nanoseconds(), 1}, Label: map[string][]string{"state": {state}}}
+	s := &profile.Sample{Value: []int64{d.Nanoseconds(), 1}, Label: map[string][]string{"state": {state}, "comm": {thread}},
+		NumLabel: map[string][]int64{"tid": {int64(tid)}}}
 	for _, fr := range stack {
 		s.Location = append(s.Location, b.location(fr))
 	}

@@ -33,6 +33,9 @@ func TestOffCPUByStackAndState(t *testing.T) {
 		switch {
 		case strings.Contains(stack, "fdatasync"):
 			by["sync "+s.Label["state"][0]] += time.Duration(s.Value[0])
+			if s.Label["comm"][0] != "sleeper" || s.NumLabel["tid"][0] != 18439 {
+				t.Errorf("a sync by thread %v %v, want sleeper 18439", s.Label["comm"], s.NumLabel["tid"])
+			}
 		case strings.Contains(stack, "nanosleep"):
 			by["sleep "+s.Label["state"][0]] += time.Duration(s.Value[0])
 		}

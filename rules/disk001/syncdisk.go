@@ -6,8 +6,10 @@ package disk001
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -16,6 +18,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is DISK001.
@@ -46,7 +49,11 @@ medium whenever the block profile shows requests queued behind the syncs
 (half a goroutine or more waiting on average on a lock in the code that
 syncs). perf's sched_switch events (collect --perf, where the kernel permits
 them) add the waits themselves: threads waiting in a sync per second of the
-window, graded as the trace's syncs in flight. The finding says which
+window, graded as the trace's syncs in flight. perf's thread IDs tell who syncs:
+when the threads that serve connections (perf saw them in socket work) do
+not, and a thread that never touches a socket does (redis's bio thread under
+appendfsync everysec, a database's WAL writer), the syncs are a background
+committer's and the finding is informational. The finding says which
 sources it used.`,
 		Fix: `Group commit: queue the records, let one goroutine write everything queued
 and sync once, then acknowledge all of the waiting requests (etcd's WAL and
@@ -190,11 +197,11 @@ func check(pass *rules.Pass) error {
 		// A background committer: already batched, the sync time is the floor
 		// of the latency of every write that waits for it.
 		f.Severity = rules.Info
-		f.ImpactBasis = "syncs are already made off the request path; only faster storage or fewer syncs lower the floor"
+		f.ImpactBasis = backgroundBasis
 		f.Summary = fmt.Sprintf("Writes wait for a background fsync: %s syncs/s, %s each (longest %s); that is the floor of a durable write's latency",
 			human.Number(float64(sy.count)/window), mean, human.RoundDuration(sy.max))
 		f.Example, f.Caveats = "", nil
-		f.Fix = "Syncs are already batched by a background goroutine. Lower their latency with storage that syncs faster (local NVMe; not a network or throttled disk), and check the batch each sync covers grows with load."
+		f.Fix = backgroundFix
 	}
 	if sy.caller != nil {
 		f.Summary += ", from " + rules.ShortFunc(sy.caller.Func)
@@ -202,6 +209,14 @@ func check(pass *rules.Pass) error {
 	pass.Report(f)
 	return nil
 }
+
+// A background committer's syncs are already batched: what is left is the
+// storage's sync latency.
+const (
+	backgroundBasis = "syncs are already made off the request path; only faster storage or fewer syncs lower the floor"
+	backgroundFix   = "Syncs are already batched by a background goroutine or thread. Lower their latency with storage that syncs faster " +
+		"(local NVMe; not a network or throttled disk), and check the batch each sync covers grows with load."
+)
 
 // storeSettings are the durability settings of the data stores whose sync
 // per write perf shows by their process name: the user's levers, since
@@ -274,10 +289,7 @@ func offCPUInSyncs(ev *evidence.Evidence) (waited, device, window time.Duration,
 		return 0, 0, 0, false
 	}
 	for _, s := range p.Sample {
-		inSync := slices.ContainsFunc(s.Location, func(l *profile.Location) bool {
-			return slices.ContainsFunc(l.Line, func(ln profile.Line) bool { return ln.Function != nil && nativeSync(ln.Function.Name) })
-		})
-		if !inSync {
+		if !inStack(s, nativeSync) {
 			continue
 		}
 		d := time.Duration(s.Value[0])
@@ -287,6 +299,73 @@ func offCPUInSyncs(ev *evidence.Evidence) (waited, device, window time.Duration,
 		}
 	}
 	return waited, device, time.Duration(p.DurationNanos), waited > 0
+}
+
+// inStack reports whether a frame of the sample matches m.
+func inStack(s *profile.Sample, m evidence.Matcher) bool {
+	return slices.ContainsFunc(s.Location, func(l *profile.Location) bool {
+		return slices.ContainsFunc(l.Line, func(ln profile.Line) bool { return ln.Function != nil && m(ln.Function.Name) })
+	})
+}
+
+// threadSplit is how a native process's sync time divides between the
+// threads that serve connections and those that do not.
+type threadSplit struct {
+	serving, background float64
+	backgroundThreads   []string // their names
+}
+
+// splitByThread divides the sync time by thread, from perf's thread IDs: a
+// thread serves connections when perf saw it in socket work (families.
+// SocketIO), on the CPU or blocked. The sync time is the waits where perf's
+// scheduler events saw them, the on-CPU samples otherwise. ok is false
+// when the profiles carry no thread IDs or no syncs, or perf saw no thread
+// in socket work (then which thread serves is not known).
+func splitByThread(ev *evidence.Evidence) (split threadSplit, ok bool) {
+	profiles := []*profile.Profile{ev.Profiles[evidence.OffCPU], ev.Profiles[evidence.Perf]}
+	serving, labelled := map[int64]bool{}, false // by thread ID
+	for _, p := range profiles {
+		for _, s := range sampleList(p) {
+			if tid := s.NumLabel["tid"]; len(tid) > 0 {
+				labelled = true
+				if !serving[tid[0]] && inStack(s, families.SocketIO) {
+					serving[tid[0]] = true
+				}
+			}
+		}
+	}
+	if !labelled || len(serving) == 0 {
+		return split, false
+	}
+	for _, p := range profiles {
+		names := map[string]bool{}
+		for _, s := range sampleList(p) {
+			tid := s.NumLabel["tid"]
+			if len(tid) == 0 || len(s.Value) == 0 || !inStack(s, nativeSync) {
+				continue
+			}
+			if serving[tid[0]] {
+				split.serving += float64(s.Value[0])
+				continue
+			}
+			split.background += float64(s.Value[0])
+			if name := s.Label["comm"]; len(name) > 0 {
+				names[name[0]] = true
+			}
+		}
+		if split.serving+split.background > 0 {
+			split.backgroundThreads = slices.Sorted(maps.Keys(names))
+			return split, true
+		}
+	}
+	return split, false
+}
+
+func sampleList(p *profile.Profile) []*profile.Sample {
+	if p == nil {
+		return nil
+	}
+	return p.Sample
 }
 
 // fromSamples is the view without a trace: on-CPU samples inside a sync
@@ -315,10 +394,6 @@ func fromSamples(pass *rules.Pass) error {
 	if s := pass.Evidence.SystemEnd; s != nil && s.Process != nil {
 		comm = s.Process.Comm
 	}
-	fix := pass.Rule.Doc.Fix
-	if advice, ok := storeSettings[comm]; ok {
-		fix = advice + " " + fix
-	}
 	app := func(fn string) bool {
 		return !nativeSync(fn) && !pass.Evidence.SystemFrames()(fn) && fn != "" && fn[0] != '['
 	}
@@ -333,7 +408,7 @@ func fromSamples(pass *rules.Pass) error {
 			rules.Share("samples inside fsync/fdatasync", share),
 			rules.Text("not seen", "the time waiting for the device (off-CPU); an execution trace (Go) or perf's sched events show it"),
 		},
-		Fix:       fix,
+		Fix:       pass.Rule.Doc.Fix,
 		Caveats:   []string{pass.Rule.Doc.Caveats},
 		Locations: rules.Locations(callers, "code syncing"),
 		Frames:    st.Matched(nativeSync, 8),
@@ -377,6 +452,20 @@ func fromSamples(pass *rules.Pass) error {
 	if d, ok := pass.Evidence.SystemDelta(); ok && d.Seconds > 0 && d.Start.Process != nil && d.End.Process != nil && d.Start.Process.PID == d.End.Process.PID {
 		cpu := (d.End.Process.UserCPUSeconds + d.End.Process.SystemCPUSeconds - d.Start.Process.UserCPUSeconds - d.Start.Process.SystemCPUSeconds) / d.Seconds
 		f.Evidence = append(f.Evidence, rules.Count("CPUs the process used (the rest of its time it waited)", cpu, ""))
+	}
+	if split, ok := splitByThread(pass.Evidence); ok && split.background > split.serving {
+		// The threads serving connections do not sync: a background thread
+		// does, for every write since its last sync (redis's appendfsync
+		// everysec, a database's WAL writer). Already batched.
+		threads := strings.Join(split.backgroundThreads, ", ")
+		f.Severity, f.Impact, f.Resource, f.ImpactBasis = rules.Info, 0, "latency", backgroundBasis
+		f.Summary = fmt.Sprintf("Writes wait for a background fsync: %s syncs, not the threads serving connections; that is the floor of a durable write's latency", threads)
+		f.Fix, f.Caveats = backgroundFix, nil
+		f.Evidence = append(f.Evidence,
+			rules.Share("sync time on threads serving connections (perf's thread IDs)", split.serving/(split.serving+split.background)),
+			rules.Text("threads syncing", threads))
+	} else if advice, ok := storeSettings[comm]; ok {
+		f.Fix = advice + " " + f.Fix
 	}
 	// The sync's kernel time is the sync's, not the network stack's.
 	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: pass.Evidence.CPUStacks().Has(nativeSync)}

@@ -265,3 +265,27 @@ func TestFewSyncSamplesInAGoProfileAreNotJudged(t *testing.T) {
 		t.Errorf("6 sync samples judged: %+v", res)
 	}
 }
+
+// The testdata bundles redis-always and redis-everysec are Debian's
+// redis-server 7 with an append-only file under redis-benchmark (SET, 8
+// connections), recorded with `perfdoctor collect --perf PID -d 4s`. With
+// appendfsync always the main thread, which serves the connections, syncs
+// each write; with everysec only its bio_aof_fsync thread syncs, once a
+// second, and the main thread never waits for it.
+func TestRedisSyncsByThread(t *testing.T) {
+	always := diagnose(t, "redis-always")
+	if len(always.Findings) != 1 {
+		t.Fatalf("appendfsync always: %+v", always)
+	}
+	if f := always.Findings[0]; f.Severity < rules.Medium || !strings.Contains(f.Fix, "appendfsync everysec") {
+		t.Errorf("appendfsync always: %s %q fix %q", f.Severity, f.Summary, f.Fix)
+	}
+	everysec := diagnose(t, "redis-everysec")
+	if len(everysec.Findings) != 1 {
+		t.Fatalf("appendfsync everysec: %+v", everysec)
+	}
+	if f := everysec.Findings[0]; f.Severity != rules.Info || !strings.Contains(f.Summary, "bio_aof") ||
+		!strings.Contains(f.Summary, "background fsync") || strings.Contains(f.Fix, "appendfsync always") {
+		t.Errorf("appendfsync everysec: %s %q fix %q", f.Severity, f.Summary, f.Fix)
+	}
+}

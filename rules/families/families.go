@@ -100,3 +100,15 @@ var DiskSyscall = evidence.FuncPrefix(
 	"golang.org/x/sys/unix.Fdatasync", "os.(*File).Write", "os.(*File).WriteAt", "os.(*File).WriteString", "os.(*File).Read",
 	"os.(*File).ReadAt", "os.(*File).ReadFrom", "os.ReadFile", "os.WriteFile",
 )
+
+// SocketIO is work on network sockets as perf names it, on the CPU or
+// blocked: the kernel's socket calls and TCP/UDP paths, epoll, and libc's
+// wrappers. A native thread with samples in it serves connections; one
+// without (redis's bio threads, a WAL writer) works in the background.
+var SocketIO = evidence.Any(
+	evidence.FuncPrefix("tcp_", "udp_", "sock_", "inet_", "unix_stream_", "ep_poll", "do_epoll_", "__sys_send", "__sys_recv",
+		"__sys_accept", "__x64_sys_send", "__x64_sys_recv", "__x64_sys_accept", "__x64_sys_epoll_", "__arm64_sys_send",
+		"__arm64_sys_recv", "__arm64_sys_accept", "__arm64_sys_epoll_"),
+	exact("epoll_wait", "epoll_pwait", "epoll_pwait2", "accept", "accept4", "recv", "recvfrom", "recvmsg", "send", "sendto", "sendmsg",
+		"__libc_recv", "__libc_send", "__libc_recvfrom", "__libc_sendto"),
+)
