@@ -47,7 +47,14 @@ runtime/pprof, runtime/trace: a trace in flight) are left out, and so are
 sites whose growth is within what they allocate in one GC cycle (the window's
 allocations, end allocs minus start heap, over the cycles in the window): a
 heap profile counts what was allocated during its GC's mark as in use, so a
-fast-allocating request path can look grown at one snapshot. Verdicts:
+fast-allocating request path can look grown at one snapshot. A heap profile
+also lags the collector by up to two cycles, while the runtime's heap goal
+(next_gc, set at every GC from the heap it marked: live × (1 + GOGC/100))
+is current: when the runtime statistics at both ends put the live heap's
+growth under half the profiles', the start profile was as of an older GC
+(casebook B5's cache, built just before the window, read as 50 → 172 MiB
+while the goal stayed at 214 MiB). Under 4 MiB or 10% of growth by the goal
+is no finding; more is at most medium, with the goal's figures. Verdicts:
 in flight (a backlog) when the series peaked and fell back (a heap after the
 load is the series' last snapshot), or when goroutines grew with the heap; leak when the
 heap grew in every snapshot or while the goroutine count stayed flat;
@@ -296,6 +303,20 @@ func check(pass *rules.Pass) error {
 	if total < minGrowth || base <= 0 || float64(total) < minRelGrowth*float64(base) {
 		return nil
 	}
+	// The runtime's heap goal is set at every GC from the heap it marked,
+	// and a heap profile lags it by up to two cycles: when the profiles
+	// grew far more than the goal did, they were catching up with a heap
+	// already live when the window opened (a cache built just before it,
+	// seen by a rare GC).
+	var lagging string
+	if start, end, ok := liveHeapByGoal(ev); ok && float64(end-start) < 0.5*float64(total) {
+		grown := end - start
+		if grown < minGrowth || float64(grown) < minRelGrowth*float64(start) {
+			return nil
+		}
+		lagging = fmt.Sprintf("The runtime's heap goal puts the live heap at about %s at the start and %s at the end: the heap profiles grew more because the start profile was as of an older GC (a profile lags the collector by up to two cycles).",
+			human.Bytes(uint64(start)), human.Bytes(uint64(end)))
+	}
 	// A few MiB over a tiny heap is the GC's timing, not a leak.
 	floor := tinyHeapFloor(ev)
 	tiny := base < floor
@@ -427,6 +448,10 @@ func check(pass *rules.Pass) error {
 		}
 	}
 
+	if lagging != "" {
+		sev = min(sev, rules.Medium)
+		caveats = append(caveats, lagging)
+	}
 	top := growth[:min(maxSites, len(growth))]
 	f := rules.Finding{
 		Caveats:     append(nonEmpty(stale), caveats...),
@@ -506,6 +531,24 @@ func roundWindow(d time.Duration) time.Duration {
 		return d.Round(time.Second)
 	}
 	return d.Round(10 * time.Millisecond)
+}
+
+// liveHeapByGoal is the live heap at the window's two ends as the runtime's
+// heap goal implies it (goal = live × (1 + GOGC/100)), when the evidence
+// has the goal at both ends, a GC ran in the window, and GOGC alone sets
+// the goal (no memory limit, which caps it).
+func liveHeapByGoal(ev *evidence.Evidence) (start, end int64, ok bool) {
+	gc, haveGC := ev.GC()
+	set := ev.Settings()
+	if !haveGC || gc.Cycles == 0 || set.GOGC < 0 || set.GOMEMLIMIT > 0 || ev.MetricsStart.NextGC == 0 || ev.MetricsEnd.NextGC == 0 {
+		return 0, 0, false
+	}
+	gogc := int64(set.GOGC)
+	if gogc == 0 {
+		gogc = 100
+	}
+	live := func(goal uint64) int64 { return int64(goal) * 100 / (100 + gogc) }
+	return live(ev.MetricsStart.NextGC), live(ev.MetricsEnd.NextGC), true
 }
 
 // staleProfileAge is how long before the window the start profile's GC may
