@@ -48,13 +48,17 @@ sites whose growth is within what they allocate in one GC cycle (the window's
 allocations, end allocs minus start heap, over the cycles in the window): a
 heap profile counts what was allocated during its GC's mark as in use, so a
 fast-allocating request path can look grown at one snapshot. A heap profile
-also lags the collector by up to two cycles, while the runtime's heap goal
-(next_gc, set at every GC from the heap it marked: live × (1 + GOGC/100))
-is current: when the runtime statistics at both ends put the live heap's
-growth under half the profiles', the start profile was as of an older GC
-(casebook B5's cache, built just before the window, read as 50 → 172 MiB
-while the goal stayed at 214 MiB). Under 4 MiB or 10% of growth by the goal
-is no finding; more is at most medium, with the goal's figures. Verdicts:
+also lags the collector by up to two cycles, while the runtime's statistics
+at the window's ends are current: the heap goal (next_gc, set at every GC
+from the heap it marked: live × (1 + GOGC/100)) gives the live heap at the
+last GC before the window and at the window's last GC. When the start
+profile shows well under the first (the heap was growing fast as the window
+opened, a cache being built), the window's start is bounded only by the
+heap allocated and not yet collected (HeapAlloc). Growth the statistics
+bound to under half the profiles' is no finding below 4 MiB or 10%, and at
+most medium above, with the figures (casebook B5's cache, built just before
+the window, read as 50 -> 172 MiB at 0.4 GC cycles/s while the runtime had
+marked it live before the window opened). Verdicts:
 in flight (a backlog) when the series peaked and fell back (a heap after the
 load is the series' last snapshot), or when goroutines grew with the heap; leak when the
 heap grew in every snapshot or while the goroutine count stayed flat;
@@ -303,19 +307,14 @@ func check(pass *rules.Pass) error {
 	if total < minGrowth || base <= 0 || float64(total) < minRelGrowth*float64(base) {
 		return nil
 	}
-	// The runtime's heap goal is set at every GC from the heap it marked,
-	// and a heap profile lags it by up to two cycles: when the profiles
-	// grew far more than the goal did, they were catching up with a heap
-	// already live when the window opened (a cache built just before it,
-	// seen by a rare GC).
+	// Heap profiles lag the collector: what the runtime's statistics allow
+	// to have grown inside the window bounds the profiles' growth.
 	var lagging string
-	if start, end, ok := liveHeapByGoal(ev); ok && float64(end-start) < 0.5*float64(total) {
-		grown := end - start
-		if grown < minGrowth || float64(grown) < minRelGrowth*float64(start) {
+	if bound, why, ok := windowGrowthBound(ev, base); ok && float64(bound) < 0.5*float64(total) {
+		if bound < minGrowth || float64(bound) < minRelGrowth*float64(base) {
 			return nil
 		}
-		lagging = fmt.Sprintf("The runtime's heap goal puts the live heap at about %s at the start and %s at the end: the heap profiles grew more because the start profile was as of an older GC (a profile lags the collector by up to two cycles).",
-			human.Bytes(uint64(start)), human.Bytes(uint64(end)))
+		lagging = why
 	}
 	// A few MiB over a tiny heap is the GC's timing, not a leak.
 	floor := tinyHeapFloor(ev)
@@ -533,22 +532,40 @@ func roundWindow(d time.Duration) time.Duration {
 	return d.Round(10 * time.Millisecond)
 }
 
-// liveHeapByGoal is the live heap at the window's two ends as the runtime's
-// heap goal implies it (goal = live × (1 + GOGC/100)), when the evidence
-// has the goal at both ends, a GC ran in the window, and GOGC alone sets
-// the goal (no memory limit, which caps it).
-func liveHeapByGoal(ev *evidence.Evidence) (start, end int64, ok bool) {
+// windowGrowthBound is the most the live heap can have grown inside the
+// window by the runtime's statistics at its two ends, with the reason in
+// words. The heap goal (next_gc) is set at every GC from the heap it marked
+// (goal = live × (1 + GOGC/100)), so goal/(1 + GOGC/100) at the end is the
+// live heap at the window's last GC. At the start it is the live heap at the
+// last GC before the window, unless the start heap profile (startInUse),
+// which lags the collector by up to two cycles, shows a heap well under it:
+// then the heap was growing fast as the window opened (a cache being built)
+// and the live heap at the window's start is only bounded by everything
+// allocated and not yet collected (HeapAlloc). ok is false without both
+// samples, a GC in the window, or a goal GOGC alone sets (a memory limit
+// caps it).
+func windowGrowthBound(ev *evidence.Evidence, startInUse int64) (bound int64, why string, ok bool) {
 	gc, haveGC := ev.GC()
 	set := ev.Settings()
-	if !haveGC || gc.Cycles == 0 || set.GOGC < 0 || set.GOMEMLIMIT > 0 || ev.MetricsStart.NextGC == 0 || ev.MetricsEnd.NextGC == 0 {
-		return 0, 0, false
+	a, b := ev.MetricsStart, ev.MetricsEnd
+	if !haveGC || gc.Cycles == 0 || set.GOGC < 0 || set.GOMEMLIMIT > 0 || a.NextGC == 0 || b.NextGC == 0 {
+		return 0, "", false
 	}
 	gogc := int64(set.GOGC)
 	if gogc == 0 {
 		gogc = 100
 	}
 	live := func(goal uint64) int64 { return int64(goal) * 100 / (100 + gogc) }
-	return live(ev.MetricsStart.NextGC), live(ev.MetricsEnd.NextGC), true
+	start, end := live(a.NextGC), live(b.NextGC)
+	if float64(startInUse) < 0.8*float64(start) {
+		if a.HeapAlloc == 0 {
+			return 0, "", false
+		}
+		return end - int64(a.HeapAlloc), fmt.Sprintf("The window opened while the heap was still growing fast: the start heap profile shows %s where the runtime had already marked %s live, and %s was allocated and not yet collected; the window's last GC found %s live, so at most %s of the growth is the window's (a heap profile lags the collector by up to two cycles).",
+			human.Bytes(uint64(startInUse)), human.Bytes(uint64(start)), human.Bytes(a.HeapAlloc), human.Bytes(uint64(end)), human.Bytes(uint64(max(end-int64(a.HeapAlloc), 0)))), true
+	}
+	return end - start, fmt.Sprintf("The runtime's heap goal puts the live heap at about %s at the start and %s at the end: the heap profiles grew more because the start profile was as of an older GC (a profile lags the collector by up to two cycles).",
+		human.Bytes(uint64(start)), human.Bytes(uint64(end))), true
 }
 
 // staleProfileAge is how long before the window the start profile's GC may
