@@ -322,10 +322,11 @@ type threadSplit struct {
 // when the profiles carry no thread IDs or no syncs, or perf saw no thread
 // in socket work (then which thread serves is not known).
 func splitByThread(ev *evidence.Evidence) (split threadSplit, ok bool) {
-	profiles := []*profile.Profile{ev.Profiles[evidence.OffCPU], ev.Profiles[evidence.Perf]}
+	profiles := slices.DeleteFunc([]*profile.Profile{ev.Profiles[evidence.OffCPU], ev.Profiles[evidence.Perf]},
+		func(p *profile.Profile) bool { return p == nil })
 	serving, labelled := map[int64]bool{}, false // by thread ID
 	for _, p := range profiles {
-		for _, s := range sampleList(p) {
+		for _, s := range p.Sample {
 			if tid := s.NumLabel["tid"]; len(tid) > 0 {
 				labelled = true
 				if !serving[tid[0]] && inStack(s, families.SocketIO) {
@@ -339,7 +340,7 @@ func splitByThread(ev *evidence.Evidence) (split threadSplit, ok bool) {
 	}
 	for _, p := range profiles {
 		names := map[string]bool{}
-		for _, s := range sampleList(p) {
+		for _, s := range p.Sample {
 			tid := s.NumLabel["tid"]
 			if len(tid) == 0 || len(s.Value) == 0 || !inStack(s, nativeSync) {
 				continue
@@ -359,13 +360,6 @@ func splitByThread(ev *evidence.Evidence) (split threadSplit, ok bool) {
 		}
 	}
 	return split, false
-}
-
-func sampleList(p *profile.Profile) []*profile.Sample {
-	if p == nil {
-		return nil
-	}
-	return p.Sample
 }
 
 // fromSamples is the view without a trace: on-CPU samples inside a sync
