@@ -4,6 +4,7 @@ package jvm001
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,7 +34,9 @@ which see the VM's own frames), and from a JFR recording the number of
 Throwables created per minute (jdk.ExceptionStatistics). Since the sampler
 misses the stack walk, the rule also estimates its cost as 2 µs per exception
 (a shallow stack; deep stacks cost more) against the JVM's CPU time
-(jdk.CPULoad), and takes the larger estimate. When async-profiler took the
+(jdk.CPULoad) less that of its JIT compiler, attach listener and JFR threads
+(jdk.ThreadCPULoad: warm-up and the recording's own cost, 60% of casebook
+E5's JVM CPU on a busy machine), and takes the larger estimate. When async-profiler took the
 samples (collect --jvm; the JVM summary names it), they hold the VM's own
 frames (JVM_FillInStackTrace, java_lang_Throwable::fill_in_stack_trace) and
 the measured share is used alone, the estimate shown beside it. Reports from 3% of CPU, or
@@ -197,11 +200,24 @@ func samples(ev *evidence.Evidence) int64 {
 	return n
 }
 
-// jvmCPUPerSecond is the JVM's CPU seconds per second over the window:
-// from jdk.CPULoad when recorded, else the CPU profile's samples.
+// notServing are the JVM's threads whose CPU in the window is not the
+// service's work: the JIT compilers (a warm-up cost that ends), the attach
+// listener and JFR's threads (the recording's own cost). On a busy machine
+// they took 60% of E5's JVM CPU during a 6 s recording after a 3 s warm-up.
+var notServing = []string{"C1 CompilerThread", "C2 CompilerThread", "Attach Listener", "JFR "}
+
+// jvmCPUPerSecond is the CPU seconds per second the JVM spent serving over
+// the window: jdk.CPULoad less the threads of notServing (jdk.ThreadCPULoad)
+// when recorded, else the CPU profile's samples.
 func jvmCPUPerSecond(ev *evidence.Evidence) float64 {
 	if s := ev.JVM; s != nil && s.JVMCPU > 0 && s.HWThreads > 0 {
-		return s.JVMCPU * float64(s.HWThreads)
+		cpu := s.JVMCPU
+		for _, t := range s.Threads {
+			if slices.ContainsFunc(notServing, func(p string) bool { return strings.HasPrefix(t.Name, p) }) {
+				cpu -= t.User + t.System
+			}
+		}
+		return max(cpu, s.JVMCPU/10) * float64(s.HWThreads)
 	}
 	p, w := ev.Profile(evidence.CPU), ev.Window()
 	if p == nil || w <= 0 {

@@ -68,6 +68,24 @@ func TestFiresOnThrowRateWhenSamplesMissIt(t *testing.T) {
 	}
 }
 
+// The JIT compiler and the profiler's own threads are not the service's
+// work: the same throw rate against a JVM whose CPU is half compilation and
+// attach requests (casebook E5 on a busy machine) weighs twice as much.
+func TestThrowRateAgainstTheServingThreads(t *testing.T) {
+	jvm := summary(3_000_000, 0.5)
+	jvm.Threads = []jfr.ThreadLoad{
+		{Name: "C2 CompilerThread0", User: 0.15}, {Name: "pool-1-thread-1", User: 0.25}, {Name: "Attach Listener", User: 0.08, System: 0.02},
+	}
+	res := run(clean, jvm)
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	// 50k/s x 2 µs = 0.1 CPU s/s of 0.5 CPU s/s serving.
+	if f := res.Findings[0]; f.Impact < 0.17 || f.Impact > 0.19 {
+		t.Errorf("impact %.3f, want 0.18 (the compiler's and attach listener's CPU left out)", f.Impact)
+	}
+}
+
 func TestHealthCheckAt10kPerMinute(t *testing.T) {
 	res := run(clean, summary(20_000, 0.5))
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low {
