@@ -177,9 +177,11 @@ func TestLoadFindMax(t *testing.T) {
 // appUnderLoad is the loaded endpoint: each request stays in flight for a
 // while, so a goroutine profile under load shows it. A while is longer
 // than the end-of-window snapshots take: the generator shares this test's
-// process (and --procs 1 its one P) with them, and with 20 ms requests
-// every request had finished, unanswered by a starved event loop, when the
-// goroutine profile was taken (1 run in 6).
+// process with them, and with 20 ms requests every request had finished,
+// unanswered by a starved event loop, when the goroutine profile was taken
+// (1 run in 6). The test runs with --procs 2: --procs sets the whole
+// process's GOMAXPROCS, and with one P the server, the collector and the
+// generator took turns on it (a CI run still found no request in flight).
 func appUnderLoad(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(250 * time.Millisecond)
 	w.Write(bytes.Repeat([]byte("x"), 100))
@@ -196,7 +198,7 @@ func TestRunCommand(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	dir := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := perfdoctor(t, "run", "--target", srv.URL, "--load", srv.URL+"/app", "-d", "1s", "--warmup", "300ms", "-c", "4", "-o", dir, "--format", "json")
+	code, stdout, stderr := perfdoctor(t, "run", "--target", srv.URL, "--load", srv.URL+"/app", "-d", "1s", "--warmup", "300ms", "-c", "4", "--procs", "2", "-o", dir, "--format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
