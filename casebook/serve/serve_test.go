@@ -107,7 +107,14 @@ func TestStartUDPIngress(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(buf[:n]), "\x00\x07 IN A example") {
 		t.Fatalf("answer %q, %v", buf[:n], err)
 	}
-	if status := get(t, svc.AppURL+"/"); !strings.Contains(status, "relayed=1") {
+	// The relay counts an answer once its write returns, which may be after
+	// the client has read it.
+	status := get(t, svc.AppURL+"/")
+	for deadline := time.Now().Add(2 * time.Second); !strings.Contains(status, "relayed=1") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		status = get(t, svc.AppURL+"/")
+	}
+	if !strings.Contains(status, "relayed=1") {
 		t.Errorf("status page %q", status)
 	}
 }
