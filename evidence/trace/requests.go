@@ -13,9 +13,9 @@ import (
 // the connection's goroutine getting the request's first bytes (the end of
 // its wait for the next request on a kept-alive connection) to its next
 // such wait, so reading the request and writing the response are in it.
-// The first request of each connection the trace saw already waiting, and
+// The first request of each connection the trace saw already waiting,
 // requests that never waited inside their handler (so that no stack named
-// it), are not counted.
+// it), and the profiler's own requests (observer) are not counted.
 type RequestPath struct {
 	// Handler is the first function outside net/http under the connection's
 	// serve loop (the handler, or the first middleware); empty when no wait
@@ -132,8 +132,8 @@ func (a *analyzer) waitEnds(g *goroutine, i int32, d time.Duration, t xtrace.Tim
 }
 
 func (a *analyzer) endRequest(r *request, t xtrace.Time) {
-	if r.handler == "" {
-		return // no wait showed the handler: not known to be a request
+	if r.handler == "" || observer(r.handler) {
+		return // not known to be a request, or the profiler's own
 	}
 	p := a.paths[r.handler]
 	if p == nil {
@@ -155,6 +155,19 @@ func (a *analyzer) endRequest(r *request, t xtrace.Time) {
 		acc.Total += w.Total
 		p.waits[int32(w.Site)] = acc
 	}
+}
+
+// observer reports whether a handler is the profiler's own endpoint
+// (net/http/pprof, expvar, perfdoctor's agent): requests the collector made
+// while the trace ran, not the service's. Their waits name a handler when
+// a service's own requests never wait (casebook L4's p99 was pprof.Index's).
+func observer(handler string) bool {
+	for _, p := range []string{"net/http/pprof.", "expvar.", "github.com/perfdoctor/perfdoctor/agent."} {
+		if strings.HasPrefix(handler, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // requestPaths returns the paths, most requests first, with wait sites

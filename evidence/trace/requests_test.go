@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -67,4 +68,29 @@ func TestRequestPathsByHandler(t *testing.T) {
 		return
 	}
 	t.Fatalf("no request path for twoCalls in %+v", sum.Requests)
+}
+
+// The profiler's endpoints are the collector's requests, not the
+// service's: a goroutine profile fetched while the trace runs is no request
+// path.
+func TestProfilerRequestsAreNotPaths(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	svc := httptest.NewServer(mux)
+	defer svc.Close()
+	sum := summarize(t, record(t, func() {
+		for range 10 {
+			resp, err := http.Get(svc.URL + "/debug/pprof/goroutine?debug=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}))
+	for _, p := range sum.Requests {
+		if strings.HasPrefix(p.Handler, "net/http/pprof.") {
+			t.Errorf("the profiler's endpoint as a request path: %s, %d requests", p.Handler, p.Latency.Count)
+		}
+	}
 }
