@@ -2,14 +2,14 @@
 // collector's stop-the-world pauses (finding class gc-pause-tail), although
 // its heap is tiny and each pause's own work takes microseconds.
 //
-// The service answers lookups from a 256 MiB table kept off the Go heap in
+// The service answers lookups from a 512 MiB table kept off the Go heap in
 // an anonymous mapping, as off-heap caches do to keep the collector cheap.
 // A background goroutine snapshots the table into a second mapping every
 // 250 ms, for a replica to pick up. Requests allocate a little each, so the
 // collector runs many times a second over its small heap.
 //
 //   - Bad: the snapshot is one copy(snap, table). A copy compiles to a call
-//     of runtime.memmove, which cannot be preempted, and 256 MiB takes tens
+//     of runtime.memmove, which cannot be preempted, and 512 MiB takes tens
 //     of milliseconds. A collection that starts meanwhile must stop every
 //     goroutine, so it waits for the copy to end, and every request in
 //     flight waits with it: the pauses are as long as the copy.
@@ -41,7 +41,7 @@ const (
 
 const (
 	// TableSize is the size of the table and of its snapshot.
-	TableSize = 256 << 20
+	TableSize = 512 << 20
 	// RecordSize is the size of one record.
 	RecordSize = 64
 	// Every is how often the table is snapshotted.

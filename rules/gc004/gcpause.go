@@ -26,7 +26,7 @@ hundreds of milliseconds when the process cannot get a CPU (a cgroup quota
 throttling it, GOMAXPROCS above the CPUs it may use, an oversubscribed host)
 or a goroutine cannot be preempted: a copy or clear of hundreds of MiB is one
 runtime.memmove or memclr call, and assembly is never interrupted, so the
-pause lasts until the call returns (casebook L4: a 256 MiB snapshot copy).
+pause lasts until the call returns (casebook L4: a 512 MiB snapshot copy).
 Every request in flight waits the whole pause: a few such pauses a second set
 p99 no matter how fast the handlers are. A short execution trace rarely
 catches one; the runtime's pause history covers the whole window.`,
@@ -164,7 +164,7 @@ func check(pass *rules.Pass) error {
 		f.Impact = share
 		f.ImpactBasis = "share of the window inside pauses of 10 ms or more (each delays every request in flight); the execution trace shows them waiting for one piece of code to stop, so making it preemptible removes them"
 		f.Fix = fmt.Sprintf("Make the work in %s preemptible: a copy, clear or assembly loop over hundreds of MiB is one call the runtime cannot interrupt, and every stop-the-world waits for it. Do it in chunks of about 1 MiB with a function call per chunk (each call's prologue is a preemption point), or avoid the bulk work (copy-on-write, a double buffer swapped by pointer). Fewer GC cycles (GOMEMLIMIT with a higher GOGC) then make the remaining pauses rarer.", work)
-		f.Example = "copy(snap, table)   // 256 MiB in one runtime.memmove\n->\nfor off := 0; off < len(table); off += 1 << 20 {\n\tcopyChunk(snap[off:], table[off:min(off+1<<20, len(table))]) // //go:noinline: a preemption point per MiB\n}"
+		f.Example = "copy(snap, table)   // 512 MiB in one runtime.memmove\n->\nfor off := 0; off < len(table); off += 1 << 20 {\n\tcopyChunk(snap[off:], table[off:min(off+1<<20, len(table))]) // //go:noinline: a preemption point per MiB\n}"
 		for _, fr := range h.Stack {
 			f.Locations = append(f.Locations, rules.Location{Function: fr.Func, File: fr.File, Line: fr.Line, Share: 1, Role: "where the goroutine the pauses waited for stopped"})
 			f.Frames = append(f.Frames, fr.Func)
