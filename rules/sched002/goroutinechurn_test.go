@@ -237,15 +237,15 @@ func TestWrappersAreSkipped(t *testing.T) {
 
 // TestShortGoroutinesOwnWorkCounts: the CPU goroutines that run briefly
 // each spend in hand-offs and system calls (per-item overhead a batching
-// pool amortises) adds half its share to the estimate; their computation,
-// and long-running goroutines' work, would only move to a pool.
+// pool amortises) adds its share to the estimate; their computation, and
+// long-running goroutines' work, would only move to a pool.
 func TestShortGoroutinesOwnWorkCounts(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		running time.Duration // per goroutine
 		impact  float64
 	}{
-		{"short: 50µs each", 50 * time.Microsecond, 0.04 + 0.02 + 0.30/2},
+		{"short: 50µs each", 50 * time.Microsecond, 0.04 + 0.02 + 0.30},
 		{"long: 5ms each", 5 * time.Millisecond, 0.04 + 0.02},
 	} {
 		cpu := testprof.Build(
