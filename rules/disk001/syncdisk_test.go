@@ -289,3 +289,24 @@ func TestRedisSyncsByThread(t *testing.T) {
 		t.Errorf("appendfsync everysec: %s %q fix %q", f.Severity, f.Summary, f.Fix)
 	}
 }
+
+// On-CPU samples alone speak from 3%: a sync's CPU is a sliver of its wall
+// time (etcd's WAL fdatasync, which sets its put latency, read 4-7%).
+func TestOnCPUSyncShareFloor(t *testing.T) {
+	for _, tc := range []struct {
+		inSync int64
+		want   int
+	}{{40, 1}, {20, 0}} {
+		cpu := testprof.Build(
+			testprof.Stack{Value: tc.inSync, Funcs: []string{"syscall.fdatasync", "os.(*File).Sync", "example.com/wal.(*WAL).sync", "example.com/raft.(*node).run"}},
+			testprof.Stack{Value: 1000 - tc.inSync, Funcs: []string{"example.com/gateway.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP"}},
+		)
+		res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+		if len(res.Findings) != tc.want {
+			t.Errorf("%d of 1000 samples in fdatasync: %d findings, want %d", tc.inSync, len(res.Findings), tc.want)
+		}
+		if tc.want == 1 && res.Findings[0].Severity != rules.Low {
+			t.Errorf("%d of 1000 samples in fdatasync: %s", tc.inSync, res.Findings[0].Severity)
+		}
+	}
+}
