@@ -94,12 +94,16 @@ func underLoad(c serve.Case, s *service) (stop func() error) {
 }
 
 // keptDir is where the test keeps what it collected for case-variant test
-// t: DIR/<case>-<variant>[suffix] under PERFDOCTOR_CASEBOOK_BUNDLES=DIR, to
+// t: DIR/<case>-<variant>[suffix] under PERFDOCTOR_CASEBOOK_BUNDLES=DIR (in
+// DIR/<toolchain>/ for a pass on another Go), to
 // rerun diagnose on it while working on a rule; else a temporary directory.
 func keptDir(t *testing.T, suffix string) string {
 	keep := os.Getenv("PERFDOCTOR_CASEBOOK_BUNDLES")
 	if keep == "" {
 		return filepath.Join(t.TempDir(), "bundle")
+	}
+	if toolchain := os.Getenv(harness.ServiceToolchain); toolchain != "" {
+		keep = filepath.Join(keep, toolchain) // a pass on another Go keeps its own
 	}
 	_, name, _ := strings.Cut(t.Name(), "/")
 	dir := filepath.Join(keep, strings.ReplaceAll(name, "/", "-")+suffix)
