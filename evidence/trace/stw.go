@@ -81,29 +81,17 @@ func (a *analyzer) stwStop(id xtrace.GoID, g *goroutine, stack xtrace.Stack, t x
 func (a *analyzer) stwEnd(d time.Duration) {
 	w := a.stwWait
 	a.stwWait = stwState{}
-	if d < holdoutMinPause || w.last == 0 || w.stack == xtrace.NoStack {
+	if d < holdoutMinPause || w.last == 0 {
 		return
 	}
 	held := w.last.Sub(a.stwStart)
 	if held < time.Duration(holdoutShare*float64(d)) {
 		return
 	}
-	var frames []Frame
-	var key strings.Builder
-	for f := range w.stack.Frames() {
-		if strings.HasPrefix(f.Func, "runtime.") {
-			continue
-		}
-		if len(frames) == holdoutFrames {
-			break
-		}
-		frames = append(frames, Frame{Func: f.Func, File: f.File, Line: int64(f.Line)})
-		key.WriteString(f.Func + ";")
-	}
+	frames, k := appFrames(w.stack)
 	if len(frames) == 0 {
 		return
 	}
-	k := key.String()
 	i, ok := a.holdoutIndex[k]
 	if !ok {
 		if len(a.holdouts) >= MaxSites {
@@ -118,6 +106,85 @@ func (a *analyzer) stwEnd(d time.Duration) {
 	h.Wait += held
 	h.Max = max(h.Max, held)
 	h.CPUSamples += w.samples[w.g]
+}
+
+// LongRun is code a goroutine ran for 20 ms or more without giving up its
+// P. The runtime asks a goroutine to yield after 10 ms on a P, and Go code
+// stops within microseconds, so a longer run is code that cannot be
+// preempted (a huge copy or clear, assembly), or a thread the OS took off
+// its CPU: CPUSamples tells the two apart. Every stop-the-world that
+// starts during such a run waits for its end, so a 1 s trace that caught no
+// long pause still shows what the window's long pauses waited for.
+type LongRun struct {
+	// Stack is where the goroutine stopped running, leaf first, runtime
+	// frames left out.
+	Stack []Frame
+	Entry string // the function the goroutine was started with, if known
+	Runs  int
+	Total time.Duration
+	Max   time.Duration
+	// CPUSamples counts the CPU profile samples taken in these runs (when a
+	// CPU profile ran with the trace): the proof the goroutine was running.
+	CPUSamples int
+}
+
+// longRunMin is the shortest run recorded: twice the 10 ms after which
+// the runtime asks a goroutine to yield, as its monitor may sleep up to
+// 10 ms between checks.
+const longRunMin = 20 * time.Millisecond
+
+// longRun records a run of d that goroutine g ended with stack.
+func (a *analyzer) longRun(g *goroutine, stack xtrace.Stack, d time.Duration) {
+	frames, k := appFrames(stack)
+	if len(frames) == 0 {
+		return // the runtime's own workers (dedicated GC marking) run long by design
+	}
+	i, ok := a.longRunIndex[k]
+	if !ok {
+		if len(a.longRuns) >= MaxSites {
+			return
+		}
+		i = len(a.longRuns)
+		r := LongRun{Stack: frames}
+		if g.site >= 0 {
+			r.Entry = a.sites[g.site].Entry
+		}
+		a.longRuns = append(a.longRuns, r)
+		a.longRunIndex[k] = i
+	}
+	r := &a.longRuns[i]
+	r.Runs++
+	r.Total += d
+	r.Max = max(r.Max, d)
+	r.CPUSamples += g.samples
+}
+
+// appFrames is stack without runtime frames, at most holdoutFrames of
+// them, and a key naming it.
+func appFrames(stack xtrace.Stack) ([]Frame, string) {
+	if stack == xtrace.NoStack {
+		return nil, ""
+	}
+	var frames []Frame
+	var key strings.Builder
+	for f := range stack.Frames() {
+		if strings.HasPrefix(f.Func, "runtime.") {
+			continue
+		}
+		if len(frames) == holdoutFrames {
+			break
+		}
+		frames = append(frames, Frame{Func: f.Func, File: f.File, Line: int64(f.Line)})
+		key.WriteString(f.Func + ";")
+	}
+	return frames, key.String()
+}
+
+// sortedLongRuns returns the long runs, longest total first.
+func (a *analyzer) sortedLongRuns() []LongRun {
+	rs := a.longRuns
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Total > rs[j].Total })
+	return rs
 }
 
 // sortedHoldouts returns the holdouts, longest wait first.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var bigSrc, bigDst []byte
@@ -88,6 +89,47 @@ func TestHoldoutNamesANonPreemptibleCopy(t *testing.T) {
 	if !strings.Contains(strings.Join(funcs, " "), "collectDuringCopies") || h.Max < holdoutMinPause || h.CPUSamples == 0 || s.CPUSamples == 0 {
 		t.Errorf("holdout %+v", h)
 	}
+}
+
+// The copying goroutine runs whole copies without yielding, whether or not
+// a pause falls in them: the trace shows runs past the runtime's 10 ms
+// request to yield, with the CPU samples that prove it ran.
+func TestLongRunNamesANonPreemptibleCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("copies 256 MiB buffers")
+	}
+	s := copyFor(t, copyAtOnce, 300*time.Millisecond)
+	for _, r := range s.GC.LongRuns {
+		var funcs []string
+		for _, f := range r.Stack {
+			funcs = append(funcs, f.Func)
+		}
+		if strings.Contains(strings.Join(funcs, " "), "copyFor") && r.Max >= longRunMin && r.CPUSamples > 0 {
+			return
+		}
+	}
+	t.Errorf("no long run of the copying goroutine: %+v", s.GC.LongRuns)
+}
+
+// copyFor runs copyFn over the 128 MiB buffers in a loop for d, with no
+// collection forced, under a CPU profile.
+func copyFor(t *testing.T, copyFn func(dst, src []byte), d time.Duration) *Summary {
+	collectDuringCopies(t, func(_, _ []byte) {}) // allocates the buffers
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	defer pprof.StopCPUProfile()
+	return summarize(t, record(t, func() {
+		deadline := time.Now().Add(d)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				copyFn(bigDst, bigSrc)
+			}
+		})
+		wg.Wait()
+	}))
 }
 
 func TestChunkedCopyHoldsNoPause(t *testing.T) {

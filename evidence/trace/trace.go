@@ -168,7 +168,11 @@ type GC struct {
 	STWByReason map[string]time.Duration
 	// Holdouts is the code stop-the-world pauses of 2 ms or more waited
 	// for, longest wait first.
-	Holdouts    []Holdout
+	Holdouts []Holdout
+	// LongRuns is the code goroutines ran 20 ms or more without yielding,
+	// longest total first: what any stop-the-world begun during it waited
+	// for, seen even when the trace caught no long pause.
+	LongRuns    []LongRun
 	Assist      time.Duration // goroutine time spent in mark assists
 	HeapGoal    uint64        // bytes, the last value reported; 0 if none
 	HeapObjects uint64        // bytes in heap objects, the last value reported
@@ -321,6 +325,7 @@ type goroutine struct {
 	unplaced bool
 	wait     int32    // index into analyzer.waits while waiting or in a system call, or -1
 	req      *request // the HTTP request it is serving, if known
+	samples  int      // CPU profile samples taken in its current run
 }
 
 type siteKey struct{ creator, start xtrace.Stack }
@@ -347,6 +352,8 @@ type analyzer struct {
 	stwWait      stwState
 	holdouts     []Holdout
 	holdoutIndex map[string]int
+	longRuns     []LongRun
+	longRunIndex map[string]int
 	assists      map[xtrace.GoID]xtrace.Time
 	sites        []Site
 	siteIndex    map[string]int32
@@ -390,6 +397,7 @@ func newAnalyzer() *analyzer {
 		waitCache:    map[waitKey]int32{},
 		paths:        map[string]*pathAcc{},
 		holdoutIndex: map[string]int{},
+		longRunIndex: map[string]int{},
 	}
 }
 
@@ -426,6 +434,9 @@ func (a *analyzer) event(ev xtrace.Event) {
 		}
 	case xtrace.EventStackSample:
 		a.sum.CPUSamples++
+		if g := a.gs[ev.Goroutine()]; g != nil && g.state == xtrace.GoRunning {
+			g.samples++
+		}
 		if a.stwActive {
 			a.stwSample(ev.Goroutine())
 		}
@@ -541,6 +552,12 @@ func (a *analyzer) transition(ev xtrace.Event, st xtrace.StateTransition, t xtra
 	if g.unplaced && from == xtrace.GoRunning {
 		a.placeWake(g, ev.Stack())
 	}
+	if from == xtrace.GoRunning && !g.censored {
+		if d := t.Sub(g.since); d >= longRunMin {
+			a.longRun(g, ev.Stack(), d)
+		}
+	}
+	g.samples = 0
 
 	g.state, g.since, g.censored = to, t, false
 	g.lock = 0
@@ -820,6 +837,7 @@ func (a *analyzer) finish() *Summary {
 	s.GC.Mark = a.mark.dist()
 	s.GC.STW = a.stw.dist()
 	s.GC.Holdouts = a.sortedHoldouts()
+	s.GC.LongRuns = a.sortedLongRuns()
 	sites := a.sites
 	sort.SliceStable(sites, func(i, j int) bool { return sites[i].Created > sites[j].Created })
 	s.Goroutines.Sites = sites

@@ -45,7 +45,10 @@ cause is the code the trace's pauses waited for when one place held at least
 half of their time (the goroutine that stopped last, well into the pause) and
 ran through them (CPU profile samples in the trace while they waited; without
 those, only on a host that was not oversubscribed, where a thread waiting for
-a CPU can hold a pause too). Otherwise it is named from the /proc snapshot:
+a CPU can hold a pause too). A 1 s trace may catch no long pause; then the
+cause is code a goroutine ran 30 ms or more at a time without yielding (the
+runtime asks after 10 ms; Go code yields within microseconds), with CPU
+samples at half the trace's rate or more. Otherwise it is named from the /proc snapshot:
 cgroup throttling, GOMAXPROCS above the CPUs or the quota, a load average
 above 1.5 per CPU (then at most low: the host, not the service, is the cause).`,
 		Fix: `Give the stop-the-world phase CPUs to run on: GOMAXPROCS at or below the CPU
@@ -77,6 +80,15 @@ const (
 	// minHoldSamples is how many CPU samples (10 ms of CPU each) a holdout
 	// must take during the pauses to count as running through them.
 	minHoldSamples = 2
+	// longRunCause is the shortest run without yielding taken as
+	// non-preemptible: Go code yields within 10-20 ms of being asked
+	// (casebook L4's chunked copy: runs of 20.4 ms at most), a 512 MiB
+	// memmove runs 60-80 ms.
+	longRunCause = 30 * time.Millisecond
+	// runningRate is the part of the trace's CPU sample rate (samples per
+	// second of goroutine running time) a long run must show to have been
+	// on a CPU rather than taken off it by the OS.
+	runningRate = 0.5
 )
 
 func check(pass *rules.Pass) error {
@@ -140,35 +152,11 @@ func check(pass *rules.Pass) error {
 		Caveats:     []string{pass.Rule.Doc.Caveats},
 	}
 	cause, hostBound := likelyCause(ev)
-	if h, ok := holdout(ev, hostBound); ok {
-		// The trace saw the pauses wait for code that would not stop: that
-		// code, not the host, is the cause, and removing it removes the
-		// long pauses.
-		at := h.Stack[0]
-		stopped := fmt.Sprintf("%s (%s:%d)", rules.ShortFunc(at.Func), filepath.Base(at.File), at.Line)
-		work := stopped
-		f.Evidence = append(f.Evidence,
-			rules.Text("what the pauses waited for (execution trace)", "the goroutine running "+stopped+entryNote(h.Entry)),
-			rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
-			rules.Duration("longest wait for it to stop", h.Max))
-		if h.CPUSamples > 0 {
-			f.Evidence = append(f.Evidence, rules.Count("CPU samples it took while the pauses waited (running, not waiting for a CPU)", float64(h.CPUSamples), ""))
-		}
-		if site, leaf, part, ok := workUnder(ev.CPUStacks(), at.Func); ok {
-			work = fmt.Sprintf("%s (%s:%d), in %s", rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line, rules.ShortFunc(leaf))
-			f.Evidence = append(f.Evidence, rules.Text("its CPU (CPU profile)", fmt.Sprintf("%s in %s of its samples, called at %s (%s:%d)",
-				rules.ShortFunc(leaf), human.Percent(part), rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line)))
-			f.Locations = append(f.Locations, rules.Location{Function: site.Func, File: site.File, Line: site.Line, Share: part, Role: "the work the pauses waited for (share of the goroutine's CPU)"})
-		}
-		summary += "; the pauses wait for non-preemptible work in " + work
-		f.Impact = share
-		f.ImpactBasis = "share of the window inside pauses of 10 ms or more (each delays every request in flight); the execution trace shows them waiting for one piece of code to stop, so making it preemptible removes them"
-		f.Fix = fmt.Sprintf("Make the work in %s preemptible: a copy, clear or assembly loop over hundreds of MiB is one call the runtime cannot interrupt, and every stop-the-world waits for it. Do it in chunks of about 1 MiB with a function call per chunk (each call's prologue is a preemption point), or avoid the bulk work (copy-on-write, a double buffer swapped by pointer). Fewer GC cycles (GOMEMLIMIT with a higher GOGC) then make the remaining pauses rarer.", work)
-		f.Example = "copy(snap, table)   // 512 MiB in one runtime.memmove\n->\nfor off := 0; off < len(table); off += 1 << 20 {\n\tcopyChunk(snap[off:], table[off:min(off+1<<20, len(table))]) // //go:noinline: a preemption point per MiB\n}"
-		for _, fr := range h.Stack {
-			f.Locations = append(f.Locations, rules.Location{Function: fr.Func, File: fr.File, Line: fr.Line, Share: 1, Role: "where the goroutine the pauses waited for stopped"})
-			f.Frames = append(f.Frames, fr.Func)
-		}
+	if w, ok := waitedFor(ev, hostBound); ok {
+		// The trace shows code that would not stop: that code, not the
+		// host, is the cause, and making it preemptible removes the long
+		// pauses.
+		summary += blame(&f, ev, w, share)
 		if hostBound {
 			f.Caveats = append(f.Caveats, "The host was oversubscribed during the window, which stretches the pauses further; the wait for non-preemptible code remains on a quiet host.")
 		}
@@ -192,17 +180,72 @@ func entryNote(entry string) string {
 	return ", started as " + rules.ShortFunc(entry)
 }
 
-// holdout is the code the trace's stop-the-world pauses waited for, when
-// one place held at least half of their time and is shown to have been
-// running through them: CPU profile samples in the trace during the holds,
-// or, without a CPU profile in the trace, a host that was not
-// oversubscribed (where the OS had not taken the thread off its CPU).
-func holdout(ev *evidence.Evidence, hostBound bool) (trace.Holdout, bool) {
+// nonPreemptible is code the execution trace shows holding the world's
+// stops: where its goroutine stopped and the trace's facts proving it.
+type nonPreemptible struct {
+	stack []trace.Frame
+	entry string
+	facts []rules.Fact
+	basis string // why removing it removes the long pauses
+}
+
+// waitedFor finds the code the window's long pauses waited for. Best, the
+// trace caught pauses waiting for it: one place held at least half of the
+// trace's stop-the-world time and ran through it (CPU profile samples in
+// the trace while they waited; without those, only on a host that was not
+// oversubscribed, where a thread waiting for a CPU can hold a pause too).
+// Else, a 1 s trace often catches no long pause while the code that makes
+// them runs several times: a goroutine that ran 30 ms or more without
+// yielding, running all along (its CPU samples at half the trace's rate or
+// more), holds every stop-the-world begun meanwhile.
+func waitedFor(ev *evidence.Evidence, hostBound bool) (nonPreemptible, bool) {
 	if ev.TracePath == "" && ev.TraceSummary == nil {
-		return trace.Holdout{}, false
+		return nonPreemptible{}, false
 	}
 	s, err := ev.Trace()
-	if err != nil || len(s.GC.Holdouts) == 0 {
+	if err != nil {
+		return nonPreemptible{}, false
+	}
+	if h, ok := holdout(s, hostBound); ok {
+		facts := []rules.Fact{
+			rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
+			rules.Duration("longest wait for it to stop", h.Max),
+		}
+		if h.CPUSamples > 0 {
+			facts = append(facts, rules.Count("CPU samples it took while the pauses waited (running, not waiting for a CPU)", float64(h.CPUSamples), ""))
+		}
+		return nonPreemptible{stack: h.Stack, entry: h.Entry, facts: facts,
+			basis: "the execution trace shows them waiting for one piece of code to stop"}, true
+	}
+	for _, r := range s.GC.LongRuns {
+		if r.Max < longRunCause || r.Runs == 0 {
+			continue
+		}
+		if s.CPUSamples > 0 && s.Running > 0 {
+			rate := float64(s.CPUSamples) / s.Running.Seconds()
+			if r.CPUSamples < minHoldSamples || float64(r.CPUSamples)/r.Total.Seconds() < runningRate*rate {
+				continue
+			}
+		} else if hostBound {
+			continue
+		}
+		facts := []rules.Fact{
+			rules.Count("runs of 30 ms or more without yielding (execution trace)", float64(r.Runs), ""),
+			rules.Duration("longest run without yielding (the runtime asks after 10 ms)", r.Max),
+		}
+		if r.CPUSamples > 0 {
+			facts = append(facts, rules.Count("CPU samples it took in those runs (running, not waiting for a CPU)", float64(r.CPUSamples), ""))
+		}
+		return nonPreemptible{stack: r.Stack, entry: r.Entry, facts: facts,
+			basis: "the execution trace shows one piece of code running " + human.RoundDuration(r.Max).String() + " at a time without yielding, and every stop-the-world begun meanwhile waits for it"}, true
+	}
+	return nonPreemptible{}, false
+}
+
+// holdout is the trace's pause holdout that held at least half of its
+// stop-the-world time and is shown to have run through the pauses.
+func holdout(s *trace.Summary, hostBound bool) (trace.Holdout, bool) {
+	if len(s.GC.Holdouts) == 0 {
 		return trace.Holdout{}, false
 	}
 	h := s.GC.Holdouts[0]
@@ -213,6 +256,31 @@ func holdout(ev *evidence.Evidence, hostBound bool) (trace.Holdout, bool) {
 		return h, h.CPUSamples >= max(minHoldSamples, h.Pauses/2)
 	}
 	return h, !hostBound
+}
+
+// blame names w as the cause of f's pauses, share of the window: its
+// evidence, locations, impact and fix, and the summary's clause.
+func blame(f *rules.Finding, ev *evidence.Evidence, w nonPreemptible, share float64) string {
+	at := w.stack[0]
+	stopped := fmt.Sprintf("%s (%s:%d)", rules.ShortFunc(at.Func), filepath.Base(at.File), at.Line)
+	work := stopped
+	f.Evidence = append(f.Evidence, rules.Text("what the pauses waited for (execution trace)", "the goroutine running "+stopped+entryNote(w.entry)))
+	f.Evidence = append(f.Evidence, w.facts...)
+	if site, leaf, part, ok := workUnder(ev.CPUStacks(), at.Func); ok {
+		work = fmt.Sprintf("%s (%s:%d), in %s", rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line, rules.ShortFunc(leaf))
+		f.Evidence = append(f.Evidence, rules.Text("its CPU (CPU profile)", fmt.Sprintf("%s in %s of its samples, called at %s (%s:%d)",
+			rules.ShortFunc(leaf), human.Percent(part), rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line)))
+		f.Locations = append(f.Locations, rules.Location{Function: site.Func, File: site.File, Line: site.Line, Share: part, Role: "the work the pauses waited for (share of the goroutine's CPU)"})
+	}
+	f.Impact = share
+	f.ImpactBasis = "share of the window inside pauses of 10 ms or more (each delays every request in flight); " + w.basis + ", so making it preemptible removes them"
+	f.Fix = fmt.Sprintf("Make the work in %s preemptible: a copy, clear or assembly loop over hundreds of MiB is one call the runtime cannot interrupt, and every stop-the-world waits for it. Do it in chunks of about 1 MiB with a function call per chunk (each call's prologue is a preemption point), or avoid the bulk work (copy-on-write, a double buffer swapped by pointer). Fewer GC cycles (GOMEMLIMIT with a higher GOGC) then make the remaining pauses rarer.", work)
+	f.Example = "copy(snap, table)   // 512 MiB in one runtime.memmove\n->\nfor off := 0; off < len(table); off += 1 << 20 {\n\tcopyChunk(snap[off:], table[off:min(off+1<<20, len(table))]) // //go:noinline: a preemption point per MiB\n}"
+	for _, fr := range w.stack {
+		f.Locations = append(f.Locations, rules.Location{Function: fr.Func, File: fr.File, Line: fr.Line, Share: 1, Role: "where the goroutine the pauses waited for stopped"})
+		f.Frames = append(f.Frames, fr.Func)
+	}
+	return "; the pauses wait for non-preemptible work in " + work
 }
 
 // workUnder finds what the CPU profile shows fn doing: the leaf function

@@ -115,6 +115,61 @@ func TestHoldoutWithoutCPUIsTheHost(t *testing.T) {
 	}
 }
 
+// longRunTrace is a 1 s trace that caught no long pause while a goroutine
+// ran four snapshot copies of longest max, taking samples CPU samples, at
+// the trace's 100 samples a second of running time.
+func longRunTrace(longest time.Duration, samples int) *trace.Summary {
+	s := &trace.Summary{CPUSamples: 120, Running: 1200 * time.Millisecond}
+	s.GC.STW = trace.Dist{Count: 30, Total: 17 * time.Millisecond, Max: 6 * time.Millisecond}
+	s.GC.LongRuns = []trace.LongRun{{
+		Stack: []trace.Frame{{Func: "example.com/snap.(*Store).loop", File: "/src/snap/store.go", Line: 98}},
+		Runs:  4, Total: 4 * longest, Max: longest, CPUSamples: samples,
+	}}
+	return s
+}
+
+// A trace that caught no long pause but saw a goroutine run 70 ms at a
+// time without yielding, on a CPU all along, names that code as the cause
+// of the window's long pauses, even on an oversubscribed host (casebook
+// L4 on a busy machine).
+func TestLongRunWithoutYieldingIsTheCause(t *testing.T) {
+	ev := window(150*time.Millisecond, 150*time.Millisecond)
+	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
+	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{3.1, 3, 3}}}
+	ev.TraceSummary = longRunTrace(70*time.Millisecond, 25)
+	res := rules.Run(ev, []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("300 ms of pauses: %+v", res)
+	}
+	f := res.Findings[0]
+	if f.Severity != rules.High || !strings.Contains(f.Summary, "non-preemptible work in snap.(*Store).loop (store.go:98)") ||
+		!hasFact(f, "longest run without yielding (the runtime asks after 10 ms)") || len(f.Caveats) < 2 {
+		t.Errorf("%s %q %+v", f.Severity, f.Summary, f.Evidence)
+	}
+}
+
+// Long runs that took few CPU samples were threads the OS took off their
+// CPUs, and runs of 20-30 ms are Go code yielding late on a busy machine:
+// neither is named, and the oversubscribed host keeps the finding low.
+func TestLongRunsOffCPUOrPreemptedAreNotTheCause(t *testing.T) {
+	for name, s := range map[string]*trace.Summary{
+		"off CPU":   longRunTrace(70*time.Millisecond, 3),
+		"preempted": longRunTrace(22*time.Millisecond, 9),
+	} {
+		ev := window(150*time.Millisecond, 150*time.Millisecond)
+		ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
+		ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
+		ev.TraceSummary = s
+		res := rules.Run(ev, []*rules.Rule{Rule})
+		if len(res.Findings) != 1 {
+			t.Fatalf("%s: %+v", name, res)
+		}
+		if f := res.Findings[0]; f.Severity != rules.Low || strings.Contains(f.Summary, "non-preemptible") || !strings.Contains(f.Summary, "oversubscribed host") {
+			t.Errorf("%s: %s %q", name, f.Severity, f.Summary)
+		}
+	}
+}
+
 // A holdout that holds a small part of the trace's pause time is not the
 // cause: the host is named, as without a trace.
 func TestMinorHoldoutIsNotTheCause(t *testing.T) {
