@@ -9,10 +9,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"go/version"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -137,7 +139,13 @@ func diagnoseUnderLoad(t *testing.T, c serve.Case, s *service) []harness.Finding
 // diagnosed (see expect for what each must show). PERFDOCTOR_CASEBOOK_PENDING=1
 // runs the pending cases too.
 func TestCasebook(t *testing.T) {
-	runCases(t, "scorecard", serve.Cases(), diagnoseUnderLoad)
+	runCases(t, "scorecard", serve.Cases(), func(t *testing.T, c serve.Case, s *service) []harness.Finding {
+		findings := diagnoseUnderLoad(t, c, s)
+		if strings.HasSuffix(t.Name(), "/bad") {
+			expectProof(t, c, serviceGo(), findings)
+		}
+		return findings
+	})
 }
 
 // runCases runs both variants of each named case, each as its own process
@@ -173,6 +181,37 @@ func expect(t *testing.T, c serve.Case, variant string, findings []harness.Findi
 	for _, v := range violations(c, variant, findings) {
 		t.Error(v)
 	}
+}
+
+// serviceGo is the Go the services are built with.
+func serviceGo() string {
+	if v := os.Getenv(harness.ServiceToolchain); v != "" {
+		return v
+	}
+	return runtime.Version()
+}
+
+// expectProof fails t when the top finding of a bad variant built with
+// goVersion lacks the evidence its case requires from that Go on.
+func expectProof(t *testing.T, c serve.Case, goVersion string, findings []harness.Finding) {
+	t.Helper()
+	for _, v := range proofViolations(c, goVersion, findings) {
+		t.Error(v)
+	}
+}
+
+func proofViolations(c serve.Case, goVersion string, findings []harness.Finding) []string {
+	var out []string
+	for _, since := range slices.Sorted(maps.Keys(c.ProofFrom)) {
+		fact := c.ProofFrom[since]
+		if version.Compare(goVersion, since) < 0 {
+			continue
+		}
+		if len(findings) == 0 || !slices.ContainsFunc(findings[0].Evidence, func(f harness.Fact) bool { return f.Name == fact }) {
+			out = append(out, fmt.Sprintf("built with %s (%s or newer), the top finding does not cite %q", goVersion, since, fact))
+		}
+	}
+	return out
 }
 
 // violations checks a variant's findings against its case (harness.Whole,

@@ -71,3 +71,26 @@ func TestViolations(t *testing.T) {
 		}
 	}
 }
+
+// A runtime feature of a newer Go must be cited from that Go on, and is
+// not asked of an older one.
+func TestProofViolations(t *testing.T) {
+	c := serve.Case{Class: "goroutine-leak", ProofFrom: map[string]string{"go1.27": "leaked (goroutineleak profile)"}}
+	proven := []harness.Finding{{Class: "goroutine-leak", Evidence: []harness.Fact{{Name: "leaked (goroutineleak profile)"}}}}
+	grown := []harness.Finding{{Class: "goroutine-leak", Evidence: []harness.Fact{{Name: "growth over the window"}}}}
+	for _, tc := range []struct {
+		goVersion string
+		findings  []harness.Finding
+		want      int
+	}{
+		{"go1.27.0", proven, 0},
+		{"go1.28rc1", proven, 0},
+		{"go1.27.0", grown, 1},
+		{"go1.27.0", nil, 1},
+		{"go1.26.2", grown, 0},
+	} {
+		if got := proofViolations(c, tc.goVersion, tc.findings); len(got) != tc.want {
+			t.Errorf("%s %+v: %q, want %d violations", tc.goVersion, tc.findings, got, tc.want)
+		}
+	}
+}

@@ -31,6 +31,11 @@ type Case struct {
 	// tests use (0: their default). A control saturated by many connections
 	// sets it.
 	Concurrency int
+	// ProofFrom maps a Go version to the evidence (a fact's name) the bad
+	// variant's top finding must cite when the service is built with that
+	// Go or a newer one: a runtime feature the newer Go adds must be read,
+	// not only the older paths (Go 1.27's goroutine leak profile).
+	ProofFrom map[string]string
 	// Never is a class neither variant may report at any severity: a
 	// backlog that drains must not be called a goroutine leak.
 	Never string

@@ -13,6 +13,7 @@ func init() {
 		// quote's timeout; the fix buffers its channel, so the churn
 		// (measured 11-23% of CPU with the scheduler's hand-offs) stays.
 		FixedKeeps: map[string]string{"goroutine-churn": "both variants start a goroutine per request for the timeout; only the leak is fixed"},
+		ProofFrom:  map[string]string{"go1.27": "leaked (goroutineleak profile)"},
 		Build: func(variant string, _ Options) (http.Handler, func() error, error) {
 			h, err := g1leak.NewHandler(variant)
 			return h, nil, err
