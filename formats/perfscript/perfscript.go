@@ -571,8 +571,13 @@ func (b *builder) jitName(pid int64, fr frame) string {
 	if m == nil {
 		return ""
 	}
-	i := sort.Search(len(m.starts), func(i int) bool { return m.starts[i] > fr.addr }) - 1
-	if i >= 0 && fr.addr < m.ends[i] {
+	return m.name(fr.addr)
+}
+
+// name is the symbol whose range holds addr, or "".
+func (m *jitMap) name(addr uint64) string {
+	i := sort.Search(len(m.starts), func(i int) bool { return m.starts[i] > addr }) - 1
+	if i >= 0 && addr < m.ends[i] {
 		return m.names[i]
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -379,4 +380,32 @@ func checkOracle(t *testing.T, name string) {
 			t.Errorf("stack %q (%d) not in stackcollapse's output", k, n)
 		}
 	}
+}
+
+// FuzzParseJITMap reads perf-PID.map files a JIT wrote (the JVM through
+// perf-map-agent or async-profiler, node --perf-basic-prof): any content
+// reads without a panic, and a lookup names only a symbol whose range
+// holds the address.
+func FuzzParseJITMap(f *testing.F) {
+	f.Add([]byte("7f3a1c000000 40 Interpreter\n7f3a1c000100 1a0 LWork;::compile\n"), uint64(0x7f3a1c000120))
+	f.Add([]byte("0x10 0x10 a b c\nffffffffffffffff 2 wraps\n\n10 5 overlaps\n"), uint64(0x12))
+	f.Fuzz(func(t *testing.T, data []byte, addr uint64) {
+		m, err := parseJITMap(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(m.starts) || len(m.starts) != len(m.ends) || len(m.starts) != len(m.names) {
+			t.Fatalf("malformed map from %q: %+v", data, m)
+		}
+		name := m.name(addr)
+		if name == "" {
+			return
+		}
+		for i, n := range m.names {
+			if n == name && m.starts[i] <= addr && addr < m.ends[i] {
+				return
+			}
+		}
+		t.Fatalf("%#x named %q outside its range in %+v", addr, name, m)
+	})
 }
