@@ -9,13 +9,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 )
 
 // errInterrupted marks an item cut short by the caller's cancellation.
@@ -88,7 +89,7 @@ func (s *settings) get(ctx context.Context, u *url.URL, timeout time.Duration, l
 		return nil, requestError(ctx, rctx, err, timeout)
 	}
 	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("response larger than the %s size limit", formatBytes(limit))
+		return nil, fmt.Errorf("response larger than the %s size limit", human.Bytes(uint64(limit)))
 	}
 	return body, nil
 }
@@ -182,16 +183,4 @@ func firstLine(b []byte) string {
 		s = s[:200] + "..."
 	}
 	return s
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return strconv.FormatInt(n>>30, 10) + " GiB"
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -7,7 +7,6 @@
 package fleettest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -28,6 +27,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/perfdoctor/perfdoctor/internal/supervise"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -147,53 +148,27 @@ func StartService(t testing.TB, caseName, variant string, rate float64) *Service
 	return s
 }
 
-// startProcess runs cmd until the test ends (SIGTERM, then SIGKILL after
-// 5 s) and returns the rest of its first stdout line starting with prefix.
+// startProcess runs cmd until the test ends (the shared supervisor's
+// stop: SIGTERM, then SIGKILL) and returns the rest of its first stdout
+// line starting with prefix.
 func startProcess(t testing.TB, cmd *exec.Cmd, prefix string, timeout time.Duration) string {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
+	p, rest, err := supervise.StartLine(context.Background(), cmd, prefix, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopProcess(cmd) })
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-				ready <- rest
-				break
-			}
-		}
-		close(ready)
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case rest, ok := <-ready:
-		if !ok {
-			t.Fatalf("%s exited before it was ready", cmd.Path)
-		}
-		return rest
-	case <-time.After(timeout):
-		t.Fatalf("%s was not ready within %s", cmd.Path, timeout)
-	}
-	return ""
+	t.Cleanup(p.Stop)
+	return rest
 }
 
-func stopProcess(cmd *exec.Cmd) {
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		<-done
+// run starts cmd until the test ends.
+func run(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	p, err := supervise.Start(cmd, false)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(p.Stop)
 }
 
 // Target is one scrape target of a Prometheus job.
@@ -247,10 +222,7 @@ func Prometheus(t testing.TB, jobs map[string][]Target) string {
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = nil, nil
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopProcess(cmd) })
+	run(t, cmd)
 	base := "http://" + addr
 	q := url.Values{"query": {"count_over_time(process_cpu_seconds_total[1m]) >= 8"}}
 	deadline := time.Now().Add(60 * time.Second)
@@ -330,10 +302,7 @@ func Postgres(t testing.TB) string {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
 	cmd := asUser(exec.Command(postgres, "-D", data, "-k", sock, "-c", "listen_addresses=", "-c", "fsync=off", "-p", "5432"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopProcess(cmd) })
+	run(t, cmd)
 	dsn := "postgres:///postgres?host=" + url.QueryEscape(sock) + "&port=5432&user=perfdoctor&sslmode=disable"
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {

@@ -11,15 +11,14 @@ import (
 )
 
 var (
-	// Loggers is every logging library's family (standard log and slog,
-	// logrus, zap, zerolog, klog, glog, go-kit, hclog; on the JVM log4j,
-	// logback and SLF4J, java.util.logging).
-	Loggers = evidence.FuncPrefix(
-		"log.", "log/slog.",
-		"github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus.", "go.uber.org/zap", "github.com/rs/zerolog",
-		"k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog.",
-		"org.apache.logging.log4j.", "org.apache.log4j.", "ch.qos.logback.", "org.slf4j.", "java.util.logging.",
-	)
+	// Loggers is every logging library's family: LoggerLibraries together.
+	Loggers = func() evidence.Matcher {
+		ms := make([]evidence.Matcher, len(LoggerLibraries))
+		for i, l := range LoggerLibraries {
+			ms[i] = l.Frames
+		}
+		return evidence.Any(ms...)
+	}()
 	// WriteSyscall is a write system call on a stream. UDP sends (WriteTo,
 	// WriteMsg) are one per datagram by nature and writev is already
 	// batched, so they are not in it: names match exactly.
@@ -31,6 +30,27 @@ var (
 		return false
 	}
 )
+
+// Logger is one logging library, named as LIB008 reports it.
+type Logger struct {
+	Name   string
+	Frames evidence.Matcher
+}
+
+// LoggerLibraries are the logging libraries: standard log and slog,
+// logrus, zap, zerolog, klog, glog, go-kit, hclog; on the JVM log4j,
+// logback and SLF4J, java.util.logging.
+var LoggerLibraries = []Logger{
+	{"log", evidence.FuncPrefix("log.")},
+	{"log/slog", evidence.FuncPrefix("log/slog.")},
+	{"logrus", evidence.FuncPrefix("github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus.")},
+	{"zap", evidence.FuncPrefix("go.uber.org/zap")},
+	{"zerolog", evidence.FuncPrefix("github.com/rs/zerolog")},
+	{"klog/glog/go-kit/hclog", evidence.FuncPrefix("k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog.")},
+	{"log4j", evidence.FuncPrefix("org.apache.logging.log4j.", "org.apache.log4j.")},
+	{"logback/SLF4J", evidence.FuncPrefix("ch.qos.logback.", "org.slf4j.")},
+	{"java.util.logging", evidence.FuncPrefix("java.util.logging.")},
+}
 
 // Native library families, as perf names their frames: by symbol when the
 // library has one, and as "[unknown] <library file>" when it is stripped

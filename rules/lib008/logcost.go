@@ -53,42 +53,21 @@ on a crash is acceptable.`,
 
 const caveat = "Logs are often the only record of what happened: lower levels and sampling on the hot path, keep errors and audit records whole."
 
-// logger is one logging library.
-type logger struct {
-	name   string
-	frames evidence.Matcher
-	fix    string
-}
-
-var loggers = []logger{
-	{"log", evidence.FuncPrefix("log."),
-		"The standard log package has no levels and writes each line with a system call under a mutex: guard hot-path calls behind a flag, or move to log/slog with a level set per environment."},
-	{"log/slog", evidence.FuncPrefix("log/slog."),
-		"Raise the handler's level on hot paths (slog.HandlerOptions{Level: lvl} with a *slog.LevelVar set to Warn in production), log with LogAttrs and typed attributes (slog.Int, slog.String) rather than key-value ...any, and check Logger.Enabled before building costly attributes."},
-	{"logrus", evidence.FuncPrefix("github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus."),
-		"logrus formats through fmt and reflection, copies and sorts fields and locks per entry: raise the level (logger.SetLevel(logrus.WarnLevel)), guard hot-path calls with logger.IsLevelEnabled, or move hot paths to zap, zerolog or log/slog."},
-	{"zap", evidence.FuncPrefix("go.uber.org/zap"),
-		"zap with typed fields is already among the fastest loggers, so the cost is the volume: enable sampling (the production config's Sampling, or zapcore.NewSamplerWithOptions), raise the level on hot paths, and consider zapcore.BufferedWriteSyncer for output."},
-	{"zerolog", evidence.FuncPrefix("github.com/rs/zerolog"),
-		"zerolog is already allocation-free, so the cost is the volume: raise the level (zerolog.SetGlobalLevel), sample hot paths (logger.Sample(&zerolog.BasicSampler{N: 100})), and drop fields nobody reads."},
-	{"klog/glog/go-kit/hclog", evidence.FuncPrefix("k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog."),
-		"Raise the verbosity threshold or level on hot paths (klog.V(n) guards, hclog's SetLevel), sample repetitive records, or move hot paths to a structured zero-allocation logger (zap, zerolog, log/slog with LogAttrs)."},
-	{"log4j", evidence.FuncPrefix("org.apache.logging.log4j.", "org.apache.log4j."),
-		"Raise the level on hot paths, log with parameterised messages (log.debug(\"id {}\", id), never string concatenation) or lambdas so disabled records build nothing, use async loggers (AsyncLoggerContextSelector with the LMAX disruptor) and avoid location information (%L, %M, %C, includeLocation) in patterns: each record then walks the stack. log4j 1.x is end-of-life: move to log4j 2 or logback."},
-	{"logback/SLF4J", evidence.FuncPrefix("ch.qos.logback.", "org.slf4j."),
-		"Raise the level on hot paths, log with {} placeholders (never string concatenation) and guard costly arguments with isDebugEnabled(), wrap appenders in an AsyncAppender, and drop caller data (%L, %M, %C, %F, includeCallerData) from patterns: each record then walks the stack."},
-	{"java.util.logging", evidence.FuncPrefix("java.util.logging."),
-		"Raise the level on hot paths (check isLoggable first), use Supplier<String> messages so disabled records build nothing, or move the hot path to SLF4J with logback or log4j 2 and an asynchronous appender."},
+// fixes is the advice for each of families.LoggerLibraries, by name.
+var fixes = map[string]string{
+	"log":                    "The standard log package has no levels and writes each line with a system call under a mutex: guard hot-path calls behind a flag, or move to log/slog with a level set per environment.",
+	"log/slog":               "Raise the handler's level on hot paths (slog.HandlerOptions{Level: lvl} with a *slog.LevelVar set to Warn in production), log with LogAttrs and typed attributes (slog.Int, slog.String) rather than key-value ...any, and check Logger.Enabled before building costly attributes.",
+	"logrus":                 "logrus formats through fmt and reflection, copies and sorts fields and locks per entry: raise the level (logger.SetLevel(logrus.WarnLevel)), guard hot-path calls with logger.IsLevelEnabled, or move hot paths to zap, zerolog or log/slog.",
+	"zap":                    "zap with typed fields is already among the fastest loggers, so the cost is the volume: enable sampling (the production config's Sampling, or zapcore.NewSamplerWithOptions), raise the level on hot paths, and consider zapcore.BufferedWriteSyncer for output.",
+	"zerolog":                "zerolog is already allocation-free, so the cost is the volume: raise the level (zerolog.SetGlobalLevel), sample hot paths (logger.Sample(&zerolog.BasicSampler{N: 100})), and drop fields nobody reads.",
+	"klog/glog/go-kit/hclog": "Raise the verbosity threshold or level on hot paths (klog.V(n) guards, hclog's SetLevel), sample repetitive records, or move hot paths to a structured zero-allocation logger (zap, zerolog, log/slog with LogAttrs).",
+	"log4j":                  "Raise the level on hot paths, log with parameterised messages (log.debug(\"id {}\", id), never string concatenation) or lambdas so disabled records build nothing, use async loggers (AsyncLoggerContextSelector with the LMAX disruptor) and avoid location information (%L, %M, %C, includeLocation) in patterns: each record then walks the stack. log4j 1.x is end-of-life: move to log4j 2 or logback.",
+	"logback/SLF4J":          "Raise the level on hot paths, log with {} placeholders (never string concatenation) and guard costly arguments with isDebugEnabled(), wrap appenders in an AsyncAppender, and drop caller data (%L, %M, %C, %F, includeCallerData) from patterns: each record then walks the stack.",
+	"java.util.logging":      "Raise the level on hot paths (check isLoggable first), use Supplier<String> messages so disabled records build nothing, or move the hot path to SLF4J with logback or log4j 2 and an asynchronous appender.",
 }
 
 // Frames is every logger's family.
-var Frames = func() evidence.Matcher {
-	ms := make([]evidence.Matcher, len(loggers))
-	for i, l := range loggers {
-		ms[i] = l.frames
-	}
-	return evidence.Any(ms...)
-}()
+var Frames = families.Loggers
 
 var (
 	fmtFrames = evidence.FuncPrefix("fmt.")
@@ -128,16 +107,16 @@ func check(pass *rules.Pass) error {
 
 	top, topShare := -1, 0.0
 	var parts []rules.Fact
-	for i, l := range loggers {
-		s := cpu.Share(l.frames)
+	for i, l := range families.LoggerLibraries {
+		s := cpu.Share(l.Frames)
 		if s > 0 {
-			parts = append(parts, rules.Share(l.name+" share of CPU", s))
+			parts = append(parts, rules.Share(l.Name+" share of CPU", s))
 		}
 		if s > topShare {
 			top, topShare = i, s
 		}
 	}
-	lg := loggers[top]
+	lg := families.LoggerLibraries[top]
 
 	// Name the code that logs, looking through logging wrapper packages.
 	app := func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) }
@@ -159,18 +138,18 @@ func check(pass *rules.Pass) error {
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU under loggers; records dropped by level or sampling cost almost nothing and typed loggers format in a fraction of the time and leave less garbage, so about all of it (case D3: 44% of CPU here, CPU per request down 54%)",
-		Summary:     fmt.Sprintf("Logging uses %s of CPU (%s)", human.Percent(share), lg.name),
+		Summary:     fmt.Sprintf("Logging uses %s of CPU (%s)", human.Percent(share), lg.Name),
 		Evidence: append([]rules.Fact{
 			rules.Share("logging share of CPU", share),
 			rules.Share("fmt formatting under the logger", fmtShare),
 			rules.Share("write system calls under the logger", writeShare),
 		}, parts...),
-		Fix:       lg.fix,
+		Fix:       fixes[lg.Name],
 		Caveats:   []string{caveat},
 		Locations: rules.Locations(sites, "code logging"),
 		Frames:    cpu.Matched(Frames, 12),
 	}
-	if lg.name == "zap" {
+	if lg.Name == "zap" {
 		// The typed Logger is advised only where the SugaredLogger is what
 		// runs: a service already on typed fields has nothing to gain there.
 		if s := cpu.Share(sugared); s > 0 {
@@ -192,7 +171,7 @@ func check(pass *rules.Pass) error {
 		var whose rules.Fact
 		var editable bool
 		f.Fix, whose, editable = rules.Owners(pass.Evidence).Advise(sites[0].Frame, f.Fix,
-			"Configure its logging: raise its log level, turn off or sample the records on this path (access logs for hot routes, debug logs), or send them to a cheaper output. ("+lg.name+" is the logger it uses.)")
+			"Configure its logging: raise its log level, turn off or sample the records on this path (access logs for hot routes, debug logs), or send them to a cheaper output. ("+lg.Name+" is the logger it uses.)")
 		f.Evidence = append(f.Evidence, whose)
 		if !editable {
 			f.Example = "" // a code change the user cannot make

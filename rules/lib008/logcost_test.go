@@ -15,6 +15,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 var sum [32]byte
@@ -180,5 +181,17 @@ func TestThirdPartyProgramGetsConfiguration(t *testing.T) {
 		if tc.config && f.Example != "" {
 			t.Errorf("%s: a code example for code the user cannot edit: %q", tc.exe, f.Example)
 		}
+	}
+}
+
+// Every logging library the rules recognise has LIB008's advice.
+func TestEveryLoggerHasAFix(t *testing.T) {
+	for _, l := range families.LoggerLibraries {
+		if fixes[l.Name] == "" {
+			t.Errorf("no fix for %s", l.Name)
+		}
+	}
+	if len(fixes) != len(families.LoggerLibraries) {
+		t.Errorf("%d fixes for %d logging libraries", len(fixes), len(families.LoggerLibraries))
 	}
 }
