@@ -236,10 +236,12 @@ func splitFrames(stack string) []string {
 			depth++
 		case ')':
 			depth = max(0, depth-1)
-			// An object return type, ")Ljava/lang/Object;", ends in its own ';'.
+			// An object return type, ")Ljava/lang/Object;", ends in its own
+			// ';' right after the class name (async-profiler 4's sig writes
+			// '|' there instead, and then the next ';' is a separator).
 			if j := i + 1 + len(stack[i+1:]) - len(strings.TrimLeft(stack[i+1:], "[")); depth == 0 && j < len(stack) && stack[j] == 'L' {
-				if end := strings.IndexByte(stack[j:], ';'); end > 0 {
-					i = j + end
+				if end := strings.IndexFunc(stack[j+1:], notClassName); end > 0 && stack[j+1+end] == ';' {
+					i = j + 1 + end
 				}
 			}
 		case ';':
@@ -347,6 +349,12 @@ func SignatureFrame(s string) (name, kind, whole string) {
 	return s, kind, whole
 }
 
+// notClassName reports whether r cannot be part of a JVM class name in a
+// descriptor ("java/util/Map$Entry").
+func notClassName(r rune) bool {
+	return !(r == '/' || r == '$' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 0x7f)
+}
+
 // isJVMSignature reports whether s is a JVM method descriptor,
 // "(params)return" in the class file's notation.
 func isJVMSignature(s string) bool {
@@ -364,7 +372,9 @@ func isDescriptors(s string) bool {
 		case strings.ContainsRune("BCDFIJSZ", rune(s[0])):
 			s = s[1:]
 		case s[0] == 'L':
-			end := strings.IndexByte(s, ';')
+			// "Ljava/lang/String;", or "Ljava/lang/String|" as async-profiler
+			// 4 writes it in collapsed stacks, where ';' separates frames.
+			end := strings.IndexAny(s, ";|")
 			if end < 2 {
 				return false
 			}

@@ -36,7 +36,7 @@ func render(p *profile.Profile) string {
 }
 
 func TestGolden(t *testing.T) {
-	for _, name := range []string{"async.collapsed", "flamegraph.folded"} {
+	for _, name := range []string{"async.collapsed", "flamegraph.folded", "asprof/work.collapsed"} {
 		t.Run(name, func(t *testing.T) {
 			in, err := os.ReadFile(filepath.Join("testdata", name))
 			if err != nil {
@@ -211,7 +211,7 @@ func TestSniffRejects(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, name := range []string{"async.collapsed", "flamegraph.folded"} {
+	for _, name := range []string{"async.collapsed", "flamegraph.folded", "asprof/work.collapsed"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -250,6 +250,43 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, err := Parse(bytes.NewReader(buf.Bytes())); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// async-profiler 4 writes a signature's ';' as '|' in collapsed stacks
+// (sig): on its real output every frame is one function, a return type
+// does not swallow the next frame, and the samples add up.
+func TestAsyncProfilerSignatureBars(t *testing.T) {
+	in, err := os.ReadFile("testdata/asprof/work.collapsed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines, frames, total int64
+	for _, l := range strings.Split(strings.TrimSpace(string(in)), "\n") {
+		stack, n, err := split(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines++
+		total += n
+		frames += int64(len(splitFrames(stack)))
+	}
+	p, err := Parse(bytes.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, depth int64
+	for _, s := range p.Sample {
+		got += s.Value[0]
+		depth += int64(len(s.Location))
+	}
+	if got != total || total != 305 || depth != frames || lines != 89 {
+		t.Errorf("%d samples in %d frames, want %d in %d (%d lines)", got, depth, total, frames, lines)
+	}
+	for _, fn := range p.Function {
+		if strings.ContainsAny(fn.Name, "|;") {
+			t.Errorf("frame %q holds a separator or a signature", fn.Name)
 		}
 	}
 }
