@@ -230,7 +230,7 @@ func waitedFor(ev *evidence.Evidence, hostBound bool) (nonPreemptible, bool) {
 			continue
 		}
 		facts := []rules.Fact{
-			rules.Count("runs of 30 ms or more without yielding (execution trace)", float64(r.Runs), ""),
+			rules.Count("runs of 20 ms or more without yielding there (execution trace)", float64(r.Runs), ""),
 			rules.Duration("longest run without yielding (the runtime asks after 10 ms)", r.Max),
 		}
 		if r.CPUSamples > 0 {
