@@ -27,8 +27,6 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
-
-	"github.com/perfdoctor/perfdoctor/internal/supervise"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,6 +34,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
+	"github.com/perfdoctor/perfdoctor/internal/supervise"
 	"github.com/perfdoctor/perfdoctor/load"
 )
 

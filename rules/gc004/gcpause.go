@@ -207,13 +207,9 @@ func waitedFor(ev *evidence.Evidence, hostBound bool) (nonPreemptible, bool) {
 		return nonPreemptible{}, false
 	}
 	if h, ok := holdout(s, hostBound); ok {
-		facts := []rules.Fact{
-			rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
+		facts := traceFacts(rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
 			rules.Duration("longest wait for it to stop", h.Max),
-		}
-		if h.CPUSamples > 0 {
-			facts = append(facts, rules.Count("CPU samples it took while the pauses waited (running, not waiting for a CPU)", float64(h.CPUSamples), ""))
-		}
+			"CPU samples it took while the pauses waited (running, not waiting for a CPU)", h.CPUSamples)
 		return nonPreemptible{stack: h.Stack, entry: h.Entry, facts: facts,
 			basis: "the execution trace shows them waiting for one piece of code to stop"}, true
 	}
@@ -229,17 +225,24 @@ func waitedFor(ev *evidence.Evidence, hostBound bool) (nonPreemptible, bool) {
 		} else if hostBound {
 			continue
 		}
-		facts := []rules.Fact{
-			rules.Count("runs of 20 ms or more without yielding there (execution trace)", float64(r.Runs), ""),
+		facts := traceFacts(rules.Count("runs of 20 ms or more without yielding there (execution trace)", float64(r.Runs), ""),
 			rules.Duration("longest run without yielding (the runtime asks after 10 ms)", r.Max),
-		}
-		if r.CPUSamples > 0 {
-			facts = append(facts, rules.Count("CPU samples it took in those runs (running, not waiting for a CPU)", float64(r.CPUSamples), ""))
-		}
+			"CPU samples it took in those runs (running, not waiting for a CPU)", r.CPUSamples)
 		return nonPreemptible{stack: r.Stack, entry: r.Entry, facts: facts,
 			basis: "the execution trace shows one piece of code running " + human.RoundDuration(r.Max).String() + " at a time without yielding, and every stop-the-world begun meanwhile waits for it"}, true
 	}
 	return nonPreemptible{}, false
+}
+
+// traceFacts is what the trace shows of non-preemptible code: how often,
+// the longest, and the CPU samples it took meanwhile when a CPU profile
+// ran with the trace.
+func traceFacts(count, longest rules.Fact, samplesName string, samples int) []rules.Fact {
+	facts := []rules.Fact{count, longest}
+	if samples > 0 {
+		facts = append(facts, rules.Count(samplesName, float64(samples), ""))
+	}
+	return facts
 }
 
 // holdout is the trace's pause holdout that held at least half of its
