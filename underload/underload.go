@@ -25,9 +25,9 @@ type Options struct {
 	// Collect, when set, collects the bundle instead of fetching PprofURL's
 	// profiles: a process through perf, a JVM through JFR. Target names it
 	// in messages.
-	Collect func(ctx context.Context, dir string, window time.Duration) (*bundle.Manifest, error)
-	Target  string
-	Load    load.Config // its Duration is the collection window
+	Collect   func(ctx context.Context, dir string, window time.Duration) (*bundle.Manifest, error)
+	Target    string
+	Load      load.Config // its Duration is the collection window
 	Warmup    time.Duration
 	BundleDir string // replaced if it holds a previous bundle; refused if it holds anything else
 	Progress  *progress.Line
