@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -21,11 +23,11 @@ import (
 // group-commits.
 func diagnose(t *testing.T, dir string) rules.Result {
 	t.Helper()
-	ev, err := evidence.Load("testdata/" + dir)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, "testdata/"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func TestFsyncPerRequest(t *testing.T) {
@@ -56,7 +58,7 @@ func TestGroupCommitIsOnlyInformation(t *testing.T) {
 func TestSilentWithoutSyncs(t *testing.T) {
 	cpu := testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"main.work", "main.main"}})
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Fatalf("no syncs, yet: %+v", res.Findings[0])
 	}
 }
@@ -71,7 +73,7 @@ func TestOnCPUSyncsFromPerf(t *testing.T) {
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Comm: "redis-server"}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want a finding: %+v", res)
 	}
@@ -90,7 +92,7 @@ func TestPostgresCommitFlushNamesItsSettings(t *testing.T) {
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: perf})
 	ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Comm: "postgres"}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding: %+v", res)
 	}
@@ -133,12 +135,12 @@ func syncingService() *evidence.Evidence {
 // syncs: the second source raises the no-trace view to medium and says so.
 func TestQueueBehindSyncsFromTheBlockProfile(t *testing.T) {
 	ev := syncingService()
-	base := rules.Run(ev, []*rules.Rule{Rule})
+	base := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(base.Findings) != 1 || base.Findings[0].Severity != rules.Low {
 		t.Fatalf("on-CPU view alone: %+v", base)
 	}
 	ev.Profiles[evidence.Block] = blockProfile(15*time.Second, "sync.runtime_SemacquireMutex", "sync.(*Mutex).Lock", "example.com/wal.(*Log).Append", "example.com/wal.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP")
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}
@@ -159,7 +161,7 @@ func TestQueueBehindSyncsFromTheBlockProfile(t *testing.T) {
 func TestUnrelatedLockWaitsAreNotTheSyncs(t *testing.T) {
 	ev := syncingService()
 	ev.Profiles[evidence.Block] = blockProfile(15*time.Second, "sync.runtime_SemacquireMutex", "sync.(*Mutex).Lock", "example.com/wal.(*Cache).Get", "net/http.serverHandler.ServeHTTP")
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "queue") {
 		t.Errorf("%+v", res.Findings)
 	}
@@ -188,7 +190,7 @@ func TestSyncWaitsFromPerfSchedEvents(t *testing.T) {
 		testprof.Stack{Value: 800, Funcs: []string{"main"}},
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: offCPU(t)})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}
@@ -213,7 +215,7 @@ func TestSyncWaitsFromPerfSchedEvents(t *testing.T) {
 func TestWaitingProcessFromPerfSchedEventsAlone(t *testing.T) {
 	stacks := testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "main"}})
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: stacks, evidence.Perf: stacks, evidence.OffCPU: offCPU(t)})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}
@@ -221,7 +223,7 @@ func TestWaitingProcessFromPerfSchedEventsAlone(t *testing.T) {
 		t.Errorf("%s %s %q", f.Resource, f.Severity, f.Summary)
 	}
 	delete(ev.Profiles, evidence.OffCPU)
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("one on-CPU sample alone: %+v", res.Findings)
 	}
 }
@@ -247,7 +249,7 @@ func TestOffCPUOutsideSyncsIsNotSyncTime(t *testing.T) {
 		testprof.Stack{Value: 800, Funcs: []string{"main"}},
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: p})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || strings.Contains(res.Findings[0].Summary, "waits in the sync") {
 		t.Errorf("%+v", res.Findings)
 	}
@@ -260,7 +262,7 @@ func TestFewSyncSamplesInAGoProfileAreNotJudged(t *testing.T) {
 		testprof.Stack{Value: 6, Funcs: []string{"syscall.fdatasync", "os.(*File).Sync", "main.(*wal).append"}},
 		testprof.Stack{Value: 94, Funcs: []string{"main.handle"}},
 	)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "too few samples inside") {
 		t.Errorf("6 sync samples judged: %+v", res)
 	}
@@ -301,7 +303,7 @@ func TestOnCPUSyncShareFloor(t *testing.T) {
 			testprof.Stack{Value: tc.inSync, Funcs: []string{"syscall.fdatasync", "os.(*File).Sync", "example.com/wal.(*WAL).sync", "example.com/raft.(*node).run"}},
 			testprof.Stack{Value: 1000 - tc.inSync, Funcs: []string{"example.com/gateway.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP"}},
 		)
-		res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+		res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 		if len(res.Findings) != tc.want {
 			t.Errorf("%d of 1000 samples in fdatasync: %d findings, want %d", tc.inSync, len(res.Findings), tc.want)
 		}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -19,11 +21,11 @@ import (
 // symbols, so perf sees only "[unknown] libz.so.1.2.13".
 func diagnoseBundle(t *testing.T, dir string) rules.Result {
 	t.Helper()
-	ev, err := evidence.Load("testdata/" + dir)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, "testdata/"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func TestNativeZlibInNginx(t *testing.T) {
@@ -52,7 +54,7 @@ func TestNativeZlibWithSymbols(t *testing.T) {
 		testprof.Stack{Value: 200, Funcs: []string{"deflate_slow", "deflate", "compress_response", "main"}},
 		testprof.Stack{Value: 300, Funcs: []string{"parse_request", "main"}},
 	)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want a finding: %+v", res)
 	}
@@ -66,7 +68,7 @@ func TestNativeZlibWithSymbols(t *testing.T) {
 		testprof.Stack{Value: 700, Funcs: []string{"inflate_fast", "inflate", "read_body", "main"}},
 		testprof.Stack{Value: 300, Funcs: []string{"parse_request", "main"}},
 	)
-	if res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("decompression reported: %+v", res.Findings[0])
 	}
 }
