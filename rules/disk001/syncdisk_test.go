@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 
 	"github.com/google/pprof/profile"
 
@@ -17,41 +18,13 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
-// The testdata bundles are casebook L1 under `perfdoctor load -c 8`,
-// collected with `perfdoctor collect` (its 1 s execution trace and the CPU
-// profile) on an ext4 virtual disk: bad fdatasyncs in each handler, fixed
-// group-commits.
-func diagnose(t *testing.T, dir string) rules.Result {
-	t.Helper()
-	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, "testdata/"+dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
-}
-
-func TestFsyncPerRequest(t *testing.T) {
-	res := diagnose(t, "l1-bad")
-	if len(res.Findings) != 1 {
-		t.Fatalf("want one finding: %+v", res)
-	}
-	f := res.Findings[0]
-	if f.Severity != rules.High || f.Resource != "latency" || !strings.Contains(f.Summary, "Each request waits for its own fsync") ||
-		!strings.Contains(f.Summary, "appendSync") || !strings.Contains(f.Fix, "Group commit") {
-		t.Errorf("%s %s %q", f.Severity, f.Resource, f.Summary)
-	}
-	if len(f.Locations) != 1 || !strings.HasSuffix(f.Locations[0].File, "l1fsync.go") {
-		t.Errorf("the syncing code is not located: %+v", f.Locations)
-	}
-}
-
-func TestGroupCommitIsOnlyInformation(t *testing.T) {
-	res := diagnose(t, "l1-fixed")
-	if len(res.Findings) != 1 {
-		t.Fatalf("want the informational finding: %+v", res)
-	}
-	if f := res.Findings[0]; f.Severity != rules.Info || !strings.Contains(f.Summary, "background fsync") || !strings.Contains(f.Summary, "commit") {
-		t.Errorf("%s %q", f.Severity, f.Summary)
+// The recorded bundles in testdata (casebook L1 bad and fixed, redis
+// with appendfsync always and everysec) say what they must show in their
+// want.txt; the syncing code of L1 bad is located too.
+func TestRecorded(t *testing.T) {
+	res := ruletest.Run(t, "testdata", []*rules.Rule{Rule})
+	if fs := res["l1-bad"].Findings; len(fs) == 1 && (len(fs[0].Locations) != 1 || !strings.HasSuffix(fs[0].Locations[0].File, "l1fsync.go")) {
+		t.Errorf("l1-bad: the syncing code is not located: %+v", fs[0].Locations)
 	}
 }
 
@@ -265,30 +238,6 @@ func TestFewSyncSamplesInAGoProfileAreNotJudged(t *testing.T) {
 	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "too few samples inside") {
 		t.Errorf("6 sync samples judged: %+v", res)
-	}
-}
-
-// The testdata bundles redis-always and redis-everysec are Debian's
-// redis-server 7 with an append-only file under redis-benchmark (SET, 8
-// connections), recorded with `perfdoctor collect --perf PID -d 4s`. With
-// appendfsync always the main thread, which serves the connections, syncs
-// each write; with everysec only its bio_aof_fsync thread syncs, once a
-// second, and the main thread never waits for it.
-func TestRedisSyncsByThread(t *testing.T) {
-	always := diagnose(t, "redis-always")
-	if len(always.Findings) != 1 {
-		t.Fatalf("appendfsync always: %+v", always)
-	}
-	if f := always.Findings[0]; f.Severity < rules.Medium || !strings.Contains(f.Fix, "appendfsync everysec") {
-		t.Errorf("appendfsync always: %s %q fix %q", f.Severity, f.Summary, f.Fix)
-	}
-	everysec := diagnose(t, "redis-everysec")
-	if len(everysec.Findings) != 1 {
-		t.Fatalf("appendfsync everysec: %+v", everysec)
-	}
-	if f := everysec.Findings[0]; f.Severity != rules.Info || !strings.Contains(f.Summary, "bio_aof") ||
-		!strings.Contains(f.Summary, "background fsync") || strings.Contains(f.Fix, "appendfsync always") {
-		t.Errorf("appendfsync everysec: %s %q fix %q", f.Severity, f.Summary, f.Fix)
 	}
 }
 

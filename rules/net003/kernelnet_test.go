@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 
 	"github.com/google/pprof/profile"
 
@@ -192,15 +193,7 @@ func TestGoProfileSyncsAreNotNetwork(t *testing.T) {
 	}
 }
 
-// The same on a recording: casebook L1's bad variant (an fdatasync per
-// request) under `perfdoctor load -c 8`, collected without perf on a 2-CPU
-// VM; before the fix this was a high kernel-network-overhead finding.
+// The same on a recording (testdata/l1-bad): casebook L1's bad variant.
 func TestSilentOnTheRecordedFsyncCase(t *testing.T) {
-	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, "testdata/l1-bad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
-		t.Fatalf("the fsync case reported as network: %q", res.Findings[0].Summary)
-	}
+	ruletest.Run(t, "testdata", []*rules.Rule{Rule})
 }
