@@ -262,7 +262,9 @@ func mismatch(f rules.Finding, e Expectation) string {
 
 func is(f rules.Finding, rule string) bool { return f.Rule == rule || f.Class == rule }
 
-func containsFold(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
 
 func list(fs []rules.Finding) string {
 	if len(fs) == 0 {
