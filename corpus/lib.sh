@@ -84,3 +84,132 @@ keep_bundle() {
 	rm -rf "$1"
 	trim_bundle "$2"
 }
+
+# work_dir ID: a scratch directory for one scenario's downloads, builds and
+# data (kept between runs so a re-record does not fetch again), printed.
+work_dir() {
+	local d="${CORPUS_WORK:-/tmp/perfdoctor-corpus}/$1"
+	mkdir -p "$d"
+	echo "$d"
+}
+
+# jdk_home 17|25: the JDK of that feature release on this machine, printed.
+# $JDK17_HOME / $JDK25_HOME override where it lives.
+jdk_home() {
+	local v=$1 d var="JDK${1}_HOME"
+	if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
+	for d in /usr/lib/jvm/java-"$v"-openjdk-amd64 /usr/lib/jvm/temurin-"$v"-jdk-amd64 /usr/lib/jvm/java-"$v"-openjdk /usr/lib/jvm/temurin-"$v"-jdk; do
+		if [ -x "$d/bin/java" ]; then echo "$d"; return; fi
+	done
+	echo "no JDK $v under /usr/lib/jvm (set $var)" >&2
+	return 1
+}
+
+# mvn_fetch GROUP:ARTIFACT:VERSION[:TYPE[:CLASSIFIER]] DESTDIR: Maven's own
+# client fetches the artifact (honouring the user's settings.xml mirrors) and
+# copies it into DESTDIR; the file's path is printed.
+mvn_fetch() {
+	local gav=$1 dest=$2
+	mkdir -p "$dest"
+	mvn -q -B dependency:copy -Dartifact="$gav" -DoutputDirectory="$dest" -Dmdep.overWriteIfNewer=true >&2
+	local IFS=: parts
+	read -r -a parts <<<"$gav"
+	local name="${parts[1]}-${parts[2]}"
+	[ -n "${parts[4]:-}" ] && name="$name-${parts[4]}"
+	echo "$dest/$name.${parts[3]:-jar}"
+}
+
+# mvn_classpath POMDIR DESTDIR: Maven copies the dependencies of the pom in
+# POMDIR into DESTDIR; the classpath (DESTDIR/*) is printed.
+mvn_classpath() {
+	mkdir -p "$2"
+	mvn -q -B -f "$1/pom.xml" dependency:copy-dependencies -DoutputDirectory="$2" -DincludeScope=runtime >&2
+	echo "$2/*"
+}
+
+# pg_start DATADIR PORT: a private PostgreSQL cluster (the distribution's
+# binaries, run as the postgres user) on 127.0.0.1:PORT, socket in DATADIR.
+pg_start() {
+	local data=$1 port=$2 bin
+	bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	if [ ! -f "$data/PG_VERSION" ]; then
+		mkdir -p "$data"
+		chown postgres: "$data"
+		runuser -u postgres -- "$bin/initdb" -D "$data" -A trust -U postgres >/dev/null
+	fi
+	bg runuser -u postgres -- "$bin/postgres" -D "$data" -p "$port" -k "$data" -c listen_addresses=127.0.0.1 >"$data.log" 2>&1
+	wait_port "$port" 60
+}
+
+# psql_run PORT DB SQL...: runs SQL on a cluster started by pg_start.
+psql_run() {
+	local port=$1 db=$2
+	shift 2
+	psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"
+}
+
+# jvm_record PID URL DEST [CONCURRENCY [SECONDS [COLLECT-FLAGS...]]]: drives
+# closed-loop HTTP load at URL while perfdoctor records the JVM's bundle
+# into DEST (async-profiler and JFR: collect --jvm, unless COLLECT-FLAGS
+# say --jfr); the load's results go into the bundle as load.json.
+jvm_record() {
+	local pid=$1 url=$2 dest=$3 conc=${4:-32} secs=${5:-20} warm=5 tmp
+	shift $(($# < 5 ? $# : 5))
+	tmp=$(mktemp -d)
+	"$PD" load "$url" -c "$conc" -d "$((secs + warm + 3))s" -o "$tmp/load.json" >"$tmp/load.txt" &
+	local load=$!
+	sleep "$warm"
+	local mode=(--jvm "$pid")
+	if [ "${1:-}" = --jfr ]; then mode=(--jfr "$pid"); shift; fi
+	"$PD" collect "${mode[@]}" -d "${secs}s" -o "$tmp/bundle" "$@"
+	wait "$load"
+	cp "$tmp/load.json" "$tmp/bundle/load.json"
+	cat "$tmp/load.txt" >&2
+	keep_bundle "$tmp" "$dest"
+}
+
+# pd_verify BEFORE_URL AFTER_URL SCENARIO_DIR [VERIFY-FLAGS...]: perfdoctor
+# verify between two running services; its verify.json goes into the
+# scenario's folder and its text report to stderr.
+pd_verify() {
+	local before=$1 after=$2 dir=$3 tmp
+	shift 3
+	tmp=$(mktemp -d)
+	"$PD" verify --before "$before" --after "$after" --out "$tmp" "$@" >&2 || [ $? -eq 4 ]
+	cp "$tmp/verify.json" "$dir/verify.json"
+	rm -rf "$tmp"
+}
+
+# warm URL [SECONDS]: a short load so the JIT has compiled the hot paths
+# before anything is measured.
+warm() {
+	"$PD" load "$1" -c 16 -d "${2:-10}s" >/dev/null
+}
+
+# set_measured SCENARIO_DIR BY: writes verify.json's throughput and CPU per
+# unit ratios (after/before, 95% intervals), its rounds and today's date
+# into scenario.json's "measured", with BY (throughput or cpu_per_unit)
+# naming the scenario's gain; the rest of scenario.json is left as written.
+set_measured() {
+	python3 - "$1" "$2" <<'PY'
+import datetime, json, sys
+d, by = sys.argv[1], sys.argv[2]
+v = json.load(open(f"{d}/verify.json"))
+names = {"throughput": "throughput", "CPU/request": "cpu_per_unit", "CPU/unit": "cpu_per_unit"}
+m = {"by": by}
+for r in v["ratios"]:
+    key = names.get(r["figure"])
+    if key:
+        m[key] = {"ratio": round(r["ratio"], 3), "lo": round(r["ci95_low"], 3), "hi": round(r["ci95_high"], 3)}
+if by not in m:
+    sys.exit(f"verify.json has no {by} ratio")
+m["rounds"] = len(v["rounds"])
+m["date"] = datetime.date.today().isoformat()
+p = f"{d}/scenario.json"
+s = json.load(open(p))
+s["measured"] = m
+with open(p, "w") as f:
+    json.dump(s, f, indent=2, ensure_ascii=False)
+    f.write("\n")
+PY
+}
