@@ -148,23 +148,22 @@ psql_run() {
 	psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"
 }
 
-# jvm_record PID URL DEST [CONCURRENCY [SECONDS [COLLECT-FLAGS...]]]: drives
-# closed-loop HTTP load at URL while perfdoctor records the JVM's bundle
-# into DEST (async-profiler and JFR: collect --jvm, unless COLLECT-FLAGS
-# say --jfr); the load's results go into the bundle as load.json.
+# jvm_record PID URL DEST SECONDS [LOAD-FLAGS...]: drives closed-loop HTTP
+# load at URL (perfdoctor load's flags: -c, -H...) while perfdoctor records
+# the JVM's bundle into DEST for SECONDS: async-profiler and JFR (collect
+# --jvm), or JFR alone when $JVM_COLLECT is --jfr. The load's results go
+# into the bundle as load.json.
 jvm_record() {
-	local pid=$1 url=$2 dest=$3 conc=${4:-32} secs=${5:-20} warm=5 tmp
-	shift $(($# < 5 ? $# : 5))
+	local pid=$1 url=$2 dest=$3 secs=$4 warm=5 tmp
+	shift 4
 	tmp=$(mktemp -d)
-	"$PD" load "$url" -c "$conc" -d "$((secs + warm + 3))s" -o "$tmp/load.json" >"$tmp/load.txt" &
+	"$PD" load "$url" -d "$((secs + warm + 3))s" -o "$tmp/load.json" "$@" >"$tmp/load.txt" &
 	local load=$!
 	sleep "$warm"
-	local mode=(--jvm "$pid")
-	if [ "${1:-}" = --jfr ]; then mode=(--jfr "$pid"); shift; fi
-	"$PD" collect "${mode[@]}" -d "${secs}s" -o "$tmp/bundle" "$@"
+	"$PD" collect "${JVM_COLLECT:---jvm}" "$pid" -d "${secs}s" -o "$tmp/bundle"
 	wait "$load"
 	cp "$tmp/load.json" "$tmp/bundle/load.json"
-	cat "$tmp/load.txt" >&2
+	head -3 "$tmp/load.txt" >&2
 	keep_bundle "$tmp" "$dest"
 }
 
@@ -180,10 +179,12 @@ pd_verify() {
 	rm -rf "$tmp"
 }
 
-# warm URL [SECONDS]: a short load so the JIT has compiled the hot paths
-# before anything is measured.
+# warm URL SECONDS [LOAD-FLAGS...]: a short load so the JIT has compiled
+# the hot paths before anything is measured.
 warm() {
-	"$PD" load "$1" -c 16 -d "${2:-10}s" >/dev/null
+	local url=$1 secs=$2
+	shift 2
+	"$PD" load "$url" -c 16 -d "${secs}s" "$@" >/dev/null
 }
 
 # set_measured SCENARIO_DIR BY: writes verify.json's throughput and CPU per
@@ -212,4 +213,38 @@ with open(p, "w") as f:
     json.dump(s, f, indent=2, ensure_ascii=False)
     f.write("\n")
 PY
+}
+
+# jvm_record_cmd PID DEST SECONDS CMD...: like jvm_record for a load that is
+# not HTTP: CMD (a client doing a fixed number of units) runs again and
+# again from before the window until the recording is done.
+jvm_record_cmd() {
+	local pid=$1 dest=$2 secs=$3 tmp
+	shift 3
+	tmp=$(mktemp -d)
+	(while [ ! -e "$tmp/done" ]; do "$@" >>"$tmp/load.txt" 2>&1 || { echo "load failed" >&2; break; }; done) &
+	local load=$!
+	sleep 5
+	"$PD" collect "${JVM_COLLECT:---jvm}" "$pid" -d "${secs}s" -o "$tmp/bundle"
+	touch "$tmp/done"
+	wait "$load"
+	tail -3 "$tmp/load.txt" >&2
+	keep_bundle "$tmp" "$dest"
+}
+
+# verify_cmd SCENARIO_DIR UNITS BEFORE_PORT:PID AFTER_PORT:PID CMD [ROUNDS]:
+# the fix measured with a load command that is not HTTP ({host} and {port}
+# in CMD name each side) into the scenario's verify.json.
+verify_cmd() {
+	python3 "$CORPUS/verify_cmd.py" --out "$1/verify.json" --units "$2" --before "$3" --after "$4" \
+		--cmd "$5" --rounds "${6:-6}" --warmup-cmd "$5"
+}
+
+# stop_bg PID: stops one process group started with bg, now.
+stop_bg() {
+	local pid=$1
+	kill -TERM -- "-$pid" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL -- "-$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 }

@@ -21,10 +21,10 @@ boot_items_start "$JAR" "$JAVA" "$FIX" "$DB" "$W/fixed.log" --server.tomcat.thre
 FIX_PID=$BG_PID
 
 cpu_lock
-warm "http://127.0.0.1:$BAD/items/5"
-warm "http://127.0.0.1:$FIX/items/5"
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/items/5" "$HERE/bad" 32 20
+warm "http://127.0.0.1:$BAD/items/5" 10
+warm "http://127.0.0.1:$FIX/items/5" 10
+jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/items/5" "$HERE/bad" 20 -c 32
 pd_verify "http://127.0.0.1:$BAD/items/5" "http://127.0.0.1:$FIX/items/5" "$HERE" \
 	-c 32 -d 10s --rounds 6 --warmup 2s
-jvm_record "$FIX_PID" "http://127.0.0.1:$FIX/items/5" "$HERE/fixed" 32 20
+jvm_record "$FIX_PID" "http://127.0.0.1:$FIX/items/5" "$HERE/fixed" 20 -c 32
 set_measured "$HERE" throughput

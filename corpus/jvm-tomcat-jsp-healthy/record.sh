@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Healthy: Tomcat 11 (its distribution, default configuration) serving its
+# own welcome page, index.jsp (a compiled JSP, 11 KB), to 32 keep-alive
+# connections, saturated on the machine's two cores. The plausible change
+# measured is a bigger request thread pool (maxThreads 200 -> 400), which
+# should change nothing: the CPUs are the limit, not the threads.
+source "$(dirname "$0")/../lib.sh"
+source "$CORPUS/jvm-apps/tomcat/tomcat.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+W=$(work_dir "$(basename "$HERE")")
+pd_build
+JAVA=$(jdk_home 25)
+TC=$(tomcat_home "$W")
+
+BAD=$(free_port)
+tomcat_base "$TC" "$W/base" "$BAD"
+tomcat_start "$JAVA" "$TC" "$W/base" "$BAD" -Xms256m -Xmx256m
+BAD_PID=$BG_PID
+ALT=$(free_port)
+tomcat_base "$TC" "$W/base-alt" "$ALT" 'maxThreads="400"'
+tomcat_start "$JAVA" "$TC" "$W/base-alt" "$ALT" -Xms256m -Xmx256m
+URL=/
+
+cpu_lock
+warm "http://127.0.0.1:$BAD$URL" 15
+warm "http://127.0.0.1:$ALT$URL" 15
+jvm_record "$BAD_PID" "http://127.0.0.1:$BAD$URL" "$HERE/bad" 20 -c 32
+pd_verify "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" "$HERE" \
+	-c 32 -d 10s --rounds 6 --warmup 2s
+set_measured "$HERE" throughput
