@@ -25,6 +25,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
+	"github.com/perfdoctor/perfdoctor/internal/redact"
 )
 
 // Options configure a collection.
@@ -339,13 +340,13 @@ func (c *collection) write(rec *jfr.Recording) {
 // Redact replaces credentials in a JVM summary's command lines, system
 // properties and flags.
 func Redact(s *jfr.Summary) {
-	s.JVMArguments = system.RedactArgs(strings.Fields(s.JVMArguments))
-	s.JavaArguments = system.RedactArgs(strings.Fields(s.JavaArguments))
+	s.JVMArguments = redact.Args(strings.Fields(s.JVMArguments))
+	s.JavaArguments = redact.Args(strings.Fields(s.JavaArguments))
 	for k, v := range s.Properties {
-		s.Properties[k] = system.RedactProperty(k, v)
+		s.Properties[k] = redact.Property(k, v)
 	}
 	for i, f := range s.Flags {
-		s.Flags[i].Value = system.RedactProperty(f.Name, f.Value)
+		s.Flags[i].Value = redact.Property(f.Name, f.Value)
 	}
 }
 
