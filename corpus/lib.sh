@@ -148,22 +148,16 @@ psql_run() {
 	psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"
 }
 
-# jvm_record PID URL DEST SECONDS [LOAD-FLAGS...]: drives closed-loop HTTP
-# load at URL (perfdoctor load's flags: -c, -H...) while perfdoctor records
-# the JVM's bundle into DEST for SECONDS: async-profiler and JFR (collect
-# --jvm), or JFR alone when $JVM_COLLECT is --jfr. The load's results go
-# into the bundle as load.json.
+# jvm_record PID URL DEST SECONDS [RUN-FLAGS...]: perfdoctor run drives
+# closed-loop HTTP load at URL (its load flags: -c, -H...) and records the
+# JVM's bundle into DEST for SECONDS: async-profiler and JFR (--jvm), or
+# JFR alone when $JVM_COLLECT is --jfr. The bundle carries load.json.
 jvm_record() {
-	local pid=$1 url=$2 dest=$3 secs=$4 warm=5 tmp
+	local pid=$1 url=$2 dest=$3 secs=$4 tmp
 	shift 4
 	tmp=$(mktemp -d)
-	"$PD" load "$url" -d "$((secs + warm + 3))s" -o "$tmp/load.json" "$@" >"$tmp/load.txt" &
-	local load=$!
-	sleep "$warm"
-	"$PD" collect "${JVM_COLLECT:---jvm}" "$pid" -d "${secs}s" -o "$tmp/bundle"
-	wait "$load"
-	cp "$tmp/load.json" "$tmp/bundle/load.json"
-	head -3 "$tmp/load.txt" >&2
+	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load "$url" -d "${secs}s" -o "$tmp" "$@" >"$tmp/report.out"
+	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
 	keep_bundle "$tmp" "$dest"
 }
 
@@ -215,29 +209,27 @@ with open(p, "w") as f:
 PY
 }
 
-# jvm_record_cmd PID DEST SECONDS CMD...: like jvm_record for a load that is
-# not HTTP: CMD (a client doing a fixed number of units) runs again and
-# again from before the window until the recording is done.
+# jvm_record_cmd PID PORT DEST SECONDS UNITS UNIT CMD: like jvm_record for a
+# load that is not HTTP: CMD (a client doing UNITS units of work named UNIT,
+# {host} and {port} standing for 127.0.0.1:PORT) runs again and again over
+# the window, and the bundle counts the units served.
 jvm_record_cmd() {
-	local pid=$1 dest=$2 secs=$3 tmp
-	shift 3
+	local pid=$1 port=$2 dest=$3 secs=$4 units=$5 unit=$6 cmd=$7 tmp
 	tmp=$(mktemp -d)
-	(while [ ! -e "$tmp/done" ]; do "$@" >>"$tmp/load.txt" 2>&1 || { echo "load failed" >&2; break; }; done) &
-	local load=$!
-	sleep 5
-	"$PD" collect "${JVM_COLLECT:---jvm}" "$pid" -d "${secs}s" -o "$tmp/bundle"
-	touch "$tmp/done"
-	wait "$load"
-	tail -3 "$tmp/load.txt" >&2
+	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load "tcp://127.0.0.1:$port" --load-cmd "$cmd" \
+		--units "$units" --unit "$unit" -d "${secs}s" -o "$tmp" >"$tmp/report.out"
+	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
 	keep_bundle "$tmp" "$dest"
 }
 
-# verify_cmd SCENARIO_DIR UNITS BEFORE_PORT:PID AFTER_PORT:PID CMD [ROUNDS]:
-# the fix measured with a load command that is not HTTP ({host} and {port}
-# in CMD name each side) into the scenario's verify.json.
-verify_cmd() {
-	python3 "$CORPUS/verify_cmd.py" --out "$1/verify.json" --units "$2" --before "$3" --after "$4" \
-		--cmd "$5" --rounds "${6:-6}" --warmup-cmd "$5"
+# pd_verify_cmd BEFORE_PORT AFTER_PORT SCENARIO_DIR UNITS UNIT CMD
+# [VERIFY-FLAGS...]: perfdoctor verify with a load that is not HTTP, CMD
+# run against each side ({host} {port}), into the scenario's verify.json.
+pd_verify_cmd() {
+	local before=$1 after=$2 dir=$3 units=$4 unit=$5 cmd=$6
+	shift 6
+	pd_verify "tcp://127.0.0.1:$before" "tcp://127.0.0.1:$after" "$dir" \
+		--load-cmd "$cmd" --units "$units" --unit "$unit" "$@"
 }
 
 # stop_bg PID: stops one process group started with bg, now.

@@ -6,6 +6,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/loaders/loaders.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(work_dir "$(basename "$HERE")")
+cpu_lock
 pd_build
 JAVA=$(jdk_home 17)
 H2=$(mvn_fetch com.h2database:h2:2.5.252 "$W/dl")
@@ -31,7 +32,6 @@ done
 	-sql "create index users_email on users(email)"
 
 LOAD="$JAVA/bin/java -cp $CP corpus.load.Jdbc lookup --url jdbc:h2:tcp://{host}:{port}/users --rows $ROWS --clients 8"
-cpu_lock
 jvm_record_cmd "$BAD_PID" "$HERE/bad" 20 \
 	$(echo "$LOAD" | sed "s/{host}/127.0.0.1/; s/{port}/$BAD/") --units 2000
 # Each run is timed by the driver itself (its JVM's start-up would weigh

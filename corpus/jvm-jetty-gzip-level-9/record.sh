@@ -8,6 +8,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/jetty/jetty.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(work_dir "$(basename "$HERE")")
+cpu_lock
 pd_build
 JAVA=$(jdk_home 25)
 HOME_DIR=$(jetty_home "$W")
@@ -46,7 +47,6 @@ for p in "$BAD" "$FIX"; do
 	curl -fsS -o /dev/null -D - "${GZ[@]}" "http://127.0.0.1:$p/catalog.json" | grep -qi '^content-encoding: gzip'
 done
 
-cpu_lock
 warm "http://127.0.0.1:$BAD/catalog.json" 10 "${GZ[@]}"
 warm "http://127.0.0.1:$FIX/catalog.json" 10 "${GZ[@]}"
 jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/catalog.json" "$HERE/bad" 20 -c 16 "${GZ[@]}"

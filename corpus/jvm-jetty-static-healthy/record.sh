@@ -8,6 +8,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/jetty/jetty.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(work_dir "$(basename "$HERE")")
+cpu_lock
 pd_build
 JAVA=$(jdk_home 17)
 HOME_DIR=$(jetty_home "$W")
@@ -22,7 +23,6 @@ ALT=$(free_port)
 jetty_start "$JAVA" "$HOME_DIR" "$W/base" "$ALT" "$W/jetty-alt.log" -Xms256m -Xmx256m jetty.threadPool.maxThreads=400
 URL=/notice.txt
 
-cpu_lock
 warm "http://127.0.0.1:$BAD$URL" 15
 warm "http://127.0.0.1:$ALT$URL" 15
 jvm_record "$BAD_PID" "http://127.0.0.1:$BAD$URL" "$HERE/bad" 20 -c 32

@@ -7,6 +7,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/boot-items/boot.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(work_dir "$(basename "$HERE")")
+cpu_lock
 pd_build
 JAVA=$(jdk_home 17)
 JAR=$(boot_items_jar "$W")
@@ -20,7 +21,6 @@ FIX=$(free_port)
 boot_items_start "$JAR" "$JAVA" "$FIX" "$DB" "$W/fixed.log" --server.tomcat.threads.max=200
 FIX_PID=$BG_PID
 
-cpu_lock
 warm "http://127.0.0.1:$BAD/items/5" 10
 warm "http://127.0.0.1:$FIX/items/5" 10
 jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/items/5" "$HERE/bad" 20 -c 32

@@ -8,6 +8,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/tomcat/tomcat.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(work_dir "$(basename "$HERE")")
+cpu_lock
 pd_build
 JAVA=$(jdk_home 25)
 TC=$(tomcat_home "$W")
@@ -21,7 +22,6 @@ tomcat_base "$TC" "$W/base-alt" "$ALT" 'maxThreads="400"'
 tomcat_start "$JAVA" "$TC" "$W/base-alt" "$ALT" -Xms256m -Xmx256m
 URL=/
 
-cpu_lock
 warm "http://127.0.0.1:$BAD$URL" 15
 warm "http://127.0.0.1:$ALT$URL" 15
 jvm_record "$BAD_PID" "http://127.0.0.1:$BAD$URL" "$HERE/bad" 20 -c 32

@@ -8,6 +8,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/tomcat/tomcat.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(work_dir "$(basename "$HERE")")
+cpu_lock
 pd_build
 JAVA=$(jdk_home 17)
 TC=$(tomcat_home "$W")
@@ -22,7 +23,6 @@ tomcat_start "$JAVA" "$TC" "$W/base-fixed" "$FIX" -Xms256m -Xmx256m
 FIX_PID=$BG_PID
 URL=/tomcat.css
 
-cpu_lock
 warm "http://127.0.0.1:$BAD$URL" 10
 warm "http://127.0.0.1:$FIX$URL" 10
 jvm_record "$BAD_PID" "http://127.0.0.1:$BAD$URL" "$HERE/bad" 20 -c 32

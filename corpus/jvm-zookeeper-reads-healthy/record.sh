@@ -10,6 +10,7 @@ source "$CORPUS/jvm-apps/zookeeper/zookeeper.sh"
 source "$CORPUS/jvm-apps/loaders/loaders.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(work_dir "$(basename "$HERE")")
+cpu_lock
 pd_build
 JAVA=$(jdk_home 17)
 ZKCP=$(zk_cp "$W")
@@ -28,7 +29,6 @@ for p in "$BAD" "$ALT"; do
 done
 
 LOAD="$JAVA/bin/java -cp $CP corpus.load.Zk get --server {host}:{port} --znodes $N --clients 32"
-cpu_lock
 jvm_record_cmd "$BAD_PID" "$HERE/bad" 20 \
 	$(echo "$LOAD" | sed "s/{host}/127.0.0.1/; s/{port}/$BAD/") --units 100000
 verify_cmd "$HERE" 100000 "$BAD:$BAD_PID" "$ALT:$ALT_PID" "$LOAD --units 100000" 6
