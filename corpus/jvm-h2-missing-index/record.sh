@@ -31,10 +31,10 @@ done
 "$JAVA/bin/java" -cp "$H2" org.h2.tools.Shell -url "jdbc:h2:tcp://127.0.0.1:$FIX/users" -user sa -password '' \
 	-sql "create index users_email on users(email)"
 
-LOAD="$JAVA/bin/java -cp $CP corpus.load.Jdbc lookup --url jdbc:h2:tcp://{host}:{port}/users --rows $ROWS --clients 8"
-jvm_record_cmd "$BAD_PID" "$HERE/bad" 20 \
-	$(echo "$LOAD" | sed "s/{host}/127.0.0.1/; s/{port}/$BAD/") --units 2000
-# Each run is timed by the driver itself (its JVM's start-up would weigh
-# on the fixed side, which answers in well under a millisecond).
-verify_cmd "$HERE" 3000 "$BAD:$BAD_PID" "$FIX:$FIX_PID" "$LOAD --units 3000" 6
+# The load: 8 JDBC connections (kept by the load agent between runs), each
+# looking up random users by email; a run is 1,000 lookups.
+AGENT=$(loaders_agent "$JAVA" "$CP" "$W/agent.log")
+LOAD="curl -fsS 'http://127.0.0.1:$AGENT/jdbc-lookup?url=jdbc:h2:tcp://{host}:{port}/users&rows=$ROWS&clients=8&units=1000'"
+jvm_record_cmd "$BAD_PID" "$BAD" "$HERE/bad" 20 1000 lookup "$LOAD"
+pd_verify_cmd "$BAD" "$FIX" "$HERE" 1000 lookup "$LOAD" -d 15s --rounds 6 --warmup 2s
 set_measured "$HERE" throughput

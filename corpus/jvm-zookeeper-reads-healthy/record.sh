@@ -28,8 +28,10 @@ for p in "$BAD" "$ALT"; do
 	"$JAVA/bin/java" -cp "$CP" corpus.load.Zk populate --server "127.0.0.1:$p" --znodes "$N" --size 200
 done
 
-LOAD="$JAVA/bin/java -cp $CP corpus.load.Zk get --server {host}:{port} --znodes $N --clients 32"
-jvm_record_cmd "$BAD_PID" "$HERE/bad" 20 \
-	$(echo "$LOAD" | sed "s/{host}/127.0.0.1/; s/{port}/$BAD/") --units 100000
-verify_cmd "$HERE" 100000 "$BAD:$BAD_PID" "$ALT:$ALT_PID" "$LOAD --units 100000" 6
+# The load: 32 ZooKeeper sessions (kept by the load agent between runs),
+# each reading random znodes; a run is 20,000 reads.
+AGENT=$(loaders_agent "$JAVA" "$CP" "$W/agent.log")
+LOAD="curl -fsS 'http://127.0.0.1:$AGENT/zk-get?server={host}:{port}&znodes=$N&clients=32&units=20000'"
+jvm_record_cmd "$BAD_PID" "$BAD" "$HERE/bad" 20 20000 getData "$LOAD"
+pd_verify_cmd "$BAD" "$ALT" "$HERE" 20000 getData "$LOAD" -d 10s --rounds 6 --warmup 2s
 set_measured "$HERE" throughput

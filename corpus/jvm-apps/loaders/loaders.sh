@@ -11,3 +11,15 @@ loaders_cp() {
 	mvn -q -B -f "$build/pom.xml" package dependency:copy-dependencies -DoutputDirectory="$build/target/lib" >&2
 	echo "$build/target/loaders.jar:$build/target/lib/*"
 }
+
+# loaders_agent JAVA_HOME CLASSPATH LOG: the drivers as a load agent that
+# stays up (corpus.load.Agent) on a free port, printed; a load command is
+# then a curl of http://127.0.0.1:PORT/MODE?units=N&..., so each run costs
+# its units and not a client JVM's start-up.
+loaders_agent() {
+	local java=$1 cp=$2 log=$3 port
+	port=$(free_port)
+	bg "$java/bin/java" -Xmx512m -cp "$cp" corpus.load.Agent --port "$port" >"$log" 2>&1
+	wait_port "$port" 30 >&2
+	echo "$port"
+}

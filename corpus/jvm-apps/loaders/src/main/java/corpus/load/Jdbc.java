@@ -29,26 +29,35 @@ public final class Jdbc {
 		switch (args[0]) {
 		case "users" -> users(DriverManager.getConnection(url, user, password), rows);
 		case "lookup" -> Units.run("jdbc lookup by email", Units.num(f, "units", 10000), (int) Units.num(f, "clients", 8),
-				i -> {
-					Connection c = DriverManager.getConnection(url, user, password);
-					PreparedStatement q = c.prepareStatement("select id, name, created from users where email = ?");
-					return new Units.Client() {
-						public void unit(long n) throws Exception {
-							q.setString(1, email(ThreadLocalRandom.current().nextInt(rows)));
-							try (ResultSet r = q.executeQuery()) {
-								if (!r.next()) {
-									throw new IllegalStateException("no user for " + n);
-								}
-							}
-						}
-
-						public void close() throws Exception {
-							c.close();
-						}
-					};
-				});
+				lookupJob(f).factory());
 		default -> throw new IllegalArgumentException("unknown mode " + args[0]);
 		}
+	}
+
+	/** One user found by email per unit, each client its own connection. */
+	static Units.Job lookupJob(Map<String, String> f) {
+		String url = Units.str(f, "url", null);
+		String user = Units.str(f, "user", "sa");
+		String password = Units.str(f, "password", "");
+		int rows = (int) Units.num(f, "rows", 100000);
+		return new Units.Job("jdbc lookup by email", (int) Units.num(f, "clients", 8), i -> {
+			Connection c = DriverManager.getConnection(url, user, password);
+			PreparedStatement q = c.prepareStatement("select id, name, created from users where email = ?");
+			return new Units.Client() {
+				public void unit(long n) throws Exception {
+					q.setString(1, email(ThreadLocalRandom.current().nextInt(rows)));
+					try (ResultSet r = q.executeQuery()) {
+						if (!r.next()) {
+							throw new IllegalStateException("no user for " + n);
+						}
+					}
+				}
+
+				public void close() throws Exception {
+					c.close();
+				}
+			};
+		});
 	}
 
 	static String email(int i) {

@@ -50,17 +50,43 @@ final class Units {
 		return v == null ? dflt : v;
 	}
 
+	/** A kind of work: what it is called and how to open its clients. */
+	record Job(String what, int clients, Factory factory) {
+		Client[] open() throws Exception {
+			Client[] cs = new Client[clients];
+			for (int i = 0; i < clients; i++) {
+				cs[i] = factory.open(i);
+			}
+			return cs;
+		}
+	}
+
 	/** Runs units units over clients threads; exits non-zero on a failure. */
 	static void run(String what, long units, int clients, Factory factory) throws Exception {
-		Client[] cs = new Client[clients];
-		for (int i = 0; i < clients; i++) {
-			cs[i] = factory.open(i);
+		Job job = new Job(what, clients, factory);
+		Client[] cs = job.open();
+		try {
+			System.out.println(runOn(job, units, cs));
+		} catch (IllegalStateException e) {
+			System.err.println(e.getMessage());
+			System.exit(1);
+		} finally {
+			for (Client c : cs) {
+				c.close();
+			}
 		}
+	}
+
+	/**
+	 * Runs units units over the clients, one thread each, and returns the
+	 * summary line; throws IllegalStateException when a unit failed.
+	 */
+	static String runOn(Job job, long units, Client[] cs) throws InterruptedException {
 		AtomicLong next = new AtomicLong();
 		AtomicLong failed = new AtomicLong();
-		Thread[] ts = new Thread[clients];
+		Thread[] ts = new Thread[cs.length];
 		long start = System.nanoTime();
-		for (int i = 0; i < clients; i++) {
+		for (int i = 0; i < cs.length; i++) {
 			Client c = cs[i];
 			ts[i] = new Thread(() -> {
 				for (long n; (n = next.getAndIncrement()) < units;) {
@@ -79,13 +105,11 @@ final class Units {
 			t.join();
 		}
 		double secs = (System.nanoTime() - start) / 1e9;
-		for (Client c : cs) {
-			c.close();
-		}
-		System.out.printf("%s: %d units, %d clients, %.3f s, %.1f units/s, %d failed%n", what, units, clients, secs,
-				units / secs, failed.get());
+		String line = String.format("%s: %d units, %d clients, %.3f s, %.1f units/s, %d failed", job.what(), units,
+				cs.length, secs, units / secs, failed.get());
 		if (failed.get() > 0) {
-			System.exit(1);
+			throw new IllegalStateException(line);
 		}
+		return line;
 	}
 }

@@ -32,20 +32,27 @@ public final class Zk {
 		switch (args[0]) {
 		case "populate" -> populate(server, znodes, (int) Units.num(f, "size", 1024));
 		case "get" -> Units.run("zookeeper getData", Units.num(f, "units", 100000), (int) Units.num(f, "clients", 32),
-				i -> {
-					ZooKeeper zk = connect(server);
-					return new Units.Client() {
-						public void unit(long n) throws Exception {
-							zk.getData(path(ThreadLocalRandom.current().nextInt(znodes)), false, null);
-						}
-
-						public void close() throws Exception {
-							zk.close();
-						}
-					};
-				});
+				getJob(f).factory());
 		default -> throw new IllegalArgumentException("unknown mode " + args[0]);
 		}
+	}
+
+	/** getData of random znodes among --znodes, each client its own session. */
+	static Units.Job getJob(Map<String, String> f) {
+		String server = Units.str(f, "server", null);
+		int znodes = (int) Units.num(f, "znodes", 10000);
+		return new Units.Job("zookeeper getData", (int) Units.num(f, "clients", 32), i -> {
+			ZooKeeper zk = connect(server);
+			return new Units.Client() {
+				public void unit(long n) throws Exception {
+					zk.getData(path(ThreadLocalRandom.current().nextInt(znodes)), false, null);
+				}
+
+				public void close() throws Exception {
+					zk.close();
+				}
+			};
+		});
 	}
 
 	static String path(int i) {
