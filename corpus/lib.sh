@@ -216,7 +216,10 @@ PY
 jvm_record_cmd() {
 	local pid=$1 port=$2 dest=$3 secs=$4 units=$5 unit=$6 cmd=$7 tmp
 	tmp=$(mktemp -d)
-	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load "tcp://127.0.0.1:$port" --load-cmd "$cmd" \
+	# run takes --load or --load-cmd, not both: the placeholders are ours
+	cmd=${cmd//\{host\}/127.0.0.1}
+	cmd=${cmd//\{port\}/$port}
+	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load-cmd "$cmd" \
 		--units "$units" --unit "$unit" -d "${secs}s" -o "$tmp" >"$tmp/report.out"
 	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
 	keep_bundle "$tmp" "$dest"
@@ -239,4 +242,33 @@ stop_bg() {
 	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	kill -KILL -- "-$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
+}
+
+# scenario_init: first thing in a record.sh after sourcing this file: sets
+# HERE (the scenario's folder) and W (its scratch directory), takes the CPU
+# lock (downloads, builds and server start-ups are CPU work too) and builds
+# perfdoctor.
+scenario_init() {
+	HERE=$(cd "$(dirname "$0")" && pwd)
+	W=$(work_dir "$(basename "$HERE")")
+	cpu_lock
+	pd_build
+}
+
+# measure_http BAD_PID FIX_PID BAD_URL FIX_URL WARM_SECONDS [LOAD-FLAGS...]:
+# an HTTP scenario's measurement: both sides warmed, bad/ recorded with
+# perfdoctor run --jvm (and fixed/ when FIX_PID is not empty), the fix
+# measured by verify (6 rounds of 10 s) into verify.json and scenario.json's
+# "measured" (throughput). LOAD-FLAGS (-c, -H...) go to every load.
+measure_http() {
+	local bad_pid=$1 fix_pid=$2 bad=$3 fix=$4 warm_s=$5
+	shift 5
+	warm "$bad" "$warm_s" "$@"
+	warm "$fix" "$warm_s" "$@"
+	jvm_record "$bad_pid" "$bad" "$HERE/bad" 20 "$@"
+	pd_verify "$bad" "$fix" "$HERE" -d 10s --rounds 6 --warmup 2s "$@"
+	if [ -n "$fix_pid" ]; then
+		jvm_record "$fix_pid" "$fix" "$HERE/fixed" 20 "$@"
+	fi
+	set_measured "$HERE" throughput
 }

@@ -4,10 +4,7 @@
 # the table. The fix is CREATE INDEX on users(email).
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/loaders/loaders.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 17)
 H2=$(mvn_fetch com.h2database:h2:2.5.252 "$W/dl")
 CP=$(loaders_cp "$W")
@@ -33,8 +30,8 @@ done
 
 # The load: 8 JDBC connections (kept by the load agent between runs), each
 # looking up random users by email; a run is 1,000 lookups.
-AGENT=$(loaders_agent "$JAVA" "$CP" "$W/agent.log")
-LOAD="curl -fsS 'http://127.0.0.1:$AGENT/jdbc-lookup?url=jdbc:h2:tcp://{host}:{port}/users&rows=$ROWS&clients=8&units=1000'"
+loaders_agent "$JAVA" "$CP" "$W/agent.log"
+LOAD="curl -fsS 'http://127.0.0.1:$AGENT_PORT/jdbc-lookup?url=jdbc:h2:tcp://{host}:{port}/users&rows=$ROWS&clients=8&units=1000'"
 jvm_record_cmd "$BAD_PID" "$BAD" "$HERE/bad" 20 1000 lookup "$LOAD"
 pd_verify_cmd "$BAD" "$FIX" "$HERE" 1000 lookup "$LOAD" -d 15s --rounds 6 --warmup 2s
 set_measured "$HERE" throughput

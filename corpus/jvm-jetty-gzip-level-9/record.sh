@@ -6,10 +6,7 @@
 # option), the GzipHandler still on for dynamic content.
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/jetty/jetty.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 25)
 HOME_DIR=$(jetty_home "$W")
 
@@ -41,15 +38,9 @@ jetty_start "$JAVA" "$HOME_DIR" "$W/base-bad" "$BAD" "$W/bad.log" -Xms256m -Xmx2
 BAD_PID=$BG_PID
 FIX=$(free_port)
 jetty_start "$JAVA" "$HOME_DIR" "$W/base-fixed" "$FIX" "$W/fixed.log" -Xms256m -Xmx256m
-FIX_PID=$BG_PID
 GZ=(-H 'Accept-Encoding: gzip')
 for p in "$BAD" "$FIX"; do
 	curl -fsS -o /dev/null -D - "${GZ[@]}" "http://127.0.0.1:$p/catalog.json" | grep -qi '^content-encoding: gzip'
 done
 
-warm "http://127.0.0.1:$BAD/catalog.json" 10 "${GZ[@]}"
-warm "http://127.0.0.1:$FIX/catalog.json" 10 "${GZ[@]}"
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/catalog.json" "$HERE/bad" 20 -c 16 "${GZ[@]}"
-pd_verify "http://127.0.0.1:$BAD/catalog.json" "http://127.0.0.1:$FIX/catalog.json" "$HERE" \
-	-c 16 -d 10s --rounds 6 --warmup 2s "${GZ[@]}"
-set_measured "$HERE" throughput
+measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD/catalog.json" "http://127.0.0.1:$FIX/catalog.json" 10 -c 16 "${GZ[@]}"

@@ -6,10 +6,7 @@
 # (jetty.threadPool.maxThreads 200 -> 400), which should change nothing.
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/jetty/jetty.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 17)
 HOME_DIR=$(jetty_home "$W")
 
@@ -23,9 +20,4 @@ ALT=$(free_port)
 jetty_start "$JAVA" "$HOME_DIR" "$W/base" "$ALT" "$W/jetty-alt.log" -Xms256m -Xmx256m jetty.threadPool.maxThreads=400
 URL=/notice.txt
 
-warm "http://127.0.0.1:$BAD$URL" 15
-warm "http://127.0.0.1:$ALT$URL" 15
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD$URL" "$HERE/bad" 20 -c 32
-pd_verify "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" "$HERE" \
-	-c 32 -d 10s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
+measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" 15 -c 32

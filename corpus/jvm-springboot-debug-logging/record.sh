@@ -5,9 +5,7 @@
 # synchronous console appender. The fix is the default level, INFO.
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/boot-items/boot.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-pd_build
+scenario_init
 JAVA=$(jdk_home 17)
 JAR=$(boot_items_jar "$W")
 
@@ -20,11 +18,4 @@ FIX=$(free_port)
 boot_items_start "$JAR" "$JAVA" "$FIX" "$DB" "$W/fixed.log" --logging.level.root=INFO
 FIX_PID=$BG_PID
 
-cpu_lock
-warm "http://127.0.0.1:$BAD/hello" 15
-warm "http://127.0.0.1:$FIX/hello" 15
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/hello" "$HERE/bad" 20 -c 32
-pd_verify "http://127.0.0.1:$BAD/hello" "http://127.0.0.1:$FIX/hello" "$HERE" \
-	-c 32 -d 10s --rounds 6 --warmup 2s
-jvm_record "$FIX_PID" "http://127.0.0.1:$FIX/hello" "$HERE/fixed" 20 -c 32
-set_measured "$HERE" throughput
+measure_http "$BAD_PID" "$FIX_PID" "http://127.0.0.1:$BAD/hello" "http://127.0.0.1:$FIX/hello" 15 -c 32

@@ -5,10 +5,7 @@
 # connection while the CPUs idle. The fix is Hikari's default of 10.
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/boot-items/boot.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 25)
 JAR=$(boot_items_jar "$W")
 
@@ -19,11 +16,5 @@ boot_items_start "$JAR" "$JAVA" "$BAD" "$DB" "$W/bad.log" --spring.datasource.hi
 BAD_PID=$BG_PID
 FIX=$(free_port)
 boot_items_start "$JAR" "$JAVA" "$FIX" "$DB" "$W/fixed.log" --spring.datasource.hikari.maximum-pool-size=10
-FIX_PID=$BG_PID
 
-warm "http://127.0.0.1:$BAD/items/5" 10
-warm "http://127.0.0.1:$FIX/items/5" 10
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/items/5" "$HERE/bad" 20 -c 32
-pd_verify "http://127.0.0.1:$BAD/items/5" "http://127.0.0.1:$FIX/items/5" "$HERE" \
-	-c 32 -d 10s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
+measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD/items/5" "http://127.0.0.1:$FIX/items/5" 10 -c 32

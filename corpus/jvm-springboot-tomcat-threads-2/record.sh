@@ -5,10 +5,7 @@
 # Tomcat's default of 200 threads (the Hikari pool of 10 then bounds it).
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/boot-items/boot.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 17)
 JAR=$(boot_items_jar "$W")
 
@@ -21,10 +18,4 @@ FIX=$(free_port)
 boot_items_start "$JAR" "$JAVA" "$FIX" "$DB" "$W/fixed.log" --server.tomcat.threads.max=200
 FIX_PID=$BG_PID
 
-warm "http://127.0.0.1:$BAD/items/5" 10
-warm "http://127.0.0.1:$FIX/items/5" 10
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD/items/5" "$HERE/bad" 20 -c 32
-pd_verify "http://127.0.0.1:$BAD/items/5" "http://127.0.0.1:$FIX/items/5" "$HERE" \
-	-c 32 -d 10s --rounds 6 --warmup 2s
-jvm_record "$FIX_PID" "http://127.0.0.1:$FIX/items/5" "$HERE/fixed" 20 -c 32
-set_measured "$HERE" throughput
+measure_http "$BAD_PID" "$FIX_PID" "http://127.0.0.1:$BAD/items/5" "http://127.0.0.1:$FIX/items/5" 10 -c 32

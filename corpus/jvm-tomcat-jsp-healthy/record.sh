@@ -6,10 +6,7 @@
 # should change nothing: the CPUs are the limit, not the threads.
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/tomcat/tomcat.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 25)
 TC=$(tomcat_home "$W")
 
@@ -22,9 +19,4 @@ tomcat_base "$TC" "$W/base-alt" "$ALT" 'maxThreads="400"'
 tomcat_start "$JAVA" "$TC" "$W/base-alt" "$ALT" -Xms256m -Xmx256m
 URL=/
 
-warm "http://127.0.0.1:$BAD$URL" 15
-warm "http://127.0.0.1:$ALT$URL" 15
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD$URL" "$HERE/bad" 20 -c 32
-pd_verify "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" "$HERE" \
-	-c 32 -d 10s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
+measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" 15 -c 32

@@ -8,10 +8,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/zookeeper/zookeeper.sh"
 source "$CORPUS/jvm-apps/loaders/loaders.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 17)
 ZKCP=$(zk_cp "$W")
 CP=$(loaders_cp "$W")
@@ -30,8 +27,8 @@ done
 
 # The load: 32 ZooKeeper sessions (kept by the load agent between runs),
 # each reading random znodes; a run is 20,000 reads.
-AGENT=$(loaders_agent "$JAVA" "$CP" "$W/agent.log")
-LOAD="curl -fsS 'http://127.0.0.1:$AGENT/zk-get?server={host}:{port}&znodes=$N&clients=32&units=20000'"
+loaders_agent "$JAVA" "$CP" "$W/agent.log"
+LOAD="curl -fsS 'http://127.0.0.1:$AGENT_PORT/zk-get?server={host}:{port}&znodes=$N&clients=32&units=20000'"
 jvm_record_cmd "$BAD_PID" "$BAD" "$HERE/bad" 20 20000 getData "$LOAD"
 pd_verify_cmd "$BAD" "$ALT" "$HERE" 20000 getData "$LOAD" -d 10s --rounds 6 --warmup 2s
 set_measured "$HERE" throughput

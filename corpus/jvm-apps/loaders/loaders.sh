@@ -13,13 +13,13 @@ loaders_cp() {
 }
 
 # loaders_agent JAVA_HOME CLASSPATH LOG: the drivers as a load agent that
-# stays up (corpus.load.Agent) on a free port, printed; a load command is
-# then a curl of http://127.0.0.1:PORT/MODE?units=N&..., so each run costs
-# its units and not a client JVM's start-up.
+# stays up (corpus.load.Agent) on a free port, set in AGENT_PORT (call it
+# directly, not in $(...), so its process is stopped at exit); a load
+# command is then a curl of http://127.0.0.1:AGENT_PORT/MODE?units=N&...,
+# so each run costs its units and not a client JVM's start-up.
 loaders_agent() {
-	local java=$1 cp=$2 log=$3 port
-	port=$(free_port)
-	bg "$java/bin/java" -Xmx512m -cp "$cp" corpus.load.Agent --port "$port" >"$log" 2>&1
-	wait_port "$port" 30 >&2
-	echo "$port"
+	local java=$1 cp=$2 log=$3
+	AGENT_PORT=$(free_port)
+	bg "$java/bin/java" -Xmx512m -cp "$cp" corpus.load.Agent --port "$AGENT_PORT" >"$log" 2>&1
+	wait_port "$AGENT_PORT" 30
 }
