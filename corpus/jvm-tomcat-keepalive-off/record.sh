@@ -6,10 +6,7 @@
 # is the default (100), or -1 for no limit.
 source "$(dirname "$0")/../lib.sh"
 source "$CORPUS/jvm-apps/tomcat/tomcat.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
-W=$(work_dir "$(basename "$HERE")")
-cpu_lock
-pd_build
+scenario_init
 JAVA=$(jdk_home 17)
 TC=$(tomcat_home "$W")
 
@@ -20,12 +17,6 @@ BAD_PID=$BG_PID
 FIX=$(free_port)
 tomcat_base "$TC" "$W/base-fixed" "$FIX"
 tomcat_start "$JAVA" "$TC" "$W/base-fixed" "$FIX" -Xms256m -Xmx256m
-FIX_PID=$BG_PID
 URL=/tomcat.css
 
-warm "http://127.0.0.1:$BAD$URL" 10
-warm "http://127.0.0.1:$FIX$URL" 10
-jvm_record "$BAD_PID" "http://127.0.0.1:$BAD$URL" "$HERE/bad" 20 -c 32
-pd_verify "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$FIX$URL" "$HERE" \
-	-c 32 -d 10s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
+measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$FIX$URL" 20 -c 32
