@@ -14,10 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/version"
 
 	"github.com/google/pprof/profile"
 
@@ -155,7 +156,7 @@ type collection struct {
 func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	opt := c.opt
 	m := &bundle.Manifest{
-		Tool:     toolName(),
+		Tool:     version.Tool(),
 		Target:   fmt.Sprintf("jvm pid %d", opt.PID),
 		Start:    time.Now(),
 		Duration: bundle.Duration(opt.Duration),
@@ -358,11 +359,4 @@ func (c *collection) snapshot(file, name string) {
 		return
 	}
 	c.w.AddJSON(name, file, snap, time.Since(t0))
-}
-
-func toolName() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return "perfdoctor " + bi.Main.Version
-	}
-	return "perfdoctor"
 }
