@@ -20,4 +20,4 @@ ALT=$(free_port)
 jetty_start "$JAVA" "$HOME_DIR" "$W/base" "$ALT" "$W/jetty-alt.log" -Xms256m -Xmx256m jetty.threadPool.maxThreads=400
 URL=/notice.txt
 
-measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" 15 -c 32
+measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" 30 -c 32

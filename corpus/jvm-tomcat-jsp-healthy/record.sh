@@ -19,4 +19,4 @@ tomcat_base "$TC" "$W/base-alt" "$ALT" 'maxThreads="400"'
 tomcat_start "$JAVA" "$TC" "$W/base-alt" "$ALT" -Xms256m -Xmx256m
 URL=/
 
-measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" 20 -c 32
+measure_http "$BAD_PID" "" "http://127.0.0.1:$BAD$URL" "http://127.0.0.1:$ALT$URL" 30 -c 32
