@@ -119,6 +119,18 @@ mvn_fetch() {
 	echo "$dest/$name.${parts[3]:-jar}"
 }
 
+# mvn_unpack GROUP:ARTIFACT:VERSION:tar.gz WORK DIR: a distribution fetched
+# with mvn_fetch and unpacked into WORK once (WORK/DIR is what it unpacks
+# to); WORK/DIR is printed.
+mvn_unpack() {
+	local gav=$1 work=$2 dir=$3 tgz
+	if [ ! -d "$work/$dir" ]; then
+		tgz=$(mvn_fetch "$gav" "$work/dl")
+		tar xzf "$tgz" -C "$work"
+	fi
+	echo "$work/$dir"
+}
+
 # mvn_classpath POMDIR DESTDIR: Maven copies the dependencies of the pom in
 # POMDIR into DESTDIR; the classpath (DESTDIR/*) is printed.
 mvn_classpath() {

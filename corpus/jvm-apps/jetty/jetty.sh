@@ -5,12 +5,7 @@ JETTY_VERSION=${JETTY_VERSION:-12.0.16}
 # jetty_home WORK: jetty-home fetched with mvn and unpacked in WORK; prints
 # its directory.
 jetty_home() {
-	local work=$1 tgz
-	if [ ! -f "$work/jetty-home-$JETTY_VERSION/start.jar" ]; then
-		tgz=$(mvn_fetch "org.eclipse.jetty:jetty-home:$JETTY_VERSION:tar.gz" "$work/dl")
-		tar xzf "$tgz" -C "$work"
-	fi
-	echo "$work/jetty-home-$JETTY_VERSION"
+	mvn_unpack "org.eclipse.jetty:jetty-home:$JETTY_VERSION:tar.gz" "$1" "jetty-home-$JETTY_VERSION"
 }
 
 # jetty_base HOME BASE MODULES: a fresh jetty.base with the modules given

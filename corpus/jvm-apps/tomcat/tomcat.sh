@@ -5,12 +5,7 @@ TOMCAT_VERSION=${TOMCAT_VERSION:-11.0.24}
 # tomcat_home WORK: the distribution fetched with mvn and unpacked in WORK;
 # prints its directory (CATALINA_HOME).
 tomcat_home() {
-	local work=$1 tgz
-	if [ ! -f "$work/apache-tomcat-$TOMCAT_VERSION/bin/bootstrap.jar" ]; then
-		tgz=$(mvn_fetch "org.apache.tomcat:tomcat:$TOMCAT_VERSION:tar.gz" "$work/dl")
-		tar xzf "$tgz" -C "$work"
-	fi
-	echo "$work/apache-tomcat-$TOMCAT_VERSION"
+	mvn_unpack "org.apache.tomcat:tomcat:$TOMCAT_VERSION:tar.gz" "$1" "apache-tomcat-$TOMCAT_VERSION"
 }
 
 # tomcat_base HOME BASE PORT [CONNECTOR-ATTRIBUTES]: a CATALINA_BASE with
