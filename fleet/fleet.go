@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/bundle"
-	"github.com/perfdoctor/perfdoctor/internal/human"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,7 +13,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
@@ -279,24 +281,12 @@ func (sd *ServiceDiag) diagnoseMerged(bundles []string, cpus []*profile.Profile,
 		dst          *string
 	}{{"report.html", "html", &sd.ReportHTML}, {"report.json", "json", &sd.ReportJSON}} {
 		path := filepath.Join(dir, f.name)
-		if err := writeFile(path, func(w *os.File) error { return report.Write(w, f.format, rep) }); err != nil {
+		if err := output.Write(path, nil, output.Shared, func(w io.Writer) error { return report.Write(w, f.format, rep) }); err != nil {
 			return fmt.Errorf("service %s: %w", sd.Name, err)
 		}
 		*f.dst = rel(outDir, path)
 	}
 	return nil
-}
-
-func writeFile(path string, write func(*os.File) error) error {
-	w, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(w); err != nil {
-		w.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return w.Close()
 }
 
 func rel(base, path string) string {
