@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 	"github.com/perfdoctor/perfdoctor/report"
 )
 
@@ -52,7 +53,7 @@ or cumulative share grew by more than PCT percentage points.`,
 			}
 			d.Tool = "perfdoctor " + version
 			regressed := failOn && d.CheckRegression(failPct/100)
-			if err := report.Output(a.stdout, out, func(w io.Writer) error { return write(w, d) }); err != nil {
+			if err := output.Write(out, a.stdout, output.Shared, func(w io.Writer) error { return write(w, d) }); err != nil {
 				return err
 			}
 			if regressed {
