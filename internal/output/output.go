@@ -10,7 +10,8 @@
 //   - A symbolic link is followed: its final target is written that way and
 //     the link stays a link.
 //   - A character device, FIFO or socket (/dev/null, /dev/stdout, a named
-//     pipe) is written through, never replaced.
+//     pipe) is written through, never replaced. A FIFO waits for its reader;
+//     an interrupt ends the wait.
 //   - A directory, a block device, a missing or unwritable folder is refused
 //     with one line naming the path and the reason.
 package output
@@ -24,6 +25,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -82,13 +84,49 @@ func Write(path string, stdout io.Writer, perm fs.FileMode, render func(io.Write
 		}
 		return through(path, conn, render)
 	default:
-		// No O_CREATE, no O_TRUNC: a device or FIFO is opened as it is (a
-		// FIFO waits here for its reader, as a shell redirection does).
-		f, err := os.OpenFile(d.path, os.O_WRONLY, 0)
+		f, err := openThrough(d.path, d.info.Mode()&fs.ModeNamedPipe != 0)
 		if err != nil {
 			return &Error{Path: path, Reason: cause(err), Err: err}
 		}
 		return through(path, f, render)
+	}
+}
+
+// ErrInterrupted is an interrupt (Ctrl-C) while a FIFO had no reader.
+var ErrInterrupted = errors.New("interrupted while waiting for a reader")
+
+// openThrough opens a device or FIFO as it is: no O_CREATE, no O_TRUNC. A
+// FIFO's open waits for its reader, as a shell redirection does; an
+// interrupt or termination signal ends the wait (the command has already
+// taken the first Ctrl-C to stop its work and report it).
+func openThrough(path string, fifo bool) (*os.File, error) {
+	if !fifo {
+		return os.OpenFile(path, os.O_WRONLY, 0)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan opened, 1)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		done <- opened{f, err}
+	}()
+	select {
+	case o := <-done:
+		return o.f, o.err
+	case <-sig:
+		// Be the reader the open waits for, so it returns, and close both.
+		if r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			if o := <-done; o.f != nil {
+				o.f.Close()
+			}
+			r.Close()
+		}
+		return nil, ErrInterrupted
 	}
 }
 

@@ -11,17 +11,21 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestMain lets a test run this binary again as a child that writes one
 // file (as another user, or with its standard output on a socket).
 func TestMain(m *testing.M) {
 	if path, ok := os.LookupEnv(childEnv); ok {
+		// As perfdoctor's main does: the first Ctrl-C stops the work, not the process.
+		signal.Notify(make(chan os.Signal, 1), os.Interrupt)
 		os.Exit(child(path))
 	}
 	os.Exit(m.Run())
@@ -279,6 +283,44 @@ func TestFIFOWrittenThrough(t *testing.T) {
 	}
 	if s := <-got; s != want {
 		t.Errorf("the reader got %d bytes, want %d", len(s), len(want))
+	}
+}
+
+// TestFIFOWithoutReaderInterrupted: Ctrl-C ends the wait for a reader that
+// never comes, with one line, and leaves the FIFO.
+func TestFIFOWithoutReaderInterrupted(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+fifo)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Interrupts before the wait began are taken as the command's first
+	// Ctrl-C; one lands during the wait.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-exited:
+			break wait
+		case <-tick.C:
+			cmd.Process.Signal(os.Interrupt)
+		}
+	}
+	if want := "writing " + fifo + ": interrupted while waiting for a reader\n"; cmd.ProcessState.ExitCode() != 1 || stderr.String() != want {
+		t.Errorf("child: %v, stderr %q, want exit 1 and %q", err, stderr.String(), want)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO is now %v (%v)", fi.Mode(), err)
 	}
 }
 
