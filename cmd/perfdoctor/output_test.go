@@ -129,8 +129,8 @@ func TestOutputDestinations(t *testing.T) {
 				bad := t.TempDir()
 				os.Mkdir(filepath.Join(bad, "reports"), 0o755)
 				for path, why := range map[string]string{
-					filepath.Join(bad, "reports"):            "writing " + filepath.Join(bad, "reports") + ": is a directory, not a file",
-					filepath.Join(bad, "missing", "r.txt"):   "writing " + filepath.Join(bad, "missing", "r.txt") + ": folder " + filepath.Join(bad, "missing") + " does not exist",
+					filepath.Join(bad, "reports"):           "writing " + filepath.Join(bad, "reports") + ": is a directory, not a file",
+					filepath.Join(bad, "missing", "r.txt"):  "writing " + filepath.Join(bad, "missing", "r.txt") + ": folder " + filepath.Join(bad, "missing") + " does not exist",
 					filepath.Join(bad, "reports", "x", "y"): "does not exist",
 				} {
 					code, stdout, stderr := run(path)
