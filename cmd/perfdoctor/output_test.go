@@ -3,16 +3,14 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/perfdoctor/perfdoctor/internal/output/outputtest"
 )
 
 // TestOutputDestinations runs every command that writes a report, export
@@ -28,7 +26,7 @@ func TestOutputDestinations(t *testing.T) {
 		"diff":     {"diff", before, after},
 		"pgo":      {"pgo", before, after},
 	}
-	asNobody := nobodyCLI(t, in)
+	asNobody := outputtest.Nobody(t, in, asCLI+"=1")
 	for name, args := range commands {
 		t.Run(name, func(t *testing.T) {
 			run := func(out string) (int, string, string) {
@@ -57,7 +55,7 @@ func TestOutputDestinations(t *testing.T) {
 				path := filepath.Join(dir, "new")
 				ok(path)
 				wantFile(path)
-				if fi, _ := os.Stat(path); fi.Mode() != 0o644&^umask() {
+				if fi, _ := os.Stat(path); fi.Mode() != 0o644&^outputtest.Umask() {
 					t.Errorf("new file's mode %v, want -rw-r--r-- less the umask", fi.Mode())
 				}
 			})
@@ -91,7 +89,7 @@ func TestOutputDestinations(t *testing.T) {
 			})
 
 			t.Run("null device", func(t *testing.T) {
-				null := nullDevice(t)
+				null := outputtest.NullDevice(t)
 				fi, _ := os.Stat(null)
 				ok(null)
 				now, err := os.Stat(null)
@@ -101,21 +99,7 @@ func TestOutputDestinations(t *testing.T) {
 			})
 
 			t.Run("fifo", func(t *testing.T) {
-				fifo := filepath.Join(t.TempDir(), "fifo")
-				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				got := make(chan string, 1)
-				go func() {
-					f, err := os.Open(fifo)
-					if err != nil {
-						got <- err.Error()
-						return
-					}
-					defer f.Close()
-					b, _ := io.ReadAll(f)
-					got <- string(b)
-				}()
+				fifo, got := outputtest.FIFO(t)
 				ok(fifo)
 				if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
 					t.Fatalf("the FIFO is now %v (%v)", fi.Mode(), err)
@@ -139,10 +123,10 @@ func TestOutputDestinations(t *testing.T) {
 						t.Errorf("-o %s: exit %d, stdout %q", path, code, stdout)
 					}
 				}
-				if n := dirNames(t, bad); !slices.Equal(n, []string{"reports"}) {
+				if n := outputtest.Names(t, bad); !slices.Equal(n, []string{"reports"}) {
 					t.Errorf("left behind: %v", n)
 				}
-				if n := dirNames(t, filepath.Join(bad, "reports")); len(n) != 0 {
+				if n := outputtest.Names(t, filepath.Join(bad, "reports")); len(n) != 0 {
 					t.Errorf("left in the refused directory: %v", n)
 				}
 			})
@@ -162,12 +146,12 @@ func TestOutputDestinations(t *testing.T) {
 					code, stderr = asNobody(append(slices.Clip(args), "-o", filepath.Join(ro, "r"))...)
 				}
 				wantOneLineError(t, code, stderr, "writing "+filepath.Join(ro, "r")+": folder "+ro+" is not writable (permission denied)")
-				if n := dirNames(t, ro); len(n) != 0 {
+				if n := outputtest.Names(t, ro); len(n) != 0 {
 					t.Errorf("left behind: %v", n)
 				}
 			})
 
-			if n := dirNames(t, dir); slices.ContainsFunc(n, func(s string) bool { return strings.HasPrefix(s, ".") }) {
+			if n := outputtest.Names(t, dir); slices.ContainsFunc(n, func(s string) bool { return strings.HasPrefix(s, ".") }) {
 				t.Errorf("temporary files left behind: %v", n)
 			}
 		})
@@ -187,7 +171,7 @@ func TestLoadOutputRefusedBeforeTheRun(t *testing.T) {
 
 func TestBundleOutputDestinations(t *testing.T) {
 	dir := t.TempDir()
-	null := nullDevice(t)
+	null := outputtest.NullDevice(t)
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, []byte("kept"), 0o644)
 	for out, why := range map[string]string{
@@ -204,74 +188,4 @@ func TestBundleOutputDestinations(t *testing.T) {
 	if b, _ := os.ReadFile(file); string(b) != "kept" {
 		t.Errorf("file holds %q", b)
 	}
-}
-
-// nobodyCLI returns, when the tests run as root, a function that runs this
-// test binary as perfdoctor (see TestMain) as the user nobody, from a copy
-// in dir (the binary itself sits in a folder only root may enter), and
-// opens dir and the folders above it up to the temporary directory to
-// nobody. Not root, it returns nil: the tests already run unprivileged.
-func nobodyCLI(t *testing.T, dir string) func(args ...string) (int, string) {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	for d := dir; strings.HasPrefix(d, os.TempDir()+"/"); d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "perfdoctor")
-	if err := os.WriteFile(bin, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return func(args ...string) (int, string) {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), asCLI+"=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Fatalf("running perfdoctor as nobody: %v", err)
-		}
-		return cmd.ProcessState.ExitCode(), stderr.String()
-	}
-}
-
-func umask() fs.FileMode {
-	m := syscall.Umask(0)
-	syscall.Umask(m)
-	return fs.FileMode(m)
-}
-
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n []string
-	for _, e := range ents {
-		n = append(n, e.Name())
-	}
-	return n
-}
-
-// nullDevice makes a character device like /dev/null (1:3) in a test
-// folder, so a regression that replaced it takes the copy, not the
-// machine's /dev/null (as perfdoctor once did, run as root). /dev/null
-// itself is used only when the test cannot replace it (not root).
-func nullDevice(t *testing.T) string {
-	path := filepath.Join(t.TempDir(), "null")
-	err := syscall.Mknod(path, syscall.S_IFCHR|0o666, 1<<8|3)
-	switch {
-	case err == nil:
-		return path
-	case os.Geteuid() == 0:
-		t.Skipf("root may not make device nodes here (%v): not risking the real /dev/null", err)
-	}
-	return "/dev/null"
 }

@@ -18,22 +18,24 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/output/outputtest"
 )
 
 // TestMain lets a test run this binary again as a child that writes one
 // file (as another user, or with its standard output on a socket).
 func TestMain(m *testing.M) {
-	if path, ok := os.LookupEnv(childEnv); ok {
+	if os.Getenv(childEnv) == "1" {
 		// As perfdoctor's main does: the first Ctrl-C stops the work, not the process.
 		signal.Notify(make(chan os.Signal, 1), os.Interrupt)
-		os.Exit(child(path))
+		os.Exit(child(os.Args[1]))
 	}
 	os.Exit(m.Run())
 }
 
 const childEnv = "PERFDOCTOR_OUTPUT_CHILD"
 
-// child writes "from the child\n" to path with Check first, the way a
+// child writes "from the child\n" to path (its first argument) with Check first, the way a
 // command does, and prints the error as the CLI would.
 func child(path string) int {
 	err := Check(path)
@@ -55,26 +57,6 @@ func text(s string) func(io.Writer) error {
 		_, err := io.WriteString(w, s)
 		return err
 	}
-}
-
-func umask() fs.FileMode {
-	m := syscall.Umask(0)
-	syscall.Umask(m)
-	return fs.FileMode(m)
-}
-
-// names lists dir: a temporary file left behind shows here.
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n []string
-	for _, e := range ents {
-		n = append(n, e.Name())
-	}
-	return n
 }
 
 func wantContent(t *testing.T, path, want string) {
@@ -106,11 +88,11 @@ func TestNewFile(t *testing.T) {
 		}
 		wantContent(t, path, "new\n")
 		fi, _ := os.Stat(path)
-		if got, want := fi.Mode(), perm&^umask(); got != want {
+		if got, want := fi.Mode(), perm&^outputtest.Umask(); got != want {
 			t.Errorf("new file's mode %v, want %v (%v less the umask)", got, want, perm)
 		}
 	}
-	if n := names(t, dir); len(n) != 2 {
+	if n := outputtest.Names(t, dir); len(n) != 2 {
 		t.Errorf("folder holds %v, want the two reports alone", n)
 	}
 }
@@ -147,7 +129,7 @@ func TestRegularFileReplacedKeepingMode(t *testing.T) {
 	if inode(t, path) == before {
 		t.Error("the file was written in place, not renamed over")
 	}
-	if n := names(t, dir); len(n) != 1 {
+	if n := outputtest.Names(t, dir); len(n) != 1 {
 		t.Errorf("folder holds %v, want the report alone", n)
 	}
 }
@@ -165,7 +147,7 @@ func TestFailedWriteKeepsOldFile(t *testing.T) {
 		t.Fatalf("err = %v, want the renderer's", err)
 	}
 	wantContent(t, path, "old\n")
-	if n := names(t, dir); len(n) != 1 {
+	if n := outputtest.Names(t, dir); len(n) != 1 {
 		t.Errorf("folder holds %v after a failed write, want the old report alone", n)
 	}
 }
@@ -194,7 +176,7 @@ func TestSymlinkTargetWrittenLinkKept(t *testing.T) {
 	if fi, _ := os.Stat(target); fi.Mode() != 0o600 {
 		t.Errorf("target's mode %v, want its own -rw-------", fi.Mode())
 	}
-	if n := names(t, filepath.Join(dir, "real")); len(n) != 1 {
+	if n := outputtest.Names(t, filepath.Join(dir, "real")); len(n) != 1 {
 		t.Errorf("target's folder holds %v, want the report alone", n)
 	}
 }
@@ -213,25 +195,8 @@ func TestDanglingSymlinkCreatesTarget(t *testing.T) {
 	}
 }
 
-// nullDevice makes a character device like /dev/null (1:3) in a test
-// folder: a regression that replaced it would then not take the machine's
-// /dev/null with it, as it once did. Without the right to make device
-// nodes, /dev/null itself is used only when the test cannot replace it
-// anyway (not root).
-func nullDevice(t *testing.T) string {
-	path := filepath.Join(t.TempDir(), "null")
-	err := syscall.Mknod(path, syscall.S_IFCHR|0o666, 1<<8|3)
-	switch {
-	case err == nil:
-		return path
-	case os.Geteuid() == 0:
-		t.Skipf("root may not make device nodes here (%v): not risking the real /dev/null", err)
-	}
-	return "/dev/null"
-}
-
 func TestDeviceWrittenThrough(t *testing.T) {
-	null := nullDevice(t)
+	null := outputtest.NullDevice(t)
 	before, err := os.Stat(null)
 	if err != nil {
 		t.Fatal(err)
@@ -249,31 +214,17 @@ func TestDeviceWrittenThrough(t *testing.T) {
 	if after.Mode() != before.Mode() || !os.SameFile(before, after) {
 		t.Errorf("%s was %v, is now %v: replaced", null, before.Mode(), after.Mode())
 	}
-	if n := names(t, filepath.Dir(null)); filepath.Dir(null) != "/dev" && len(n) != 1 {
+	if n := outputtest.Names(t, filepath.Dir(null)); filepath.Dir(null) != "/dev" && len(n) != 1 {
 		t.Errorf("device's folder holds %v, want the device alone", n)
 	}
 }
 
 func TestFIFOWrittenThrough(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "pipe")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	want := strings.Repeat("through the pipe\n", 20000) // more than a pipe holds
+	fifo, got := outputtest.FIFO(t)
 	if err := Check(fifo); err != nil { // without waiting for a reader
 		t.Fatalf("Check(fifo) = %v", err)
 	}
-	want := strings.Repeat("through the pipe\n", 20000) // more than a pipe holds
-	got := make(chan string, 1)
-	go func() {
-		f, err := os.Open(fifo)
-		if err != nil {
-			got <- err.Error()
-			return
-		}
-		defer f.Close()
-		b, _ := io.ReadAll(f)
-		got <- string(b)
-	}()
 	if err := Write(fifo, nil, Shared, text(want)); err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +244,8 @@ func TestFIFOWithoutReaderInterrupted(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+fifo)
+	cmd := exec.Command(os.Args[0], fifo)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -380,8 +331,8 @@ func TestDevStdoutOnSocket(t *testing.T) {
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "ours"), os.NewFile(uintptr(fds[1]), "theirs")
 	defer ours.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=/dev/stdout")
+	cmd := exec.Command(os.Args[0], "/dev/stdout")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stdout = theirs
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -432,17 +383,16 @@ func TestRefused(t *testing.T) {
 	if block == "" {
 		want = want[1:]
 	}
-	if n := names(t, dir); !slices.Equal(n, want) {
+	if n := outputtest.Names(t, dir); !slices.Equal(n, want) {
 		t.Errorf("folder holds %v after refusals, want %v", n, want)
 	}
-	if n := names(t, filepath.Join(dir, "reports")); len(n) != 0 {
+	if n := outputtest.Names(t, filepath.Join(dir, "reports")); len(n) != 0 {
 		t.Errorf("refused directory holds %v", n)
 	}
 }
 
 // TestReadOnlyFolder writes into a folder its user may not write to. Root
-// may write anywhere, so under root the write runs as nobody, from a copy
-// of this test binary nobody can run.
+// may write anywhere, so under root the write runs as nobody.
 func TestReadOnlyFolder(t *testing.T) {
 	base := t.TempDir()
 	ro := filepath.Join(base, "ro")
@@ -452,52 +402,38 @@ func TestReadOnlyFolder(t *testing.T) {
 	os.Chmod(existing, 0o666)
 	newFile := filepath.Join(ro, "new.txt")
 
-	if os.Geteuid() != 0 {
-		os.Chmod(ro, 0o555)
-		t.Cleanup(func() { os.Chmod(ro, 0o755) })
-		for _, path := range []string{newFile, existing} {
-			if err := Check(path); err == nil || !strings.Contains(err.Error(), "is not writable") {
-				t.Errorf("Check(%s) = %v", path, err)
-			}
-			if err := Write(path, nil, Shared, text("new\n")); err == nil || !strings.Contains(err.Error(), "folder "+ro+" is not writable (permission denied)") {
-				t.Errorf("Write(%s) = %v", path, err)
-			}
-		}
-	} else {
-		// Every folder down to ro must let nobody in; ro is nobody's own,
-		// read-only, as is the file in it.
-		for d := base; d != filepath.Dir(d) && strings.HasPrefix(d, os.TempDir()) && d != os.TempDir(); d = filepath.Dir(d) {
-			os.Chmod(d, 0o755)
-		}
-		bin := filepath.Join(base, "output.test")
-		exe, err := os.ReadFile(os.Args[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, exe, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	nobody := outputtest.Nobody(t, base, childEnv+"=1")
+	if nobody != nil {
+		// Root writes anywhere: ro and the file in it are nobody's, and
+		// nobody writes.
 		for _, p := range []string{ro, existing} {
 			if err := os.Chown(p, 65534, 65534); err != nil {
 				t.Fatal(err)
 			}
 		}
-		os.Chmod(ro, 0o555)
-		for _, path := range []string{newFile, existing} {
-			cmd := exec.Command(bin, "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+path)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			if want := "writing " + path + ": folder " + ro + " is not writable (permission denied)\n"; err == nil || stderr.String() != want {
-				t.Errorf("as nobody, writing %s: %v, stderr %q, want %q", path, err, stderr.String(), want)
+	}
+	os.Chmod(ro, 0o555)
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	for _, path := range []string{newFile, existing} {
+		want := "writing " + path + ": folder " + ro + " is not writable (permission denied)"
+		if nobody != nil {
+			if code, stderr := nobody(path); code != 1 || stderr != want+"\n" {
+				t.Errorf("as nobody, writing %s: exit %d, stderr %q, want %q", path, code, stderr, want)
 			}
+			continue
 		}
-		os.Remove(bin)
+		if err := Check(path); err == nil || err.Error() != want {
+			t.Errorf("Check(%s) = %v, want %q", path, err, want)
+		}
+		if err := Write(path, nil, Shared, text("new\n")); err == nil || err.Error() != want {
+			t.Errorf("Write(%s) = %v, want %q", path, err, want)
+		}
+	}
+	if nobody != nil {
+		os.Remove(filepath.Join(base, filepath.Base(os.Args[0])))
 	}
 	wantContent(t, existing, "old\n")
-	if n := names(t, ro); !slices.Equal(n, []string{"old.txt"}) {
+	if n := outputtest.Names(t, ro); !slices.Equal(n, []string{"old.txt"}) {
 		t.Errorf("read-only folder holds %v, want old.txt alone", n)
 	}
 }
