@@ -75,6 +75,9 @@ type Inputs struct {
 	Runtime *facts.RuntimeFigures `json:"runtime,omitempty"`
 	// JVM describes the JVM when the evidence came from a JFR recording.
 	JVM *JVMInfo `json:"jvm,omitempty"`
+	// Work is the unit of work and what one costs (facts.WorkDone), when
+	// the evidence counted units or measured the process's CPU.
+	Work *facts.Work `json:"work,omitempty"`
 }
 
 // TraceWindow is where the execution trace lies in time.
@@ -153,7 +156,11 @@ func New(tool string, set *facts.Set, res rules.Result) *Report {
 			in.Failed = append(in.Failed, FailedItem{Name: it.Name, Error: it.Error})
 		}
 	}
-	in.Runtime = facts.Get(set.Any("report"), facts.Runtime)
+	view := set.Any("report")
+	in.Runtime = facts.Get(view, facts.Runtime)
+	if w := facts.Get(view, facts.WorkDone); w.Summary() != "" {
+		in.Work = &w
+	}
 	r.Inputs = in
 	r.Load = ev.Load
 	return r

@@ -11,9 +11,12 @@
 // or evidence must carry (case-insensitive), or with a leading ! must not:
 //
 //	top RULE [SEV] [TEXT...]     the first finding is RULE, at SEV or above, carrying every TEXT
+//	top3 RULE                    RULE is among the first three problems (symptoms, ranked under
+//	                             their cause, do not count)
 //	fires RULE [SEV] [TEXT...]   some finding is RULE, at SEV or above, carrying every TEXT
 //	never RULE [SEV]             no finding is RULE (at SEV or above, when given)
-//	below SEV                    every finding is below SEV (a healthy service: below medium)
+//	after SYMPTOM CAUSE          SYMPTOM, when reported at all, ranks after CAUSE
+//	below SEV [except RULE...]   every finding (but those named) is below SEV (healthy: below medium)
 //	count N                      exactly N findings
 //	none                         no finding at all
 //	notchecked RULE [TEXT]       RULE was not checked, for a reason carrying TEXT
@@ -45,9 +48,11 @@ const WantFile = "want.txt"
 // Expectation is one line of want.txt.
 type Expectation struct {
 	Line int
-	Verb string // top, fires, never, below, count, none, notchecked
+	Verb string // top, top3, fires, never, after, below, count, none, notchecked
 	Rule string // a rule ID or a class
-	Min  rules.Severity
+	// Other is after's cause, or below's exceptions.
+	Other []string
+	Min   rules.Severity
 	// HasMin says a severity was given (never RULE alone means at any).
 	HasMin bool
 	Texts  []string
@@ -62,8 +67,14 @@ func (e Expectation) String() string {
 	if e.Rule != "" {
 		s += " " + e.Rule
 	}
+	if e.Verb == "after" {
+		return s + " " + e.Other[0]
+	}
 	if e.HasMin {
 		s += " " + e.Min.String()
+	}
+	if len(e.Other) > 0 {
+		s += " except " + strings.Join(e.Other, " ")
 	}
 	for _, t := range e.Texts {
 		s += " " + strconv.Quote(t)
@@ -98,13 +109,26 @@ func Parse(r io.Reader) ([]Expectation, error) {
 				return nil, fmt.Errorf("line %d: count %s is not a number of findings", n, args[0])
 			}
 		case "below":
-			if len(args) != 1 {
-				return nil, fmt.Errorf("line %d: below takes a severity", n)
+			if len(args) == 0 || len(args) == 2 || (len(args) > 2 && args[1] != "except") {
+				return nil, fmt.Errorf("line %d: below takes a severity, then optionally except and rules", n)
 			}
 			if err := e.Min.UnmarshalText([]byte(args[0])); err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
 			e.HasMin = true
+			if len(args) > 2 {
+				e.Other = args[2:]
+			}
+		case "top3":
+			if len(args) != 1 {
+				return nil, fmt.Errorf("line %d: top3 takes a rule ID or class", n)
+			}
+			e.Rule = args[0]
+		case "after":
+			if len(args) != 2 {
+				return nil, fmt.Errorf("line %d: after takes a symptom and its cause", n)
+			}
+			e.Rule, e.Other = args[0], args[1:]
 		case "top", "fires", "never", "notchecked":
 			if len(args) == 0 || strings.HasPrefix(args[0], `"`) {
 				return nil, fmt.Errorf("line %d: %s needs a rule ID or class", n, e.Verb)
@@ -127,7 +151,7 @@ func Parse(r io.Reader) ([]Expectation, error) {
 				return nil, fmt.Errorf("line %d: never takes no text", n)
 			}
 		default:
-			return nil, fmt.Errorf("line %d: unknown expectation %q (want top, fires, never, below, count, none or notchecked)", n, e.Verb)
+			return nil, fmt.Errorf("line %d: unknown expectation %q (want top, top3, fires, never, after, below, count, none or notchecked)", n, e.Verb)
 		}
 		out = append(out, e)
 	}
@@ -188,7 +212,7 @@ func violation(res rules.Result, e Expectation) string {
 		}
 	case "below":
 		for _, f := range fs {
-			if f.Severity >= e.Min {
+			if f.Severity >= e.Min && !slices.ContainsFunc(e.Other, func(r string) bool { return is(f, r) }) {
 				return fmt.Sprintf("%s (%s) is %s", f.ID, f.Class, f.Severity)
 			}
 		}
@@ -198,6 +222,31 @@ func violation(res rules.Result, e Expectation) string {
 		}
 		if why := mismatch(fs[0], e); why != "" {
 			return "the top finding " + why + "; found " + list(fs)
+		}
+	case "top3":
+		// Problems only: a symptom is shown under its cause.
+		rank := 0
+		for _, f := range fs {
+			if f.CausedBy != "" {
+				continue
+			}
+			if is(f, e.Rule) {
+				if rank > 2 {
+					return fmt.Sprintf("ranks %d among the problems; found %s", rank+1, list(fs))
+				}
+				return ""
+			}
+			rank++
+		}
+		return "absent; found " + list(fs)
+	case "after":
+		symptom, cause := rankOf(fs, e.Rule), rankOf(fs, e.Other[0])
+		if symptom >= 0 && (cause < 0 || symptom < cause) {
+			c := "absent"
+			if cause >= 0 {
+				c = strconv.Itoa(cause + 1)
+			}
+			return fmt.Sprintf("the symptom ranks %d, above its cause (rank %s); found %s", symptom+1, c, list(fs))
 		}
 	case "fires":
 		var whys []string
@@ -261,6 +310,11 @@ func mismatch(f rules.Finding, e Expectation) string {
 }
 
 func is(f rules.Finding, rule string) bool { return f.Rule == rule || f.Class == rule }
+
+// rankOf is the 0-based rank of the first finding that is rule, -1 if none.
+func rankOf(fs []rules.Finding, rule string) int {
+	return slices.IndexFunc(fs, func(f rules.Finding) bool { return is(f, rule) })
+}
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))

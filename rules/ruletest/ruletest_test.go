@@ -20,6 +20,9 @@ below medium
 count 2
 notchecked LOCK001 "mutex profile"
 none
+top3 string-formatting
+after gc-pressure regexp-compile-hot
+below high except compression-level LIB004
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -28,10 +31,10 @@ none
 	for i, e := range want {
 		got[i] = e.String()
 	}
-	if s := strings.Join(got, "|"); s != `top DISK001 high "fsync" "!appendfsync always"|fires gc-pressure|never NET003 medium|below medium|count 2|notchecked LOCK001 "mutex profile"|none` {
+	if s := strings.Join(got, "|"); s != `top DISK001 high "fsync" "!appendfsync always"|fires gc-pressure|never NET003 medium|below medium|count 2|notchecked LOCK001 "mutex profile"|none|top3 string-formatting|after gc-pressure regexp-compile-hot|below high except compression-level LIB004` {
 		t.Fatalf("parsed %s", s)
 	}
-	for _, bad := range []string{"", "# only a comment", "top", "top GC001 severe", "below", "count -1", "never GC001 \"x\"", "fires GC001 \"open", "expect GC001"} {
+	for _, bad := range []string{"", "# only a comment", "top", "top GC001 severe", "below", "count -1", "never GC001 \"x\"", "top3", "after GC001", "below high but GC001", "below high except", "fires GC001 \"open", "expect GC001"} {
 		if _, err := Parse(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -45,6 +48,32 @@ func TestViolations(t *testing.T) {
 			{ID: "GC001", Rule: "GC001", Class: "gc-pressure", Severity: rules.Low, Summary: "GC 5%"},
 		},
 		NotChecked: []rules.NotChecked{{Rule: "LOCK001", Class: "lock-contention", Reason: "the mutex profile is empty"}},
+	}
+	ranked := rules.Result{Findings: []rules.Finding{
+		{ID: "LIB007", Rule: "LIB007", Class: "regexp-compile-hot", Severity: rules.High},
+		{ID: "GC001", Rule: "GC001", Class: "gc-pressure", Severity: rules.Low, CausedBy: "LIB007"},
+		{ID: "SCHED001", Rule: "SCHED001", Class: "scheduler-overhead", Severity: rules.Low},
+		{ID: "LIB006", Rule: "LIB006", Class: "string-formatting", Severity: rules.Low},
+		{ID: "CPU001", Rule: "CPU001", Class: "hot-function", Severity: rules.Low},
+	}}
+	for line, ok := range map[string]bool{
+		`top3 string-formatting`:               true, // third problem: the symptom under LIB007 does not count
+		`top3 hot-function`:                    false,
+		`top3 lock-contention`:                 false,
+		`after gc-pressure regexp-compile-hot`: true,
+		`after regexp-compile-hot gc-pressure`: false,
+		`after lock-contention gc-pressure`:    true, // not reported: nothing to rank
+		`after gc-pressure lock-contention`:    false,
+		`below medium except LIB007`:           true,
+		`below medium except gc-pressure`:      false,
+	} {
+		want, err := Parse(strings.NewReader(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := Violations(ranked, want); (len(v) == 0) != ok {
+			t.Errorf("%s: violations %v, want ok=%v", line, v, ok)
+		}
 	}
 	for line, ok := range map[string]bool{
 		`top DISK001 high "FSYNC" "everysec"`: true,
