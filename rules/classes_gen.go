@@ -51,6 +51,7 @@ var Classes = []string{
 	"conntrack-pressure",
 	"listen-backlog",
 	"downstream-wait",
+	"small-requests",
 	"scheduler-overhead",
 	"goroutine-churn",
 	"scheduling-latency",
