@@ -390,6 +390,9 @@ type LoadOptions struct {
 	// FoldedWeights is what folded stacks' counts are; the zero value
 	// guesses from the counts and notes the guess on the file.
 	FoldedWeights folded.Weights
+	// PerfEvent names the event of perf script input to read as the perf
+	// profile ("cycles:u"); "" picks the on-CPU one, else the most sampled.
+	PerfEvent string
 }
 
 // Load reads every path (bundle directories, plain directories, files) into
@@ -422,6 +425,9 @@ func LoadWith(opt LoadOptions, paths ...string) (*Evidence, error) {
 	}
 	e.placeHeaps(heaps)
 	e.placeMetrics(metrics)
+	if err := e.checkPerfEvent(); err != nil {
+		return nil, err
+	}
 	e.perfAsCPU()
 	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" && e.JVM == nil {
 		return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoEvidence)
@@ -522,7 +528,7 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 		e.GoroutineStacks = d
 		return "goroutine-stacks", nil
 	case formatPerfScript:
-		return e.readPerfScript(data)
+		return e.readPerfScript(data, f)
 	case formatFolded:
 		return e.readFolded(data, f)
 	case formatProfile, formatLegacyProfile:
@@ -550,7 +556,7 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 // readPerfScript keeps every event of a perf script file: the on-CPU one
 // (or, without one, the most sampled) is the perf profile rules read; all
 // are in PerfEvents by name.
-func (e *Evidence) readPerfScript(data []byte) (string, error) {
+func (e *Evidence) readPerfScript(data []byte, f *File) (string, error) {
 	// JIT maps in this machine's /tmp need not be the recording's.
 	ps, err := perfscript.ParseEvents(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
 	if err != nil {
@@ -559,7 +565,10 @@ func (e *Evidence) readPerfScript(data []byte) (string, error) {
 	if e.PerfEvents == nil {
 		e.PerfEvents = map[string]*profile.Profile{}
 	}
-	main := ps[0]
+	main, err := pickPerfEvent(ps, e.opt.PerfEvent)
+	if err != nil {
+		return "", err
+	}
 	var names []string
 	for _, p := range ps {
 		ev := perfscript.Event(p)
@@ -572,13 +581,14 @@ func (e *Evidence) readPerfScript(data []byte) (string, error) {
 			p = merged
 		}
 		e.PerfEvents[ev] = p
-		if rank(p) > rank(main) {
+		if e.opt.PerfEvent == "" && rank(p) > rank(main) {
 			main = p
 		}
 	}
 	if _, err := e.addProfile(Perf, main); err != nil {
 		return "", err
 	}
+	f.Note = perfNote(main)
 	kind := "perf " + perfscript.Event(main)
 	if len(ps) > 1 {
 		kind += " (events kept apart: " + strings.Join(names, ", ") + ")"
