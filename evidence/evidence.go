@@ -537,6 +537,7 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 			return "", fmt.Errorf("not a valid profile: %w", err)
 		}
 		nameSampleTypes(p)
+		legacyNote := nameLegacyTypes(p, data)
 		kind, err := classify(p, path)
 		if err != nil {
 			return "", err
@@ -544,6 +545,10 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 		if len(p.Function) == 0 && len(p.Sample) > 0 {
 			f.Note = "addresses only, no function names (a legacy profile): name them with `pprof -proto BINARY " + filepath.Base(path) + " > named.pb.gz` on the machine that ran it"
 		}
+		if kind == ThreadCreate {
+			legacyNote = threadCreateNote(p)
+		}
+		f.Note = joinNotes(legacyNote, f.Note)
 		if kind == Heap {
 			*heaps = append(*heaps, p)
 			return string(kind), nil
@@ -682,6 +687,9 @@ func classify(p *profile.Profile, path string) (Kind, error) {
 		return Mutex, nil
 	case has("contentions") && has("delay"):
 		return mutexOrBlock(p, path), nil
+	}
+	if kind, ok := legacyKind(p); ok {
+		return kind, nil
 	}
 	var types []string
 	for _, st := range p.SampleType {
