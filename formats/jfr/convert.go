@@ -16,15 +16,25 @@ import (
 // converter accumulates a recording's events into profiles and a summary.
 type converter struct {
 	cpu, allocSample, allocTLAB, monitor, wait, exceptions, wall *builder
-	sum                                                          Summary
-	first, last                                                  time.Time
-	excFirst, excLast                                            values
-	excSeen                                                      int
-	cpuLoads                                                     int
-	threads                                                      map[string]*threadAcc
-	threading                                                    *threadAgg
-	explicitCallers                                              map[string]bool
-	vm                                                           *vmAcc
+	// cpuTime is jdk.CPUTimeSample's profile, preferred to cpu; running
+	// is the wall-clock samples of running threads, the CPU profile of a
+	// recording with no CPU samples.
+	cpuTime, running *builder
+	// cpuTimePeriod is the first CPU-time sample's sampling period.
+	cpuTimePeriod time.Duration
+	// apEvent and apInterval are async-profiler's "event" and "interval"
+	// settings: what it sampled, and how often.
+	apEvent           string
+	apInterval        time.Duration
+	sum               Summary
+	first, last       time.Time
+	excFirst, excLast values
+	excSeen           int
+	cpuLoads          int
+	threads           map[string]*threadAcc
+	threading         *threadAgg
+	explicitCallers   map[string]bool
+	vm                *vmAcc
 	// wallMode is set by async-profiler's "event" setting "wall": its
 	// execution samples are then wall-clock samples, running or not.
 	wallMode bool
@@ -44,6 +54,8 @@ func newConverter() *converter {
 		wait:            newBuilder("delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
 		exceptions:      newBuilder("exceptions", [2]string{"exceptions", "count"}),
 		wall:            newBuilder("wall", [2]string{"samples", "count"}, [2]string{"wall", "nanoseconds"}),
+		cpuTime:         newBuilder("cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
+		running:         newBuilder("cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
 		sum:             Summary{Format: SummaryFormat, Properties: map[string]string{}},
 		threads:         map[string]*threadAcc{},
 		threading:       newThreadAgg(),
@@ -74,21 +86,48 @@ func (c *converter) add(ev *event) {
 			s.Profiler = v.Name
 		}
 	case "ActiveSetting":
-		if v.Name == "event" && rawString(v.Value) == "wall" {
-			c.wallMode = true
+		switch v.Name {
+		case "event":
+			c.apEvent = rawString(v.Value)
+			c.wallMode = c.wallMode || c.apEvent == "wall"
+		case "interval":
+			if n, err := strconv.ParseInt(rawString(v.Value), 10, 64); err == nil && n > 0 {
+				c.apInterval = time.Duration(n)
+			}
 		}
 	case "ExecutionSample":
 		if c.wallMode || !onCPU(v.State) {
 			// async-profiler's wall clock mode samples sleeping threads too.
 			c.wall.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+			if running(v.State) {
+				c.running.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+			}
 			break
 		}
 		s.ExecutionSamples++
 		c.addSample(v)
 		c.cpu.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+	case "CPUTimeSample":
+		s.CPUTimeSamples++
+		if v.Failed {
+			s.CPUTimeFailed++
+		}
+		period := time.Duration(v.SamplingPeriod)
+		if period <= 0 {
+			period = SamplePeriod
+		}
+		if c.cpuTimePeriod == 0 {
+			c.cpuTimePeriod = period
+		}
+		c.cpuTime.add(v.StackTrace, []int64{1, int64(period)}, "thread", v.EventThread.name())
+	case "CPUTimeSamplesLost":
+		s.CPUTimeLost += max(v.LostSamples, 0)
 	case wallClockEvent:
 		n := max(v.Samples, 1)
 		c.wall.add(v.StackTrace, []int64{n, n * int64(SamplePeriod)}, "thread", v.SampledThread.name())
+		if running(v.State) {
+			c.running.add(v.StackTrace, []int64{n, n * int64(SamplePeriod)}, "thread", v.SampledThread.name())
+		}
 	case "ObjectAllocationSample":
 		c.allocSample.add(v.StackTrace, []int64{1, v.Weight}, "class", javaName(v.ObjectClass))
 	case "ObjectAllocationInNewTLAB":
@@ -188,6 +227,26 @@ func onCPU(state string) bool {
 	return false
 }
 
+// running reports whether a wall-clock sample caught its thread running:
+// async-profiler marks those STATE_RUNNABLE (and the others sleeping), as
+// Pyroscope reads them to derive CPU from a wall-clock recording.
+func running(state string) bool { return state == "STATE_RUNNABLE" || state == "STATE_RUNNING" }
+
+// Samplers name where a recording's CPU profile came from (Summary.Sampler).
+const (
+	SamplerCPUTime   = "jdk.CPUTimeSample"
+	SamplerExecution = "jdk.ExecutionSample"
+	// SamplerRunning is a CPU profile derived from wall-clock samples.
+	SamplerRunning = "wall-clock samples of running threads"
+)
+
+// SamplerComment prefixes the comment of a CPU profile naming its sampler.
+const SamplerComment = "jfr sampler: "
+
+// timeEngines are async-profiler's engines whose interval is nanoseconds
+// (the others count events: cycles, cache misses).
+var timeEngines = map[string]bool{"cpu": true, "itimer": true, "ctimer": true, "wall": true}
+
 // deadlockReport starts the JVM's own deadlock report in a thread dump.
 var deadlockReport = regexp.MustCompile(`(?m)^Found (one|\d+) Java-level deadlocks?:`)
 
@@ -253,6 +312,7 @@ func (c *converter) finish() *Recording {
 		return a.Name < b.Name
 	})
 	s.Threads = s.Threads[:min(len(s.Threads), 20)]
+	cpu := c.chooseCPU()
 	s.Threading = c.threading.finish(c.threads)
 	for caller := range c.explicitCallers {
 		s.GC.ExplicitCallers = append(s.GC.ExplicitCallers, caller)
@@ -272,13 +332,56 @@ func (c *converter) finish() *Recording {
 		monitor.Comments = []string{MonitorComment}
 	}
 	return &Recording{
-		CPU:        c.cpu.finish(c.first, span),
+		CPU:        cpu.finish(c.first, span),
 		Allocs:     allocs.finish(c.first, span),
 		Monitor:    monitor,
 		Wait:       c.wait.finish(c.first, span),
 		Exceptions: c.exceptions.finish(c.first, span),
 		Wall:       c.wall.finish(c.first, span),
 		JVM:        s,
+	}
+}
+
+// chooseCPU picks the CPU profile's builder and says which in the summary
+// and a comment: JDK 25's CPU-time sampler when it ran (it samples threads
+// in Java, in the VM and in native code, where the execution sampler skips
+// all but Java), else the execution samples, else the wall-clock samples of
+// running threads. A per-thread count of samples follows the sampler.
+// async-profiler's time-based samples weigh its interval.
+func (c *converter) chooseCPU() *builder {
+	s := &c.sum
+	if s.Profiler != "" && c.apInterval > 0 && timeEngines[c.apEvent] {
+		for _, b := range []*builder{c.cpu, c.wall, c.running} {
+			b.reweigh(c.apInterval)
+		}
+	}
+	var b *builder
+	switch {
+	case len(c.cpuTime.p.Sample) > 0:
+		b, s.Sampler = c.cpuTime, SamplerCPUTime
+		c.cpuTime.p.Period = int64(c.cpuTimePeriod)
+		s.ExecutionSamples = s.CPUTimeSamples
+		c.threading.samples = c.threading.cpuTimeSamples
+	case len(c.cpu.p.Sample) > 0:
+		b, s.Sampler = c.cpu, SamplerExecution
+	case len(c.running.p.Sample) > 0:
+		b, s.Sampler = c.running, SamplerRunning
+	default:
+		return c.cpu
+	}
+	b.p.Comments = append(b.p.Comments, SamplerComment+s.Sampler)
+	return b
+}
+
+// reweigh sets the time a sample stands for, in a builder whose second
+// value is time: async-profiler's interval, read once the recording's
+// settings are.
+func (b *builder) reweigh(period time.Duration) {
+	for _, s := range b.p.Sample {
+		s.Value[1] = s.Value[0] * int64(period)
+	}
+	if b.p.Period > 0 {
+		b.p.Period = int64(period)
 	}
 }
 
@@ -339,7 +442,7 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 	for i := range frames {
 		names[i] = frameName(&frames[i])
 		if isNativeFrame(&frames[i]) {
-			names[i] = nativePrefix + nativeObject(&frames[i]) + "\x00" + frames[i].Method.Name
+			names[i] = nativePrefix + nativeObject(&frames[i]) + "\x00" + frames[i].Method.Type.Name + "\x00" + frames[i].Method.Name
 		}
 		b.key.WriteByte(0)
 		b.key.WriteString(names[i])
@@ -371,19 +474,22 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 }
 
 // nativePrefix marks, within the builder, a native frame's name: it has no
-// Java source file and belongs to the mapping of its object, which follows
-// the prefix up to a NUL.
+// Java source file and belongs to the mapping of its object. The object,
+// the frame's class and its function follow the prefix, NUL-separated.
 const nativePrefix = "\x00native "
 
 // nativeObject is the mapping a native frame belongs to: the kernel's, as
 // perf names it, so rules tell kernel time from the code that made the
-// call; the shared library async-profiler names as the frame's class
-// ("libjvm.so", "libc.so.6"); else "[native]".
+// call; the object async-profiler names as the frame's class ("libjvm.so",
+// "libc.so.6", the application's JNI library, "vdso" as perf's "[vdso]");
+// else "[native]".
 func nativeObject(f *frame) string {
-	if f.Type == "Kernel" {
+	switch lib := f.Method.Type.Name; {
+	case f.Type == "Kernel":
 		return perfscript.KernelMapping
-	}
-	if lib := f.Method.Type.Name; strings.Contains(lib, ".so") {
+	case lib == "vdso":
+		return "[vdso]"
+	case lib != "":
 		return lib
 	}
 	return "[native]"
@@ -396,16 +502,23 @@ func (b *builder) location(name string, line int64) *profile.Location {
 		return l
 	}
 	mapping := b.mapping
-	fnName, file := name, ""
+	fnName, sysName, file := name, name, ""
 	if native, ok := strings.CutPrefix(name, nativePrefix); ok {
-		object, fn, _ := strings.Cut(native, "\x00")
-		fnName, mapping = fn, b.nativeMapping(object)
+		// Named by the function, as perf names it and rules match it; the
+		// system name is jfr print's "libjvm.so.G1ParScanThreadState::trim_queue",
+		// and the library is the mapping.
+		object, rest, _ := strings.Cut(native, "\x00")
+		class, fn, _ := strings.Cut(rest, "\x00")
+		fnName, sysName, mapping = fn, fn, b.nativeMapping(object)
+		if class != "" {
+			sysName = class + "." + fn
+		}
 	} else {
 		file = sourceFile(name)
 	}
 	fn := b.functions[name]
 	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fnName, SystemName: fnName, Filename: file}
+		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fnName, SystemName: sysName, Filename: file}
 		b.functions[name] = fn
 		b.p.Function = append(b.p.Function, fn)
 	}

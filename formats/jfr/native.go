@@ -54,10 +54,14 @@ func ReadFile(path string) (*Recording, error) {
 // or damaged after some events returns what was read before, with Partial
 // saying where and why, and no error; one with nothing readable is an
 // error.
-func Read(r io.Reader) (*Recording, error) {
+func Read(r io.Reader) (*Recording, error) { return read(r, Events) }
+
+// read decodes the given event types of a recording (and async-profiler's
+// wall-clock samples).
+func read(r io.Reader, types []string) (*Recording, error) {
 	c := newConverter()
 	want := map[string]bool{wallClockEvent: true}
-	for _, e := range Events {
+	for _, e := range types {
 		want[e] = true
 	}
 	chunks, events := 0, 0
@@ -778,6 +782,7 @@ func (r *chunkReader) stack(v any) *stackTrace {
 		var fr frame
 		m := r.field(fv, "method")
 		fr.Method.Name = r.text(r.field(m, "name"))
+		fr.Method.Descriptor = r.text(r.field(m, "descriptor"))
 		if c := r.class(r.field(m, "type")); c != nil {
 			fr.Method.Type = *c
 		}
@@ -823,6 +828,12 @@ func (r *chunkReader) event(o *object) *event {
 			v.Throwables = r.num(raw)
 		case "samples":
 			v.Samples = r.num(raw)
+		case "failed":
+			v.Failed, _ = r.resolve(raw).(bool)
+		case "samplingPeriod":
+			v.SamplingPeriod = jsonDur(r.timespan(f, raw))
+		case "lostSamples":
+			v.LostSamples = r.num(raw)
 		case "objectClass":
 			v.ObjectClass = r.class(raw)
 		case "monitorClass":
@@ -940,15 +951,19 @@ func (r *chunkReader) rawJSON(v any) json.RawMessage {
 }
 
 // isNativeFrame tells a frame of native code (async-profiler names the
-// library as the frame's class: "libc.so.6", "libjvm.so") from a Java
-// frame, including a Java native method ("java/lang/Thread.sleep0").
+// library as the frame's class: "libc.so.6", "libjvm.so", "vdso") from a
+// Java frame, including a Java native method ("java/lang/Thread.sleep0").
+// async-profiler gives its native frames a descriptor no Java method can
+// have: "()L;", and "(Lk;)L;" in the kernel.
 func isNativeFrame(f *frame) bool {
 	switch f.Type {
 	case "C++", "Kernel":
 		return true
 	case "Native":
 		cls := f.Method.Type.Name
-		return cls == "" || strings.Contains(cls, ".so") || strings.HasPrefix(cls, "[")
+		return cls == "" || strings.Contains(cls, ".so") || strings.HasPrefix(cls, "[") || isProfilerDescriptor(f.Method.Descriptor)
 	}
 	return false
 }
+
+func isProfilerDescriptor(d string) bool { return d == "()L;" || d == "(Lk;)L;" }
