@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func TestLoadPerf(t *testing.T) {
 	}
 	cpu := writeCPU(t, dir, "cpu.pb.gz")
 	for _, paths := range [][]string{{txt}, {pb}, {txt, cpu}, {dir}} {
-		ev, err := Load(paths...)
+		ev, err := Load(context.Background(), LoadOptions{}, paths...)
 		if err != nil {
 			t.Fatalf("%v: %v", paths, err)
 		}
@@ -44,9 +45,18 @@ func TestLoadPerf(t *testing.T) {
 		if perf == nil {
 			t.Fatalf("%v: no perf profile (files %+v)", paths, ev.Files)
 		}
-		st := ev.PerfStacks()
-		if st == nil || st.Share(ev.KernelFrames()) < 0.5 {
-			t.Errorf("%v: kernel frames in %.2f of perf samples, want most", paths, st.Share(ev.KernelFrames()))
+		kernel := map[string]bool{}
+		for _, l := range perf.Location {
+			if perfscript.IsKernel(l) {
+				for _, ln := range l.Line {
+					kernel[ln.Function.Name] = true
+				}
+			}
+		}
+		inKernel := func(fn string) bool { return kernel[fn] }
+		st := NewStacks(perf, "samples")
+		if st == nil || st.Share(inKernel) < 0.5 {
+			t.Errorf("%v: kernel frames in %.2f of perf samples, want most", paths, st.Share(inKernel))
 		}
 		if len(paths) > 1 && ev.Profile(CPU) == nil {
 			t.Errorf("%v: the Go CPU profile was lost", paths)
@@ -60,7 +70,7 @@ func TestLoadPerf(t *testing.T) {
 // Several events in one perf script file stay apart: the on-CPU one feeds
 // the CPU rules, the others are kept by name and never summed into it.
 func TestLoadPerfEvents(t *testing.T) {
-	ev, err := Load("../formats/perfscript/testdata/multi-event.txt")
+	ev, err := Load(context.Background(), LoadOptions{}, "../formats/perfscript/testdata/multi-event.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +96,7 @@ func TestLoadPerfEvents(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "faults.txt")
 	os.WriteFile(path, []byte(faults.String()), 0o644)
-	ev, err = Load(path)
+	ev, err = Load(context.Background(), LoadOptions{}, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +119,7 @@ func mustRead(t *testing.T, path string) []byte {
 // is an error listing the events it has.
 func TestPickPerfEvent(t *testing.T) {
 	const multi = "../formats/perfscript/testdata/multi-event.txt"
-	ev, err := LoadWith(LoadOptions{PerfEvent: "task-clock:u"}, multi)
+	ev, err := Load(context.Background(), LoadOptions{PerfEvent: "task-clock:u"}, multi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +129,7 @@ func TestPickPerfEvent(t *testing.T) {
 	if n := SampleCount(ev.Profile(CPU)); n != 40 {
 		t.Errorf("CPU profile has %d samples, want task-clock:u's 40", n)
 	}
-	ev, err = LoadWith(LoadOptions{PerfEvent: "page-faults"}, multi)
+	ev, err = Load(context.Background(), LoadOptions{PerfEvent: "page-faults"}, multi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,12 +143,12 @@ func TestPickPerfEvent(t *testing.T) {
 		{"cycles", multi},
 		{"cpu-clock", "../formats/folded/testdata/async.collapsed"},
 	} {
-		_, err := LoadWith(LoadOptions{PerfEvent: tc.event}, tc.path)
+		_, err := Load(context.Background(), LoadOptions{PerfEvent: tc.event}, tc.path)
 		if err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("--perf-event %s on %s: %v, want a one-line error", tc.event, tc.path, err)
 		}
 	}
-	_, err = LoadWith(LoadOptions{PerfEvent: "cycles"}, multi)
+	_, err = Load(context.Background(), LoadOptions{PerfEvent: "cycles"}, multi)
 	for _, want := range []string{`"cycles"`, "cpu-clock (60 samples)", "page-faults (12 samples)", "task-clock:u (40 samples)"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("unknown event: %v, want it to name %s", err, want)
@@ -150,7 +160,7 @@ func TestPickPerfEvent(t *testing.T) {
 // inputs have that shape; these were recorded here with perf 6.1) loads as
 // perf and CPU profiles, and the file's note says what the headers lacked.
 func TestLoadPerfWithoutTimestamps(t *testing.T) {
-	ev, err := Load("../formats/perfscript/testdata/notime/funcab-pid.txt")
+	ev, err := Load(context.Background(), LoadOptions{}, "../formats/perfscript/testdata/notime/funcab-pid.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +170,7 @@ func TestLoadPerfWithoutTimestamps(t *testing.T) {
 	if note := ev.Files[0].Note; !strings.Contains(note, "no timestamps") || !strings.Contains(note, "no periods") {
 		t.Errorf("note %q", note)
 	}
-	ev, err = LoadWith(LoadOptions{PerfEvent: "page-faults"}, "../formats/perfscript/testdata/notime/multi-event-notime.txt")
+	ev, err = Load(context.Background(), LoadOptions{PerfEvent: "page-faults"}, "../formats/perfscript/testdata/notime/multi-event-notime.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

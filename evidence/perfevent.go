@@ -46,7 +46,7 @@ func perfNote(p *profile.Profile) string {
 
 // checkPerfEvent makes a perf event asked for (LoadOptions.PerfEvent) an
 // error when no input held it, rather than a choice silently ignored.
-func (e *Evidence) checkPerfEvent() error {
+func (e *loader) checkPerfEvent() error {
 	want, perf := e.opt.PerfEvent, e.Profiles[Perf]
 	switch {
 	case want == "":

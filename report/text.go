@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -162,7 +163,7 @@ func describeInputs(in Inputs) string {
 }
 
 // timelineLine is the timeline as "1234/5.1ms, ..." (requests/p99).
-func timelineLine(secs []LoadSecond) string {
+func timelineLine(secs []bundle.LoadSecond) string {
 	parts := make([]string, 0, len(secs))
 	for _, s := range secs {
 		// No space inside an entry, so wrapping splits between seconds.
@@ -172,7 +173,7 @@ func timelineLine(secs []LoadSecond) string {
 }
 
 // describeRuntime is the one-line summary of the collector and scheduler.
-func describeRuntime(rt *RuntimeFigures) string {
+func describeRuntime(rt *facts.RuntimeFigures) string {
 	var parts []string
 	if rt.GCCyclesPerSec > 0 {
 		parts = append(parts, fmt.Sprintf("GC %.3g cycles/s", rt.GCCyclesPerSec))

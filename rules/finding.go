@@ -158,3 +158,29 @@ type Location struct {
 	Share    float64 `json:"share"`          // of the profile the rule read
 	Role     string  `json:"role,omitempty"` // e.g. "allocation site", "caller"
 }
+
+// Gain is what fixing finding i of the ranked findings fs gives, as a load
+// test measures it: share is the part of CPU (or of request time) its fix
+// removes, the CPU findings it explains included (each CPU sample has one
+// owner, so they add up, and the cause's fix removes its symptoms too), and
+// times the throughput where that resource is the limit, 1/(1 − share).
+// ok is false for memory findings and growing costs, which have no such
+// figure.
+func Gain(fs []Finding, i int) (share, times float64, ok bool) {
+	f := fs[i]
+	if f.Growing || (f.Resource != "cpu" && f.Resource != "latency") {
+		return 0, 1, false
+	}
+	share = f.Impact
+	if f.Resource == "cpu" {
+		for _, id := range f.Explains {
+			for _, g := range fs {
+				if g.ID == id && g.Resource == "cpu" {
+					share += g.Impact
+				}
+			}
+		}
+	}
+	share = min(share, 0.999)
+	return share, 1 / (1 - share), true
+}

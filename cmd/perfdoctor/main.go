@@ -14,13 +14,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/perfdoctor/perfdoctor/internal/version"
+
 	"github.com/spf13/cobra"
 
 	"github.com/perfdoctor/perfdoctor/diagnose"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
 
 // Exit codes, documented in the README so CI can gate on them.
 const (
@@ -45,11 +44,13 @@ type app struct {
 }
 
 // tool names the producer in reports and bundles.
-func (a *app) tool() string { return "perfdoctor " + version }
+func (a *app) tool() string { return version.Tool() }
 
 // diagnoseOptions are the diagnosis defaults: the whole catalog, this
 // build named as the report's producer.
-func (a *app) diagnoseOptions() diagnose.Options { return diagnose.Options{Tool: a.tool()} }
+func (a *app) diagnoseRequest(paths ...string) diagnose.Request {
+	return diagnose.Request{Paths: paths, Tool: a.tool()}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -95,7 +96,7 @@ func (a *app) rootCommand() *cobra.Command {
 with its expected gain.
 
 Start with:  perfdoctor demo`,
-		Version:       version,
+		Version:       version.String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {

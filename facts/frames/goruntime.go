@@ -1,10 +1,8 @@
-// Package goruntime is what the Go runtime's frames mean and what its costs
-// are, shared by the rules that judge them: the collector's, the
-// allocator's, the scheduler's and goroutine lifecycle's frame families, the
-// system call entries, how GC CPU splits between allocation rate and heap
-// scanning, and the GOGC/GOMEMLIMIT headroom advice. One room, so that GC001,
-// GC002, GC003, SCHED001 and SCHED002 agree on what a frame is.
-package goruntime
+package frames
+
+// The Go runtime's frame families: what its functions mean, so that the
+// rules judging the collector, the allocator and the scheduler, and the
+// facts measuring them, agree on what a frame is.
 
 import "github.com/perfdoctor/perfdoctor/evidence"
 
@@ -49,15 +47,13 @@ var SyscallFrames = evidence.FuncPrefix(
 	"runtime.write1", "runtime.read", "runtime.futex", "runtime.usleep", "runtime.netpoll",
 )
 
-// CoresUsed is the CPU the process used over the CPU profile, in cores.
-func CoresUsed(ev *evidence.Evidence) float64 {
-	p := ev.Profile(evidence.CPU)
-	if p == nil || p.DurationNanos <= 0 {
-		return 0
-	}
-	st := evidence.NewStacks(p, "cpu")
-	if st == nil || st.Unit != "nanoseconds" {
-		return 0
-	}
-	return float64(st.Total) / float64(p.DurationNanos)
-}
+// ScanFrames is the collector's heap-scanning work, matched by prefix
+// across Go versions (scanobject before Go 1.26's span-based marking).
+var ScanFrames = evidence.FuncPrefix(
+	"runtime.scanobject", "runtime.scanObject", "runtime.scanSpan", "runtime.scanObjectsSmall",
+	"runtime.scanObjectSmall", "runtime.spanSetScans", "runtime.tryDeferToSpanScan",
+	"runtime.greyobject", "runtime.findObject", "runtime.markBits", "runtime.(*markBits)",
+	"runtime.(*mspan).markBitsForIndex", "runtime.(*gcBits)", "runtime.(*spanInlineMarkBits)",
+	"runtime.typePointers", "runtime.(*mspan).typePointersOf", "runtime.(*gcWork).tryGetSpan",
+	"runtime.extractHeapBitsSmall", "runtime.(*mspan).heapBitsSmallForAddr", "runtime.spanOf",
+)

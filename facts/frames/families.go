@@ -1,8 +1,8 @@
-// Package families holds function families that several rules must agree
+// Package frames holds function families that several rules must agree
 // on, so that one cost is attributed to one finding: formatting under a
 // logger is logging-cost, not string-formatting; a logger's writes are not
 // syscall-per-write.
-package families
+package frames
 
 import (
 	"strings"

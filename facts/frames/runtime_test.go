@@ -1,4 +1,4 @@
-package families
+package frames
 
 import (
 	"debug/dwarf"
@@ -31,7 +31,7 @@ var olderGoOnly = map[string]string{
 var runtimeName = regexp.MustCompile(`^runtime\.[A-Za-z0-9_().*]+$`)
 
 // TestRuntimeFamiliesExist checks every runtime function name the rules
-// match (string literals "runtime.…" in rules/) against the functions of a
+// match (string literals "runtime.…" in rules/ and facts/) against the functions of a
 // program built with the installed Go and with the newest Go: the runtime
 // renames its internals between releases (findrunnable became findRunnable
 // in 1.21), and a family matching a name that no longer exists silently
@@ -42,7 +42,7 @@ func TestRuntimeFamiliesExist(t *testing.T) {
 	}
 	names := ruleRuntimeNames(t)
 	if len(names) < 10 {
-		t.Fatalf("found only %d runtime names in rules/: %v", len(names), names)
+		t.Fatalf("found only %d runtime names in rules/ and facts/: %v", len(names), names)
 	}
 	newest := os.Getenv("PERFDOCTOR_NEWEST_GO")
 	if newest == "" {
@@ -67,24 +67,30 @@ func ruleRuntimeNames(t *testing.T) []string {
 	t.Helper()
 	seen := map[string]bool{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil && runtimeName.MatchString(s) {
-					seen[s] = true
-				}
+	var err error
+	for _, root := range []string{"..", "../../rules"} { // the facts and the rules
+		err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
 			}
-			return true
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					if s, err := strconv.Unquote(lit.Value); err == nil && runtimeName.MatchString(s) {
+						seen[s] = true
+					}
+				}
+				return true
+			})
+			return nil
 		})
-		return nil
-	})
+		if err != nil {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

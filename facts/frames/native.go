@@ -1,4 +1,4 @@
-package families
+package frames
 
 import "github.com/perfdoctor/perfdoctor/evidence"
 

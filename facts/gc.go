@@ -1,16 +1,8 @@
-package goruntime
+package facts
 
-import "github.com/perfdoctor/perfdoctor/evidence"
-
-// ScanFrames is the collector's heap-scanning work, matched by prefix
-// across Go versions (scanobject before Go 1.26's span-based marking).
-var ScanFrames = evidence.FuncPrefix(
-	"runtime.scanobject", "runtime.scanObject", "runtime.scanSpan", "runtime.scanObjectsSmall",
-	"runtime.scanObjectSmall", "runtime.spanSetScans", "runtime.tryDeferToSpanScan",
-	"runtime.greyobject", "runtime.findObject", "runtime.markBits", "runtime.(*markBits)",
-	"runtime.(*mspan).markBitsForIndex", "runtime.(*gcBits)", "runtime.(*spanInlineMarkBits)",
-	"runtime.typePointers", "runtime.(*mspan).typePointersOf", "runtime.(*gcWork).tryGetSpan",
-	"runtime.extractHeapBitsSmall", "runtime.(*mspan).heapBitsSmallForAddr", "runtime.spanOf",
+import (
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 )
 
 // When the GC's CPU counts as set by the live heap's scan rather than by the
@@ -34,31 +26,25 @@ type ScanCost struct {
 	LiveObjects      int64   // in-use objects in the end heap profile
 	LiveBytes        int64
 	CyclesPerSec     float64 // 0 when unknown
+	// HeapScanBound: scanning a large live heap sets the GC's cost, not
+	// the allocation rate.
+	HeapScanBound bool
 }
 
-// HeapScanBound measures the GC's cost and reports whether it is set by
-// scanning a large live heap (gc-scan-heavy-heap, GC002) rather than by the
-// allocation rate (gc-pressure, GC001). GC001 leaves such windows to GC002 so
-// one GC cost is one finding. Both ask, so it is computed once per evidence.
-func HeapScanBound(ev *evidence.Evidence) (ScanCost, bool) {
-	r := ev.Memo(heapScanKey{}, func() any {
-		c, bound := heapScanBound(ev)
-		return scanResult{c, bound}
-	}).(scanResult)
-	return r.cost, r.bound
+// GCCost measures the GC's cost and says whether it is set by scanning a
+// large live heap (gc-scan-heavy-heap, GC002) rather than by the
+// allocation rate (gc-pressure, GC001). GC001 leaves such windows to GC002
+// so one GC cost is one finding.
+var GCCost = &Fact[ScanCost]{
+	Name:     "gc-cost",
+	Doc:      "How the collector's CPU splits: heap scanning, all GC work and the allocator (shares of CPU samples), the live heap, cycles per second, and whether scanning a large live heap sets the cost rather than the allocation rate.",
+	Requires: []Key{CPUStacks},
+	Compute:  func(p *Pass) ScanCost { return gcCost(p.Evidence, Get(p, CPUStacks)) },
 }
 
-type heapScanKey struct{}
-
-type scanResult struct {
-	cost  ScanCost
-	bound bool
-}
-
-func heapScanBound(ev *evidence.Evidence) (ScanCost, bool) {
-	cpu := ev.CPUStacks()
-	c := ScanCost{Scan: cpu.Share(ScanFrames), GC: cpu.Share(GCFrames)}
-	inMalloc, inGC := cpu.Has(MallocFrames), cpu.Has(GCFrames)
+func gcCost(ev *evidence.Evidence, cpu *evidence.Stacks) ScanCost {
+	c := ScanCost{Scan: cpu.Share(frames.ScanFrames), GC: cpu.Share(frames.GCFrames)}
+	inMalloc, inGC := cpu.Has(frames.MallocFrames), cpu.Has(frames.GCFrames)
 	c.Malloc = cpu.ShareWhere(func(s evidence.Sample) bool { return inMalloc(s) && !inGC(s) })
 	if objs := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_objects"); objs != nil {
 		c.LiveObjects = objs.Total
@@ -71,10 +57,10 @@ func heapScanBound(ev *evidence.Evidence) (ScanCost, bool) {
 	} else if t := ev.GCTrace; t != nil {
 		c.CyclesPerSec = t.CyclesPerSec
 	}
-	bound := c.Scan >= minScanShare &&
+	c.HeapScanBound = c.Scan >= minScanShare &&
 		c.Scan >= MinScanOfGC*c.GC &&
 		c.Malloc < c.Scan && // otherwise allocation is the lever
 		c.LiveObjects >= MinLiveObjects &&
 		(c.CyclesPerSec == 0 || c.CyclesPerSec <= maxScanBoundCycles)
-	return c, bound
+	return c
 }
