@@ -1,8 +1,10 @@
 package jfr
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,16 +48,17 @@ type threadAcc struct {
 }
 
 func newConverter() *converter {
+	ids := frameIDs{}
 	return &converter{
-		cpu:             newBuilder("cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
-		allocSample:     newBuilder("alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
-		allocTLAB:       newBuilder("alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
-		monitor:         newBuilder("delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
-		wait:            newBuilder("delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
-		exceptions:      newBuilder("exceptions", [2]string{"exceptions", "count"}),
-		wall:            newBuilder("wall", [2]string{"samples", "count"}, [2]string{"wall", "nanoseconds"}),
-		cpuTime:         newBuilder("cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
-		running:         newBuilder("cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
+		cpu:             newBuilder(ids, "cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
+		allocSample:     newBuilder(ids, "alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
+		allocTLAB:       newBuilder(ids, "alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
+		monitor:         newBuilder(ids, "delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
+		wait:            newBuilder(ids, "delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
+		exceptions:      newBuilder(ids, "exceptions", [2]string{"exceptions", "count"}),
+		wall:            newBuilder(ids, "wall", [2]string{"samples", "count"}, [2]string{"wall", "nanoseconds"}),
+		cpuTime:         newBuilder(ids, "cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
+		running:         newBuilder(ids, "cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
 		sum:             Summary{Format: SummaryFormat, Properties: map[string]string{}},
 		threads:         map[string]*threadAcc{},
 		threading:       newThreadAgg(),
@@ -386,13 +389,16 @@ func (b *builder) reweigh(period time.Duration) {
 }
 
 // builder assembles one profile, interning functions and locations.
+// Samples merge by label and stack; a stack's names and key are computed
+// once per stack trace (stackTrace.names), which the native reader shares
+// between the events that refer to the same pooled trace.
 type builder struct {
 	p         *profile.Profile
 	functions map[string]*profile.Function
 	locations map[locKey]*profile.Location
-	samples   map[string]*profile.Sample
+	samples   map[sampleKey]*profile.Sample
 	mapping   *profile.Mapping
-	key       strings.Builder
+	ids       frameIDs // shared by the recording's builders
 }
 
 type locKey struct {
@@ -400,15 +406,19 @@ type locKey struct {
 	line int64
 }
 
+// sampleKey identifies a sample: its one label's value and its stack's key.
+type sampleKey struct{ label, stack string }
+
 // maxSamples bounds the distinct stacks of one profile.
 const maxSamples = 2_000_000
 
-func newBuilder(defaultType string, types ...[2]string) *builder {
+func newBuilder(ids frameIDs, defaultType string, types ...[2]string) *builder {
 	b := &builder{
+		ids:       ids,
 		p:         &profile.Profile{DefaultSampleType: defaultType},
 		functions: map[string]*profile.Function{},
 		locations: map[locKey]*profile.Location{},
-		samples:   map[string]*profile.Sample{},
+		samples:   map[sampleKey]*profile.Sample{},
 		mapping:   &profile.Mapping{ID: 1, File: "[java]", HasFunctions: true, HasLineNumbers: true},
 	}
 	for _, t := range types {
@@ -423,34 +433,64 @@ func newBuilder(defaultType string, types ...[2]string) *builder {
 }
 
 func frameName(f *frame) string {
-	cls := strings.ReplaceAll(f.Method.Type.Name, "/", ".")
+	cls := f.Method.Type.Name
 	if cls == "" {
 		return f.Method.Name
+	}
+	if strings.IndexByte(cls, '/') >= 0 {
+		cls = strings.ReplaceAll(cls, "/", ".")
 	}
 	return cls + "." + f.Method.Name
 }
 
+// builderName is a frame's name within the builder: a Java frame's
+// class.method, a native frame's object, class and function after
+// nativePrefix.
+func builderName(f *frame) string {
+	if isNativeFrame(f) {
+		return nativePrefix + nativeObject(f) + "\x00" + f.Method.Type.Name + "\x00" + f.Method.Name
+	}
+	return frameName(f)
+}
+
+// frameIDs numbers the frame names of a recording, so a stack's key is a
+// few bytes a frame whatever the length of its names.
+type frameIDs map[string]uint64
+
+// names returns the builder names of a stack's frames and the key of the
+// stack (its frames' numbers and lines), computed on first use.
+func (st *stackTrace) names(ids frameIDs) ([]string, string) {
+	if st.key != "" || len(st.Frames) == 0 {
+		return st.frameNames, st.key
+	}
+	st.frameNames = make([]string, len(st.Frames))
+	key := make([]byte, 0, 4*len(st.Frames))
+	for i := range st.Frames {
+		f := &st.Frames[i]
+		if f.name == "" {
+			f.name = builderName(f)
+		}
+		st.frameNames[i] = f.name
+		id, ok := ids[f.name]
+		if !ok {
+			id = uint64(len(ids))
+			ids[f.name] = id
+		}
+		key = binary.AppendUvarint(key, id)
+		key = binary.AppendVarint(key, f.LineNumber)
+	}
+	st.key = string(key)
+	return st.frameNames, st.key
+}
+
 // add merges one event's stack and values, with one string label.
 func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
-	var frames []frame
+	var names []string
+	k := sampleKey{label: labelValue}
 	if st != nil {
-		frames = st.Frames
+		names, k.stack = st.names(b.ids)
 	}
-	b.key.Reset()
-	b.key.WriteString(labelValue)
-	names := make([]string, len(frames))
-	for i := range frames {
-		names[i] = frameName(&frames[i])
-		if isNativeFrame(&frames[i]) {
-			names[i] = nativePrefix + nativeObject(&frames[i]) + "\x00" + frames[i].Method.Type.Name + "\x00" + frames[i].Method.Name
-		}
-		b.key.WriteByte(0)
-		b.key.WriteString(names[i])
-		b.key.WriteByte(0)
-		b.key.WriteString(strconv.FormatInt(frames[i].LineNumber, 10))
-	}
-	key := b.key.String()
-	if s := b.samples[key]; s != nil {
+	if s := b.samples[k]; s != nil {
 		for i := range vals {
 			s.Value[i] += vals[i]
 		}
@@ -463,13 +503,14 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 	if labelValue != "" {
 		s.Label = map[string][]string{label: {labelValue}}
 	}
-	if len(frames) == 0 {
+	if len(names) == 0 {
 		s.Location = []*profile.Location{b.location("[unknown]", 0)}
 	}
-	for i := range frames { // JFR lists the top frame first, as pprof does
-		s.Location = append(s.Location, b.location(names[i], frames[i].LineNumber))
+	s.Location = slices.Grow(s.Location, len(names))
+	for i := range names { // JFR lists the top frame first, as pprof does
+		s.Location = append(s.Location, b.location(names[i], st.Frames[i].LineNumber))
 	}
-	b.samples[key] = s
+	b.samples[k] = s
 	b.p.Sample = append(b.p.Sample, s)
 }
 

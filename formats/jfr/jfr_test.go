@@ -307,6 +307,10 @@ func FuzzParse(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Add([]byte(`{"recording": {"events": [{"type": "jdk.ExceptionStatistics", "values": {"throwables": 5}}]}}`))
+	f.Add([]byte(`{"recording": {"events": [{"type": "jdk.CPUTimeSample", "values": {"samplingPeriod": "PT0.01S", "failed": false,
+		"eventThread": {"javaName": "w"}, "stackTrace": {"frames": [{"method": {"type": {"name": "libz.so.1"}, "name": "deflate", "descriptor": "()L;"},
+		"type": "Native"}]}}}, {"type": "jdk.CPUTimeSamplesLost", "values": {"lostSamples": 3}},
+		{"type": "profiler.WallClockSample", "values": {"state": "STATE_RUNNABLE", "samples": 2}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := Parse(bytes.NewReader(data))
 		if err != nil {

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -254,7 +258,7 @@ func TestNativeTruncated(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	for _, name := range []string{"ap-cpu.jfr"} {
+	for _, name := range []string{"ap-cpu.jfr", "ap-wall.jfr", "cputime/cputime.jfr"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -374,6 +378,7 @@ func TestReadMutations(t *testing.T) {
 		n    int
 	}{
 		{"testdata/ap-cpu.jfr", 1000},
+		{"testdata/cputime/cputime.jfr", 300}, // JDK 25's CPU-time samples
 		{vmFixture("safepoints-jdk17.jfr"), 300}, // the VM's own events, in a larger JDK recording
 	} {
 		seed, err := os.ReadFile(c.path)
@@ -451,5 +456,42 @@ func TestCPUTimeSample(t *testing.T) {
 	}
 	if cpuTime, exec := compressing(rec), compressing(execOnly); cpuTime < 0.3 || exec > 0.05 {
 		t.Errorf("Deflater.deflateBytesBytes has %.2f of CPU-time samples and %.2f of execution samples, want over 0.3 and under 0.05", cpuTime, exec)
+	}
+}
+
+// Every field setField reads is in eventFields, the fields the native
+// reader decodes rather than skips: a name added to one and not the other
+// would be silently skipped.
+func TestEventFieldsCoverSetField(t *testing.T) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "native.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	ast.Inspect(file, func(node ast.Node) bool {
+		fn, ok := node.(*ast.FuncDecl)
+		if !ok || (fn.Name.Name != "setField" && fn.Name.Name != "setRef" && fn.Name.Name != "setNum") {
+			return true
+		}
+		ast.Inspect(fn.Body, func(node ast.Node) bool {
+			cc, ok := node.(*ast.CaseClause)
+			if !ok {
+				return true
+			}
+			for _, e := range cc.List {
+				if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					n++
+					if name, _ := strconv.Unquote(lit.Value); !eventFields[name] {
+						t.Errorf("%s reads field %q, which eventFields lacks", fn.Name.Name, name)
+					}
+				}
+			}
+			return true
+		})
+		return false
+	})
+	if n < 50 {
+		t.Errorf("only %d field names found in setField, setRef and setNum", n)
 	}
 }

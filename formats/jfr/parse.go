@@ -133,6 +133,10 @@ type (
 	stackTrace struct {
 		Truncated bool    `json:"truncated"`
 		Frames    []frame `json:"frames"`
+		// frameNames and key are the builder's names of the frames and
+		// the stack's key (stackTrace.names), computed once.
+		frameNames []string
+		key        string
 	}
 	frame struct {
 		Method struct {
@@ -144,6 +148,7 @@ type (
 		} `json:"method"`
 		LineNumber int64  `json:"lineNumber"`
 		Type       string `json:"type"`
+		name       string // the builder's name (builderName), once computed
 	}
 	class struct {
 		Name string `json:"name"`
