@@ -26,6 +26,7 @@ const ScenarioFile = "scenario.json"
 type Scenario struct {
 	ID       string   `json:"id"`
 	Runtime  string   `json:"runtime"` // go, native, jvm
+	JDK      string   `json:"jdk,omitempty"`
 	Server   string   `json:"server"`
 	Setup    string   `json:"setup"`
 	Healthy  bool     `json:"healthy"`

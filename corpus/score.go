@@ -29,8 +29,12 @@ type Grade struct {
 	// said to give (rules.Gain), 0 when it gives none; Measured, Lo and Hi
 	// are the fix's measured gain and interval.
 	Predicted, Measured, Lo, Hi float64
-	// Error is |ln(Predicted/Measured)|, NaN without both.
-	Error float64
+	// PredictedLo and PredictedHi are the range the finding states.
+	PredictedLo, PredictedHi float64
+	// Error is |ln(Predicted/Measured)|, NaN without both; InRange says
+	// the measured gain lies in the stated range.
+	Error   float64
+	InRange bool
 	// Never lists findings above low of classes the scenario must not show.
 	Never []string
 	Err   error
@@ -76,8 +80,8 @@ func grade(ctx context.Context, s *Scenario) Grade {
 	for rank, i := range problems {
 		if names(s, fs[i]) {
 			g.Named = rank + 1
-			if _, times, ok := rules.Gain(fs, i); ok {
-				g.Predicted = times
+			if _, times, lo, hi, ok := rules.Gain(fs, i); ok {
+				g.Predicted, g.PredictedLo, g.PredictedHi = times, lo, hi
 			}
 			break
 		}
@@ -86,6 +90,7 @@ func grade(ctx context.Context, s *Scenario) Grade {
 	g.Measured, g.Lo, g.Hi, _ = s.Measured.Gain()
 	if g.Predicted > 0 && g.Measured > 0 {
 		g.Error = math.Abs(math.Log(g.Predicted / g.Measured))
+		g.InRange = g.PredictedLo <= g.Measured && g.Measured <= g.PredictedHi
 	}
 	return g
 }
@@ -107,8 +112,10 @@ func names(s *Scenario, f rules.Finding) bool {
 type Totals struct {
 	Problems, Right int
 	Healthy, Clean  int
-	// GainErrors are the grades' Error where both gains are known.
+	// GainErrors are the grades' Error where both gains are known, and
+	// InRange how many of those measured a gain inside the stated range.
 	GainErrors []float64
+	InRange    int
 }
 
 // Sum totals grades.
@@ -128,6 +135,9 @@ func Sum(gs []Grade) Totals {
 		}
 		if !math.IsNaN(g.Error) {
 			t.GainErrors = append(t.GainErrors, g.Error)
+			if g.InRange {
+				t.InRange++
+			}
 		}
 	}
 	return t
@@ -162,16 +172,18 @@ this page. Do not edit it by hand.
   the truth's classes, and its summary or fix carries one of the truth's words); on a
   healthy one, nothing is reported above low.
 - **gain error**: |ln(predicted / measured)| for the finding that names the truth, where
-  the predicted gain is its fix's throughput multiplier (1 / (1 − share removed)).
+  the predicted gain is its fix's throughput multiplier (1 / (1 − share removed)); the
+  measured gain is in the stated range when it lies within the finding's range of gains.
 
 `)
-	b.WriteString("## Totals\n\n| runtime | problems right (top 1) | healthy clean | median gain error (log) |\n|---|---:|---:|---:|\n")
+	b.WriteString("## Totals\n\n| runtime | problems right (top 1) | healthy clean | median gain error (log) | measured gain in the stated range |\n|---|---:|---:|---:|---:|\n")
 	row := func(name string, t Totals) {
-		med := "-"
+		med, in := "-", "-"
 		if m := t.MedianError(); !math.IsNaN(m) {
 			med = fmt.Sprintf("%.2f (%d)", m, len(t.GainErrors))
+			in = fmt.Sprintf("%d of %d", t.InRange, len(t.GainErrors))
 		}
-		fmt.Fprintf(&b, "| %s | %d of %d | %d of %d | %s |\n", name, t.Right, t.Problems, t.Clean, t.Healthy, med)
+		fmt.Fprintf(&b, "| %s | %d of %d | %d of %d | %s | %s |\n", name, t.Right, t.Problems, t.Clean, t.Healthy, med, in)
 	}
 	for _, rt := range Runtimes {
 		row(rt, Sum(slices.DeleteFunc(slices.Clone(gs), func(g Grade) bool { return g.Scenario.Runtime != rt })))
@@ -201,6 +213,9 @@ this page. Do not edit it by hand.
 		predicted := "-"
 		if g.Predicted > 0 {
 			predicted = times(g.Predicted)
+			if g.PredictedLo != g.PredictedHi {
+				predicted += fmt.Sprintf(" [%s, %s]", times(g.PredictedLo), times(g.PredictedHi))
+			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", s.ID, cell(truth), measured, cell(strings.Join(top, "; ")), predicted, verdict(g))
 	}

@@ -25,6 +25,9 @@ func WriteText(w io.Writer, r *Report) error {
 	if in.Build != nil {
 		fmt.Fprintf(bw, "  build: %s\n", describeBuild(in.Build))
 	}
+	if w := in.Work; w != nil {
+		fmt.Fprintf(bw, "  work: %s\n", w.Summary())
+	}
 	if rt := in.Runtime; rt != nil {
 		fmt.Fprintf(bw, "  runtime: %s\n", describeRuntime(rt))
 	}
