@@ -378,7 +378,7 @@ func TestReadMutations(t *testing.T) {
 		n    int
 	}{
 		{"testdata/ap-cpu.jfr", 1000},
-		{"testdata/cputime/cputime.jfr", 300}, // JDK 25's CPU-time samples
+		{"testdata/cputime/cputime.jfr", 300},    // JDK 25's CPU-time samples
 		{vmFixture("safepoints-jdk17.jfr"), 300}, // the VM's own events, in a larger JDK recording
 	} {
 		seed, err := os.ReadFile(c.path)
