@@ -93,6 +93,13 @@ type Item struct {
 	Error    string   `json:"error,omitempty"`
 	Bytes    int64    `json:"bytes,omitempty"`
 	Duration Duration `json:"duration"`
+	// Attempts counts the requests made when a busy server (503, 429) was
+	// asked again; 0 when the first answered.
+	Attempts int `json:"attempts,omitempty"`
+	// Note says how the data differs from what was asked for: a profile
+	// covering less than the window after retries, or made of two
+	// snapshots because the server ignored seconds.
+	Note string `json:"note,omitempty"`
 }
 
 // RuntimeInfo is what is known of the target's Go runtime settings, each with
@@ -149,8 +156,13 @@ func (m *Manifest) Summary(dir string) string {
 		state = "partial bundle"
 	}
 	s := fmt.Sprintf("%s written to %s: %d of %d items collected\n", state, dir, ok, len(m.Items))
-	for _, it := range m.Failed() {
-		s += fmt.Sprintf("  %s failed: %s\n", it.Name, it.Error)
+	for _, it := range m.Items {
+		switch {
+		case it.Status == StatusFailed:
+			s += fmt.Sprintf("  %s failed: %s\n", it.Name, it.Error)
+		case it.Status == StatusOK && it.Note != "":
+			s += fmt.Sprintf("  %s: %s\n", it.Name, it.Note)
+		}
 	}
 	return s
 }
