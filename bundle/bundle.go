@@ -74,6 +74,22 @@ type Manifest struct {
 	// the end of the collection window: the agent's flight recorder holds
 	// the seconds before a trigger. Nil for a trace taken during the window.
 	Trace *TraceWindow `json:"trace,omitempty"`
+	// Samplers are the CPU samplers that ran while a JVM was recorded
+	// (collect --jfr, --jvm), so a reader knows what its CPU samples are.
+	Samplers []Sampler `json:"samplers,omitempty"`
+}
+
+// Sampler is one CPU sampler that ran during a JVM's recording.
+type Sampler struct {
+	// Name is the event or the profiler: "jdk.CPUTimeSample" (JEP 509,
+	// JDK 25 and later: a sample for each interval of CPU time a thread
+	// uses, in the VM and native code too), "jdk.ExecutionSample" (JFR's
+	// sampler: Java frames of the threads found running, every interval),
+	// "async-profiler 4.6".
+	Name     string   `json:"name"`
+	Interval Duration `json:"interval"`
+	// Samples counts the samples in the recording (0 when not counted).
+	Samples int64 `json:"samples,omitempty"`
 }
 
 // TraceWindow is where an execution trace's window lies in time.

@@ -304,13 +304,13 @@ func (c *collection) stopProfiler(ctx context.Context, p *profiler) error {
 // JFR's dump failed): its CPU, allocation and lock samples replace the
 // events JFR was told not to record. Its raw recording is not kept: like
 // JFR's, it holds system properties.
-func (c *collection) useProfiler(rec *jfr.Recording, p *profiler, stopErr error) {
+func (c *collection) useProfiler(rec *jfr.Recording, p *profiler, stopErr error, window jfr.Window) {
 	defer os.Remove(p.out)
 	defer os.Remove(p.log)
 	err := stopErr
 	var ap *jfr.Recording
 	if err == nil {
-		ap, err = jfr.ReadFile(p.out)
+		ap, err = jfr.ReadFileWindow(p.out, window)
 	}
 	if err == nil && rec != nil {
 		rec.CPU, rec.Allocs, rec.Monitor = ap.CPU, ap.Allocs, ap.Monitor

@@ -55,7 +55,10 @@ func ReadFile(path string) (*Recording, error) {
 // saying where and why, and no error; one with nothing readable is an
 // error.
 func Read(r io.Reader) (*Recording, error) {
-	c := newConverter()
+	return read(r, nil)
+}
+
+func readInto(c *converter, r io.Reader) (*Recording, error) {
 	want := map[string]bool{wallClockEvent: true}
 	for _, e := range Events {
 		want[e] = true
