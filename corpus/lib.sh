@@ -22,6 +22,36 @@ pd_build() {
 cpu_lock() {
 	exec 9>"${PERFDOCTOR_CPU_LOCK:-/tmp/perfdoctor-cpu.lock}"
 	flock 9
+	CPU_LOCK_HELD=1
+}
+
+# wait_idle [SECONDS]: after cpu_lock, waits (at most SECONDS, default 180)
+# until the machine's CPUs are idle (under 15% busy over 3 s) so the
+# recording does not share the cores with work that ignores the lock; says so
+# when they never were.
+wait_idle() {
+	local limit=${1:-180} start=$SECONDS busy
+	while :; do
+		busy=$(python3 -c '
+import time
+def snap():
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return sum(f), f[3] + f[4]
+t0, i0 = snap(); time.sleep(3); t1, i1 = snap()
+print(round(100 * (1 - (i1 - i0) / max(1, t1 - t0))))')
+		[ "$busy" -lt 15 ] && return 0
+		if ((SECONDS - start >= limit)); then
+			echo "warning: the CPUs are still ${busy}% busy with work outside this recording; the figures will be noisy" >&2
+			return 0
+		fi
+		sleep 5
+	done
+}
+
+# cpu_unlock lets others have the cores between two measured steps.
+cpu_unlock() {
+	flock -u 9
+	CPU_LOCK_HELD=
 }
 
 # free_port prints a TCP port free on 127.0.0.1.
@@ -83,4 +113,291 @@ keep_bundle() {
 	mv "$1/bundle" "$2"
 	rm -rf "$1"
 	trim_bundle "$2"
+}
+
+# CORPUS_CACHE holds what the scripts install outside the package manager
+# (Go commands built from the module proxy), kept between runs.
+CORPUS_CACHE=${PERFDOCTOR_CORPUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/perfdoctor-corpus}
+
+# apt_need PKG...: installs the Debian packages not installed yet, under the
+# machine's apt lock.
+apt_need() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	flock "${PERFDOCTOR_APT_LOCK:-/tmp/perfdoctor-apt.lock}" \
+		apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# go_install PKG@VERSION: builds a Go command with `go install` once into
+# $CORPUS_CACHE/go/ and sets GO_BIN to it. GOTOOLCHAIN is left to the
+# caller (auto fetches the Go a module asks for). The build takes the CPU
+# lock unless this script holds it already (call it before cpu_lock).
+go_install() {
+	local spec=$1 dir
+	dir="$CORPUS_CACHE/go/${spec//\//_}"
+	GO_BIN=$(find "$dir" -maxdepth 1 -type f -perm -u+x 2>/dev/null | head -n1 || true)
+	if [ -z "$GO_BIN" ]; then
+		mkdir -p "$dir"
+		if [ -n "${CPU_LOCK_HELD:-}" ]; then
+			go_install_into "$dir" "$spec"
+		else
+			(cpu_lock && go_install_into "$dir" "$spec")
+		fi
+		GO_BIN=$(find "$dir" -maxdepth 1 -type f -perm -u+x | head -n1)
+	fi
+	[ -n "$GO_BIN" ] || { echo "go install $spec left no command in $dir" >&2; return 1; }
+}
+
+# go_install_into DIR PKG@VERSION: go install; where the module's go.mod has
+# replace directives (go install refuses those), builds the package from a
+# throwaway module that requires it instead: the same versions as its go.mod
+# requires, without the replacements.
+go_install_into() {
+	local dir=$1 spec=$2 pkg=${2%@*} name tmp rc=0
+	GOBIN=$dir go install "$spec" && return 0
+	echo "go install $spec failed; building it from a module that requires it" >&2
+	name=$pkg
+	[[ $name =~ /v[0-9]+$ ]] && name=${name%/*}
+	name=${name##*/}
+	tmp=$(mktemp -d)
+	(cd "$tmp" && go mod init corpus.invalid/build >/dev/null 2>&1 && go get "$spec" &&
+		go build -o "$dir/$name" "$pkg") || rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
+# go_built_with BIN: the Go release a binary was built with (go1.19.8).
+go_built_with() {
+	go version "$1" | awk '{print $NF}'
+}
+
+# record_verify VERIFYDIR DEST: keeps verify's verify.json as DEST/verify.json
+# and copies its ratios into DEST/scenario.json's "measured" (by stays what
+# the scenario says; the date is today's), so the figures always match the
+# recording.
+record_verify() {
+	cp "$1/verify.json" "$2/verify.json"
+	python3 - "$2/verify.json" "$2/scenario.json" <<'PY'
+import datetime, json, sys
+v = json.load(open(sys.argv[1]))
+path = sys.argv[2]
+try:
+    s = json.load(open(path))
+except FileNotFoundError:
+    s = {}
+m = s.setdefault("measured", {})
+names = {"throughput": "throughput", "CPU/request": "cpu_per_unit", "CPU/unit": "cpu_per_unit"}
+for r in v.get("ratios", []):
+    key = names.get(r["figure"])
+    if key:
+        m[key] = {"ratio": round(r["ratio"], 4), "lo": round(r["ci95_low"], 4), "hi": round(r["ci95_high"], 4)}
+m["rounds"] = len(v.get("rounds", []))
+m["date"] = datetime.date.today().isoformat()
+with open(path, "w") as f:
+    json.dump(s, f, indent=2)
+    f.write("\n")
+PY
+}
+
+# work_dir ID: a scratch directory for one scenario's downloads, builds and
+# data (kept between runs so a re-record does not fetch again), printed.
+work_dir() {
+	local d="${CORPUS_WORK:-/tmp/perfdoctor-corpus}/$1"
+	mkdir -p "$d"
+	echo "$d"
+}
+
+# jdk_home 17|25: the JDK of that feature release on this machine, printed.
+# $JDK17_HOME / $JDK25_HOME override where it lives.
+jdk_home() {
+	local v=$1 d var="JDK${1}_HOME"
+	if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
+	for d in /usr/lib/jvm/java-"$v"-openjdk-amd64 /usr/lib/jvm/temurin-"$v"-jdk-amd64 /usr/lib/jvm/java-"$v"-openjdk /usr/lib/jvm/temurin-"$v"-jdk; do
+		if [ -x "$d/bin/java" ]; then echo "$d"; return; fi
+	done
+	echo "no JDK $v under /usr/lib/jvm (set $var)" >&2
+	return 1
+}
+
+# mvn_fetch GROUP:ARTIFACT:VERSION[:TYPE[:CLASSIFIER]] DESTDIR: Maven's own
+# client fetches the artifact (honouring the user's settings.xml mirrors) and
+# copies it into DESTDIR; the file's path is printed.
+mvn_fetch() {
+	local gav=$1 dest=$2
+	mkdir -p "$dest"
+	mvn -q -B dependency:copy -Dartifact="$gav" -DoutputDirectory="$dest" -Dmdep.overWriteIfNewer=true >&2
+	local IFS=: parts
+	read -r -a parts <<<"$gav"
+	local name="${parts[1]}-${parts[2]}"
+	[ -n "${parts[4]:-}" ] && name="$name-${parts[4]}"
+	echo "$dest/$name.${parts[3]:-jar}"
+}
+
+# mvn_unpack GROUP:ARTIFACT:VERSION:tar.gz WORK DIR: a distribution fetched
+# with mvn_fetch and unpacked into WORK once (WORK/DIR is what it unpacks
+# to); WORK/DIR is printed.
+mvn_unpack() {
+	local gav=$1 work=$2 dir=$3 tgz
+	if [ ! -d "$work/$dir" ]; then
+		tgz=$(mvn_fetch "$gav" "$work/dl")
+		tar xzf "$tgz" -C "$work"
+	fi
+	echo "$work/$dir"
+}
+
+# mvn_classpath POMDIR DESTDIR: Maven copies the dependencies of the pom in
+# POMDIR into DESTDIR; the classpath (DESTDIR/*) is printed.
+mvn_classpath() {
+	mkdir -p "$2"
+	mvn -q -B -f "$1/pom.xml" dependency:copy-dependencies -DoutputDirectory="$2" -DincludeScope=runtime >&2
+	echo "$2/*"
+}
+
+# pg_start DATADIR PORT: a private PostgreSQL cluster (the distribution's
+# binaries, run as the postgres user) on 127.0.0.1:PORT, socket in DATADIR.
+pg_start() {
+	local data=$1 port=$2 bin
+	bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	if [ ! -f "$data/PG_VERSION" ]; then
+		mkdir -p "$data"
+		chown postgres: "$data"
+		runuser -u postgres -- "$bin/initdb" -D "$data" -A trust -U postgres >/dev/null
+	fi
+	bg runuser -u postgres -- "$bin/postgres" -D "$data" -p "$port" -k "$data" -c listen_addresses=127.0.0.1 >"$data.log" 2>&1
+	wait_port "$port" 60
+}
+
+# psql_run PORT DB SQL...: runs SQL on a cluster started by pg_start.
+psql_run() {
+	local port=$1 db=$2
+	shift 2
+	psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"
+}
+
+# jvm_record PID URL DEST SECONDS [RUN-FLAGS...]: perfdoctor run drives
+# closed-loop HTTP load at URL (its load flags: -c, -H...) and records the
+# JVM's bundle into DEST for SECONDS: async-profiler and JFR (--jvm), or
+# JFR alone when $JVM_COLLECT is --jfr. The bundle carries load.json.
+jvm_record() {
+	local pid=$1 url=$2 dest=$3 secs=$4 tmp
+	shift 4
+	tmp=$(mktemp -d)
+	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load "$url" -d "${secs}s" -o "$tmp" "$@" >"$tmp/report.out"
+	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
+	keep_bundle "$tmp" "$dest"
+}
+
+# pd_verify BEFORE_URL AFTER_URL SCENARIO_DIR [VERIFY-FLAGS...]: perfdoctor
+# verify between two running services; its verify.json goes into the
+# scenario's folder and its text report to stderr.
+pd_verify() {
+	local before=$1 after=$2 dir=$3 tmp
+	shift 3
+	tmp=$(mktemp -d)
+	"$PD" verify --before "$before" --after "$after" --out "$tmp" "$@" >&2 || [ $? -eq 4 ]
+	cp "$tmp/verify.json" "$dir/verify.json"
+	rm -rf "$tmp"
+}
+
+# warm URL SECONDS [LOAD-FLAGS...]: a short load so the JIT has compiled
+# the hot paths before anything is measured.
+warm() {
+	local url=$1 secs=$2
+	shift 2
+	"$PD" load "$url" -c 16 -d "${secs}s" "$@" >/dev/null
+}
+
+# set_measured SCENARIO_DIR BY: writes verify.json's throughput and CPU per
+# unit ratios (after/before, 95% intervals), its rounds and today's date
+# into scenario.json's "measured", with BY (throughput or cpu_per_unit)
+# naming the scenario's gain; the rest of scenario.json is left as written.
+set_measured() {
+	python3 - "$1" "$2" <<'PY'
+import datetime, json, sys
+d, by = sys.argv[1], sys.argv[2]
+v = json.load(open(f"{d}/verify.json"))
+names = {"throughput": "throughput", "CPU/request": "cpu_per_unit", "CPU/unit": "cpu_per_unit"}
+m = {"by": by}
+for r in v["ratios"]:
+    key = names.get(r["figure"])
+    if key:
+        m[key] = {"ratio": round(r["ratio"], 3), "lo": round(r["ci95_low"], 3), "hi": round(r["ci95_high"], 3)}
+if by not in m:
+    sys.exit(f"verify.json has no {by} ratio")
+m["rounds"] = len(v["rounds"])
+m["date"] = datetime.date.today().isoformat()
+p = f"{d}/scenario.json"
+s = json.load(open(p))
+s["measured"] = m
+with open(p, "w") as f:
+    json.dump(s, f, indent=2, ensure_ascii=False)
+    f.write("\n")
+PY
+}
+
+# jvm_record_cmd PID PORT DEST SECONDS UNITS UNIT CMD: like jvm_record for a
+# load that is not HTTP: CMD (a client doing UNITS units of work named UNIT,
+# {host} and {port} standing for 127.0.0.1:PORT) runs again and again over
+# the window, and the bundle counts the units served.
+jvm_record_cmd() {
+	local pid=$1 port=$2 dest=$3 secs=$4 units=$5 unit=$6 cmd=$7 tmp
+	tmp=$(mktemp -d)
+	# run takes --load or --load-cmd, not both: the placeholders are ours
+	cmd=${cmd//\{host\}/127.0.0.1}
+	cmd=${cmd//\{port\}/$port}
+	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load-cmd "$cmd" \
+		--units "$units" --unit "$unit" -d "${secs}s" -o "$tmp" >"$tmp/report.out"
+	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
+	keep_bundle "$tmp" "$dest"
+}
+
+# pd_verify_cmd BEFORE_PORT AFTER_PORT SCENARIO_DIR UNITS UNIT CMD
+# [VERIFY-FLAGS...]: perfdoctor verify with a load that is not HTTP, CMD
+# run against each side ({host} {port}), into the scenario's verify.json.
+pd_verify_cmd() {
+	local before=$1 after=$2 dir=$3 units=$4 unit=$5 cmd=$6
+	shift 6
+	pd_verify "tcp://127.0.0.1:$before" "tcp://127.0.0.1:$after" "$dir" \
+		--load-cmd "$cmd" --units "$units" --unit "$unit" "$@"
+}
+
+# stop_bg PID: stops one process group started with bg, now.
+stop_bg() {
+	local pid=$1
+	kill -TERM -- "-$pid" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL -- "-$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# scenario_init: first thing in a record.sh after sourcing this file: sets
+# HERE (the scenario's folder) and W (its scratch directory), takes the CPU
+# lock (downloads, builds and server start-ups are CPU work too) and builds
+# perfdoctor.
+scenario_init() {
+	HERE=$(cd "$(dirname "$0")" && pwd)
+	W=$(work_dir "$(basename "$HERE")")
+	cpu_lock
+	pd_build
+}
+
+# measure_http BAD_PID FIX_PID BAD_URL FIX_URL WARM_SECONDS [LOAD-FLAGS...]:
+# an HTTP scenario's measurement: both sides warmed, bad/ recorded with
+# perfdoctor run --jvm (and fixed/ when FIX_PID is not empty), the fix
+# measured by verify (6 rounds of 10 s) into verify.json and scenario.json's
+# "measured" (throughput). LOAD-FLAGS (-c, -H...) go to every load.
+measure_http() {
+	local bad_pid=$1 fix_pid=$2 bad=$3 fix=$4 warm_s=$5
+	shift 5
+	warm "$bad" "$warm_s" "$@"
+	warm "$fix" "$warm_s" "$@"
+	jvm_record "$bad_pid" "$bad" "$HERE/bad" 20 "$@"
+	pd_verify "$bad" "$fix" "$HERE" -d 10s --rounds 6 --warmup 2s "$@"
+	if [ -n "$fix_pid" ]; then
+		jvm_record "$fix_pid" "$fix" "$HERE/fixed" 20 "$@"
+	fi
+	set_measured "$HERE" throughput
 }

@@ -7,7 +7,10 @@ import (
 	"math"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
@@ -50,6 +53,7 @@ not objects. Without GOMEMLIMIT a high GOGC can run a growing heap out of memory
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs, rules.Heap, rules.Metrics, rules.System},
+	Facts: []facts.Key{facts.CPUStacks, facts.GCCost},
 	Check: check,
 }
 
@@ -66,8 +70,8 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := ev.CPUStacks()
-	profShare := cpu.Share(goruntime.GCFrames)
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	profShare := cpu.Share(frames.GCFrames)
 	gcShare := profShare
 	basis := "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it"
 	// The runtime's own CPU accounting, when the target serves
@@ -81,7 +85,8 @@ func check(pass *rules.Pass) error {
 	if gcShare < lowShare {
 		return nil
 	}
-	scan, scanBound := goruntime.HeapScanBound(ev)
+	scan := facts.Get(pass.Facts, facts.GCCost)
+	scanBound := scan.HeapScanBound
 	if scanBound {
 		return nil // few, expensive cycles over a large live heap: GC002 reports this cost
 	}
@@ -96,7 +101,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("GC share of CPU", gcShare),
 			rules.Share("allocation share of CPU (outside GC)", mallocOnly),
 		},
-		Frames: cpu.Matched(goruntime.GCFrames, 12),
+		Frames: cpu.Matched(frames.GCFrames, 12),
 	}
 	if exact {
 		f.Evidence = append(f.Evidence,
@@ -155,7 +160,7 @@ func check(pass *rules.Pass) error {
 	f.Example = advice.Example
 	f.Config = advice.Config
 	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
-	if scan.LiveObjects >= goruntime.MinLiveObjects && scan.Scan >= goruntime.MinScanOfGC*scan.GC {
+	if scan.LiveObjects >= facts.MinLiveObjects && scan.Scan >= facts.MinScanOfGC*scan.GC {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("Each cycle scans %s live objects (%s of CPU in heap scanning): a pointer-free layout for long-lived data (see GC002) would make every cycle cheaper too.",
 			human.Number(float64(scan.LiveObjects)), human.Percent(scan.Scan)))
 	}
@@ -168,7 +173,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: GC cycle rate unknown.")
 	}
 	f.Caveats = append(f.Caveats, advice.Caveats...)
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.GCFrames), AllocDriven: true}
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(frames.GCFrames), AllocDriven: true}
 	pass.Report(f)
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -47,7 +49,7 @@ func compute() {
 
 func run(t *testing.T, profiles map[evidence.Kind]*profile.Profile) rules.Result {
 	t.Helper()
-	return rules.Run(testprof.Evidence(profiles), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(profiles)), []*rules.Rule{Rule})
 }
 
 func TestFiresOnAllocationHeavyService(t *testing.T) {
@@ -121,7 +123,7 @@ func TestUsesRuntimeStatistics(t *testing.T) {
 	ev.MetricsStart = &bundle.RuntimeStats{Time: t0, NumGC: 10, TotalAlloc: 0, Mallocs: 0, LastGC: uint64(t0.Add(-time.Second / 2).UnixNano())}
 	ev.MetricsEnd = &bundle.RuntimeStats{Time: t0.Add(10 * time.Second), NumGC: 60, TotalAlloc: 5 << 30, Mallocs: 1e8,
 		Pauses: []bundle.Pause{{End: uint64(t0.Add(-time.Second).UnixNano()), Ns: 9e6}, {End: uint64(t0.Add(5 * time.Second).UnixNano()), Ns: 2e6}}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatal("no finding")
 	}
