@@ -251,15 +251,19 @@ func TestFetchProfilerThroughMaven(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	settings := filepath.Join(t.TempDir(), "settings.xml")
-	os.WriteFile(settings, []byte(`<settings>
+	// A fresh local repository each time, so Maven asks the mirror.
+	settings := func() string {
+		path := filepath.Join(t.TempDir(), "settings.xml")
+		os.WriteFile(path, []byte(`<settings>
   <localRepository>`+filepath.Join(t.TempDir(), "repository")+`</localRepository>
   <mirrors><mirror><id>loopback</id><mirrorOf>*</mirrorOf><url>`+srv.URL+`/maven2</url></mirror></mirrors>
 </settings>
 `), 0o644)
+		return path
+	}
 
 	dir := t.TempDir()
-	lib, err := FetchProfiler(context.Background(), FetchOptions{Dir: dir, MavenSettings: settings})
+	lib, err := FetchProfiler(context.Background(), FetchOptions{Dir: dir, MavenSettings: settings()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,13 +283,8 @@ func TestFetchProfilerThroughMaven(t *testing.T) {
 		mu.Lock()
 		served, sha1 = append(append([]byte(nil), jar...), 0), tc.sha1
 		mu.Unlock()
-		os.WriteFile(settings, []byte(`<settings>
-  <localRepository>`+filepath.Join(t.TempDir(), "repository")+`</localRepository>
-  <mirrors><mirror><id>loopback</id><mirrorOf>*</mirrorOf><url>`+srv.URL+`/maven2</url></mirror></mirrors>
-</settings>
-`), 0o644)
 		empty := t.TempDir()
-		_, err := FetchProfiler(context.Background(), FetchOptions{Dir: empty, MavenSettings: settings})
+		_, err := FetchProfiler(context.Background(), FetchOptions{Dir: empty, MavenSettings: settings()})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("tampered jar, repository sha1 %q: %v, want %q", tc.sha1, err, tc.want)
 		}

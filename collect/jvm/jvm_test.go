@@ -235,7 +235,7 @@ func TestCollectReadsOwnWindow(t *testing.T) {
 	if _, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out}); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := evidence.Load(out)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
