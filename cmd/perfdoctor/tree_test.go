@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,10 +210,10 @@ func TestProcessTreeNginx(t *testing.T) {
 // busyForker is an idle parent running two busy children, forking a third
 // during the window; every child stops by itself.
 const busyForker = `
-timeout 15 sh -c 'while :; do :; done' &
-timeout 15 sh -c 'while :; do :; done' &
+timeout --foreground 15 sh -c 'while :; do :; done' &
+timeout --foreground 15 sh -c 'while :; do :; done' &
 sleep 2
-timeout 8 sh -c 'while :; do :; done' &
+timeout --foreground 8 sh -c 'while :; do :; done' &
 wait
 `
 
@@ -222,12 +223,14 @@ wait
 func TestProcessTreeForkedChildren(t *testing.T) {
 	needTreeTools(t)
 	cmd := exec.Command("sh", "-c", busyForker)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one signal ends the tree
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// The timeouts end the children; the parent goes now.
-		cmd.Process.Kill()
+		// The whole group: killing the parent alone would leave its busy
+		// children running (their timeouts run in the foreground, in this group).
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
 	time.Sleep(200 * time.Millisecond) // the first two children started

@@ -19,9 +19,9 @@ import (
 // forker is an idle parent that runs a busy child from the start and
 // forks a second one a second later; each stops by itself.
 const forker = `
-timeout 8 sh -c 'while :; do :; done' & echo $! > "$1/first"
+timeout --foreground 8 sh -c 'while :; do :; done' & echo $! > "$1/first"
 sleep 1
-timeout 6 sh -c 'while :; do :; done' & echo $! > "$1/second"
+timeout --foreground 6 sh -c 'while :; do :; done' & echo $! > "$1/second"
 wait
 `
 
@@ -34,6 +34,7 @@ func startForker(t *testing.T) (int, func(string) int) {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("sh", "-c", forker, "forker", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +57,7 @@ func startForker(t *testing.T) (int, func(string) int) {
 				}
 			}
 		}
-		cmd.Process.Kill()
-		cmd.Wait()
+		killGroup(cmd)
 	})
 	return cmd.Process.Pid, child
 }
@@ -130,11 +130,12 @@ func TestOffCPUTree(t *testing.T) {
 		t.Skip("perf is not installed (scripts/test.sh installs linux-perf)")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", `timeout 8 sh -c 'while :; do sleep 0.01; done' & echo $! > "$1/napper"; wait`, "tree", dir)
+	cmd := exec.Command("sh", "-c", `timeout --foreground 8 sh -c 'while :; do sleep 0.01; done' & echo $! > "$1/napper"; wait`, "tree", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { killGroup(cmd) })
 	var napper int
 	for range 100 {
 		if b, err := os.ReadFile(filepath.Join(dir, "napper")); err == nil && strings.HasSuffix(string(b), "\n") {
@@ -177,4 +178,13 @@ func descendants(t *testing.T, pid int) []int {
 		t.Fatalf("descendants of %d: %v, %v", pid, tree, err)
 	}
 	return tree
+}
+
+// killGroup ends a test's shell and every process it started. The shells
+// run in their own process group and their timeouts in the foreground
+// (timeout otherwise makes a group of its own), so one signal reaches all:
+// a SIGKILL to the shell or a timeout alone would leave its busy child running.
+func killGroup(cmd *exec.Cmd) {
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
 }

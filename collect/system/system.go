@@ -273,6 +273,12 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, full bool, fail f
 	if args, err := proc.CmdLine(); err != nil {
 		fail("process cmdline", err)
 	} else {
+		if len(args) == 1 {
+			// A title the program wrote over its arguments
+			// ("postgres: user db 127.0.0.1(40112) idle"): words, not one
+			// argument to quote.
+			args = strings.Fields(args[0])
+		}
 		p.Cmdline = redact.Args(args)
 	}
 	if !full {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,10 +18,11 @@ import (
 // descendant is there with its parent, command line and figures.
 func TestSnapshotTree(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `sh -c 'sleep 30; true' & wait`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one signal ends the tree
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	var snap *bundle.SystemSnapshot
 	for range 100 { // until the grandchild has started
 		var err error
