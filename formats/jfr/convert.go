@@ -40,6 +40,7 @@ type converter struct {
 	// wallMode is set by async-profiler's "event" setting "wall": its
 	// execution samples are then wall-clock samples, running or not.
 	wallMode bool
+	window   *Window // nil: the whole recording (window.go)
 }
 
 type threadAcc struct {
@@ -69,7 +70,11 @@ func newConverter() *converter {
 
 func (c *converter) add(ev *event) {
 	v := &ev.Values
-	if !v.StartTime.IsZero() {
+	keep, span := c.window.admit(ev)
+	if !keep {
+		return
+	}
+	if span && !v.StartTime.IsZero() {
 		if c.first.IsZero() || v.StartTime.Before(c.first) {
 			c.first = v.StartTime
 		}

@@ -54,12 +54,11 @@ func ReadFile(path string) (*Recording, error) {
 // or damaged after some events returns what was read before, with Partial
 // saying where and why, and no error; one with nothing readable is an
 // error.
-func Read(r io.Reader) (*Recording, error) { return read(r, Events) }
+func Read(r io.Reader) (*Recording, error) { return read(r, nil) }
 
-// read decodes the given event types of a recording (and async-profiler's
-// wall-clock samples).
-func read(r io.Reader, types []string) (*Recording, error) {
-	c := newConverter()
+// readInto decodes the given event types of a recording (and
+// async-profiler's wall-clock samples) into c.
+func readInto(c *converter, r io.Reader, types []string) (*Recording, error) {
 	want := map[string]bool{wallClockEvent: true}
 	for _, e := range types {
 		want[e] = true

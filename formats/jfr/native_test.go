@@ -447,7 +447,7 @@ func TestCPUTimeSample(t *testing.T) {
 		}
 		return float64(hit) / float64(all)
 	}
-	execOnly, err := read(bytes.NewReader(data), slices.DeleteFunc(slices.Clone(Events), func(e string) bool { return e == "jdk.CPUTimeSample" }))
+	execOnly, err := readInto(newConverter(), bytes.NewReader(data), slices.DeleteFunc(slices.Clone(Events), func(e string) bool { return e == "jdk.CPUTimeSample" }))
 	if err != nil {
 		t.Fatal(err)
 	}
