@@ -151,7 +151,7 @@ var (
 		"net/http.readRequest", "net/http.(*Request).", "net/http.Header.", "net/http.(*body).", "net/http.(*expectContinueReader)",
 		"net/http.checkConnErrorWriter", "net/http.(*Server).Serve", "net/http.(*http2", "net/http.http2",
 		"net/http.serverHandler.ServeHTTP", "net/http.(*ServeMux).", "net/http.newBufioReader", "net/http.newBufioWriterSize",
-		"net/http.putBufio", "net/http.(*Server).", "net/http.(*onceCloseListener)", "net/http.(*persistConn)",
+		"net/http.putBufio", "net/http.(*Server).", "net/http.(*onceCloseListener)",
 		"net/textproto.", "golang.org/x/net/http2.", "github.com/valyala/fasthttp.", "google.golang.org/grpc/internal/transport.",
 		"net.(*conn).Read", "net.(*conn).Write", "net.(*netFD).", "net.(*TCPListener).", "net.(*TCPConn).",
 		"internal/poll.", "syscall.", "golang.org/x/sys/unix.",
