@@ -54,9 +54,9 @@ a Go ingest service (net/http, rules/net007/testdata) taking one 47-byte sample
 per POST 0.86 (58 µs CPU, 2.0 reads and 1.0 writes per request), the same
 samples 1000 per POST 0.26; VictoriaMetrics 1.150 taking one InfluxDB line (92 B) per POST 0.66 (88 µs
 CPU and 1.1 writes per request), the same lines 1000 per POST 0.06; redis 7.0
-answering one GET per round trip (perf) 0.82 (16 µs CPU, 1.1 reads and 1.1
-writes per key), the same server with 16 commands pipelined 0.40 at 0.064
-writes per command; Tomcat closing every connection (1.0 new connections per
+answering one GET per round trip (perf; testdata and the corpus) 0.78-0.82
+(16-17 µs CPU, 1.0-1.1 reads and writes per key), the same server with 16
+commands pipelined per round trip 0.36-0.40 at 0.065 writes per command; Tomcat closing every connection (1.0 new connections per
 request) 0.53. A process whose threads wait longer in storage syncs than they
 run (perf's off-CPU stacks: redis with appendfsync always, 0.81 fixed at 0.29
 cores) is bounded by its disk, not by this CPU: left to sync-disk-write.
@@ -119,7 +119,7 @@ func waitsOnSyncs(ev *evidence.Evidence, cores float64) bool {
 const (
 	// minFixed is the fixed share from which one item per request is the
 	// problem (Doc.Evidence: the bad services measured 0.53-0.86, batched
-	// 0.06-0.26, pipelined 0.40).
+	// 0.06-0.26, pipelined 0.36-0.40).
 	minFixed = 0.50
 	// minWritesPerUnit: a unit answered by its own write.
 	minWritesPerUnit = 0.5

@@ -116,3 +116,38 @@ func TestJVMIngestFires(t *testing.T) {
 		t.Errorf("fixed share %.3f, want 0.80", got)
 	}
 }
+
+// offCPU is a perf off-CPU profile of one thread over a second: waited
+// nanoseconds in fdatasync, the rest in epoll_wait.
+func offCPU(inSync, inPoll int64) *profile.Profile {
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "offcpu", Unit: "nanoseconds"}, {Type: "switches", Unit: "count"}},
+		DefaultSampleType: "switches", DurationNanos: 1e9}
+	stack := func(names ...string) []*profile.Location {
+		var locs []*profile.Location
+		for _, n := range names {
+			f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: n}
+			l := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f}}}
+			p.Function, p.Location = append(p.Function, f), append(p.Location, l)
+			locs = append(locs, l)
+		}
+		return locs
+	}
+	p.Sample = []*profile.Sample{
+		{Value: []int64{inSync, 1000}, Location: stack("__schedule", "jbd2_log_wait_commit", "ext4_sync_file", "do_fsync", "__x64_sys_fdatasync", "fdatasync")},
+		{Value: []int64{inPoll, 1000}, Location: stack("__schedule", "ep_poll", "do_epoll_wait", "epoll_wait")},
+	}
+	return p
+}
+
+// A server whose thread waits longer in syncs than it runs is bounded by
+// its disk: not this rule's, however its CPU divides.
+func TestWaitingOnSyncsIsNotSmallRequests(t *testing.T) {
+	ev := &evidence.Evidence{Profiles: map[evidence.Kind]*profile.Profile{evidence.OffCPU: offCPU(700e6, 100e6)}}
+	if !waitsOnSyncs(ev, 0.29) {
+		t.Error("0.7 s of syncs a second against 0.29 cores: want the disk to bound it")
+	}
+	ev.Profiles[evidence.OffCPU] = offCPU(10e6, 300e6)
+	if waitsOnSyncs(ev, 0.64) {
+		t.Error("0.01 s of syncs a second against 0.64 cores: not bounded by the disk")
+	}
+}
