@@ -50,14 +50,15 @@ item (batched, the items cost 9 ns per byte in the Go ingest service below and
 Reports when the fixed share is at least 50% and the load shows an answer
 per unit (0.5 write system calls per unit or more, where the process's I/O
 counters were read). Measured on this machine (2 cores), fixed share of CPU:
-a Go ingest service (net/http, rules/net007/testdata) taking one 47-byte sample
-per POST 0.86 (58 µs CPU, 2.0 reads and 1.0 writes per request), the same
-samples 1000 per POST 0.26; VictoriaMetrics 1.150 taking one InfluxDB line (92 B) per POST 0.66 (88 µs
-CPU and 1.1 writes per request), the same lines 1000 per POST 0.06; redis 7.0
-answering one GET per round trip (perf; testdata and the corpus) 0.78-0.82
-(16-17 µs CPU, 1.0-1.1 reads and writes per key), the same server with 16
-commands pipelined per round trip 0.36-0.40 at 0.065 writes per command; Tomcat closing every connection (1.0 new connections per
-request) 0.53. A process whose threads wait longer in storage syncs than they
+a Go ingest service (net/http, in testdata) taking one 47-byte sample per
+POST 0.86 (58 µs CPU, 2.0 reads and 1.0 writes per request), the same samples
+1000 per POST 0.26; VictoriaMetrics 1.150 (testdata) taking one InfluxDB line
+(92 B) per POST 0.66 (88 µs CPU and 1.1 writes per request), the same lines
+1000 per POST 0.06; redis 7.0 answering one GET per round trip (perf;
+testdata and the corpus) 0.78-0.82 (16-17 µs CPU, 1.0-1.1 reads and writes
+per key), the same server with 16 commands pipelined per round trip
+0.36-0.40 at 0.065 writes per command; Tomcat closing every connection (1.0
+new connections per request, the corpus) 0.53. A process whose threads wait longer in storage syncs than they
 run (perf's off-CPU stacks: redis with appendfsync always, 0.81 fixed at 0.29
 cores) is bounded by its disk, not by this CPU: left to sync-disk-write.
 Healthy servers answering reads have high fixed shares too (Jetty serving a
