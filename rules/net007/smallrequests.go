@@ -58,9 +58,10 @@ POST 0.86 (58 µs CPU, 2.0 reads and 1.0 writes per request), the same samples
 testdata and the corpus) 0.78-0.82 (16-17 µs CPU, 1.0-1.1 reads and writes
 per key), the same server with 16 commands pipelined per round trip
 0.36-0.40 at 0.065 writes per command; Tomcat closing every connection (1.0
-new connections per request, the corpus) 0.53. A process whose threads wait longer in storage syncs than they
-run (perf's off-CPU stacks: redis with appendfsync always, 0.81 fixed at 0.29
-cores) is bounded by its disk, not by this CPU: left to sync-disk-write.
+new connections per request, the corpus) 0.53. A process whose threads wait
+longer in storage syncs than they run (perf's off-CPU stacks: redis with
+appendfsync always, 0.81 fixed at 0.29 cores) is bounded by its disk, not by
+this CPU: left to sync-disk-write.
 Healthy servers answering reads have high fixed shares too (Jetty serving a
 3 KB file 0.49, Tomcat rendering a JSP 0.64, ZooKeeper getData 0.54-0.62: a
 read is little work besides its request), which is why the protocol decides
