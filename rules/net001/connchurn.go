@@ -124,7 +124,9 @@ func check(pass *rules.Pass) error {
 	// The caller is the first frame of the program's own: above the
 	// kernel and the shared libraries for native code.
 	system := facts.Get(pass.Facts, facts.SystemFrames)
-	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) && !strings.HasPrefix(fn, "[unknown]") })
+	appFrame := cpu.First(func(fn string) bool {
+		return rules.IsApplication(fn) && !system(fn) && !strings.HasPrefix(fn, "[unknown]")
+	})
 	callers := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !churn(s) {
 			return nil
