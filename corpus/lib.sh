@@ -22,6 +22,13 @@ pd_build() {
 cpu_lock() {
 	exec 9>"${PERFDOCTOR_CPU_LOCK:-/tmp/perfdoctor-cpu.lock}"
 	flock 9
+	CPU_LOCK_HELD=1
+}
+
+# cpu_unlock lets others have the cores between two measured steps.
+cpu_unlock() {
+	flock -u 9
+	CPU_LOCK_HELD=
 }
 
 # free_port prints a TCP port free on 127.0.0.1.
@@ -83,4 +90,91 @@ keep_bundle() {
 	mv "$1/bundle" "$2"
 	rm -rf "$1"
 	trim_bundle "$2"
+}
+
+# CORPUS_CACHE holds what the scripts install outside the package manager
+# (Go commands built from the module proxy), kept between runs.
+CORPUS_CACHE=${PERFDOCTOR_CORPUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/perfdoctor-corpus}
+
+# apt_need PKG...: installs the Debian packages not installed yet, under the
+# machine's apt lock.
+apt_need() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	flock "${PERFDOCTOR_APT_LOCK:-/tmp/perfdoctor-apt.lock}" \
+		apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# go_install PKG@VERSION: builds a Go command with `go install` once into
+# $CORPUS_CACHE/go/ and sets GO_BIN to it. GOTOOLCHAIN is left to the
+# caller (auto fetches the Go a module asks for). The build takes the CPU
+# lock unless this script holds it already (call it before cpu_lock).
+go_install() {
+	local spec=$1 dir
+	dir="$CORPUS_CACHE/go/${spec//\//_}"
+	GO_BIN=$(find "$dir" -maxdepth 1 -type f -perm -u+x 2>/dev/null | head -n1)
+	if [ -z "$GO_BIN" ]; then
+		mkdir -p "$dir"
+		if [ -n "${CPU_LOCK_HELD:-}" ]; then
+			go_install_into "$dir" "$spec"
+		else
+			(cpu_lock && go_install_into "$dir" "$spec")
+		fi
+		GO_BIN=$(find "$dir" -maxdepth 1 -type f -perm -u+x | head -n1)
+	fi
+	[ -n "$GO_BIN" ] || { echo "go install $spec left no command in $dir" >&2; return 1; }
+}
+
+# go_install_into DIR PKG@VERSION: go install; where the module's go.mod has
+# replace directives (go install refuses those), builds the package from a
+# throwaway module that requires it instead: the same versions as its go.mod
+# requires, without the replacements.
+go_install_into() {
+	local dir=$1 spec=$2 pkg=${2%@*} name tmp rc=0
+	GOBIN=$dir go install "$spec" && return 0
+	echo "go install $spec failed; building it from a module that requires it" >&2
+	name=$pkg
+	[[ $name =~ /v[0-9]+$ ]] && name=${name%/*}
+	name=${name##*/}
+	tmp=$(mktemp -d)
+	(cd "$tmp" && go mod init corpus.invalid/build >/dev/null 2>&1 && go get "$spec" &&
+		go build -o "$dir/$name" "$pkg") || rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
+# go_built_with BIN: the Go release a binary was built with (go1.19.8).
+go_built_with() {
+	go version "$1" | awk '{print $NF}'
+}
+
+# record_verify VERIFYDIR DEST: keeps verify's verify.json as DEST/verify.json
+# and copies its ratios into DEST/scenario.json's "measured" (by stays what
+# the scenario says; the date is today's), so the figures always match the
+# recording.
+record_verify() {
+	cp "$1/verify.json" "$2/verify.json"
+	python3 - "$2/verify.json" "$2/scenario.json" <<'PY'
+import datetime, json, sys
+v = json.load(open(sys.argv[1]))
+path = sys.argv[2]
+try:
+    s = json.load(open(path))
+except FileNotFoundError:
+    s = {}
+m = s.setdefault("measured", {})
+names = {"throughput": "throughput", "CPU/request": "cpu_per_unit", "CPU/unit": "cpu_per_unit"}
+for r in v.get("ratios", []):
+    key = names.get(r["figure"])
+    if key:
+        m[key] = {"ratio": round(r["ratio"], 4), "lo": round(r["ci95_low"], 4), "hi": round(r["ci95_high"], 4)}
+m["rounds"] = len(v.get("rounds", []))
+m["date"] = datetime.date.today().isoformat()
+with open(path, "w") as f:
+    json.dump(s, f, indent=2)
+    f.write("\n")
+PY
 }
