@@ -25,6 +25,29 @@ cpu_lock() {
 	CPU_LOCK_HELD=1
 }
 
+# wait_idle [SECONDS]: after cpu_lock, waits (at most SECONDS, default 180)
+# until the machine's CPUs are idle (under 15% busy over 3 s) so the
+# recording does not share the cores with work that ignores the lock; says so
+# when they never were.
+wait_idle() {
+	local limit=${1:-180} start=$SECONDS busy
+	while :; do
+		busy=$(python3 -c '
+import time
+def snap():
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return sum(f), f[3] + f[4]
+t0, i0 = snap(); time.sleep(3); t1, i1 = snap()
+print(round(100 * (1 - (i1 - i0) / max(1, t1 - t0))))')
+		[ "$busy" -lt 15 ] && return 0
+		if ((SECONDS - start >= limit)); then
+			echo "warning: the CPUs are still ${busy}% busy with work outside this recording; the figures will be noisy" >&2
+			return 0
+		fi
+		sleep 5
+	done
+}
+
 # cpu_unlock lets others have the cores between two measured steps.
 cpu_unlock() {
 	flock -u 9

@@ -43,6 +43,7 @@ GOOD=$(free_port)
 start_pushgateway "$GOOD" --push.disable-consistency-check
 
 cpu_lock
+wait_idle
 "$PD" run --target "http://127.0.0.1:$BAD" --load "http://127.0.0.1:$BAD$PUSH" -X PUT --body "$WORK/push.txt" \
 	-c 8 --warmup 5s -d 20s -o "$WORK/run" >"$WORK/run.txt"
 keep_bundle "$WORK/run" "$HERE/bad"
