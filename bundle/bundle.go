@@ -111,6 +111,10 @@ type LoadSummary struct {
 	Concurrency int      `json:"concurrency,omitempty"`
 	Rate        float64  `json:"rate,omitempty"`
 	Duration    Duration `json:"duration"`
+	// Command is a --load-cmd load's command (credentials redacted) and
+	// Unit what its units of work are.
+	Command string `json:"command,omitempty"`
+	Unit    string `json:"unit,omitempty"`
 }
 
 // OK reports whether the named item was collected.

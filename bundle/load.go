@@ -27,6 +27,13 @@ type LoadResult struct {
 	LoadAverage  float64         `json:"load_average"`
 	Warnings     []string        `json:"warnings,omitempty"`
 	Interrupted  bool            `json:"interrupted,omitempty"`
+	// A command load (mode "command"): the command, what a unit is, the
+	// units each run does and the runs completed; requests and errors
+	// count units, and latency is not measured.
+	Command     string `json:"command,omitempty"`
+	Unit        string `json:"unit,omitempty"`
+	UnitsPerRun int64  `json:"units_per_run,omitempty"`
+	Runs        int64  `json:"runs,omitempty"`
 }
 
 // LoadPercentiles is a latency summary in milliseconds.

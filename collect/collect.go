@@ -9,12 +9,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/version"
 
 	"github.com/google/pprof/profile"
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -321,7 +322,7 @@ func (c *collector) run(ctx context.Context) *bundle.Manifest {
 
 	m := &bundle.Manifest{
 		FormatVersion: bundle.FormatVersion,
-		Tool:          toolName(),
+		Tool:          version.Tool(),
 		Target:        c.shown,
 		Start:         start,
 		End:           time.Now(),
@@ -667,11 +668,4 @@ func (c *collector) status(elapsed time.Duration) string {
 		b.WriteString("  (" + strings.Join(parts, ", ") + ")")
 	}
 	return b.String()
-}
-
-func toolName() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return "perfdoctor " + bi.Main.Version
-	}
-	return "perfdoctor"
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
+	"github.com/perfdoctor/perfdoctor/internal/redact"
 )
 
 // pprofMux serves net/http/pprof on a private mux, as a service would.
@@ -513,9 +514,9 @@ func FuzzParseTarget(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %s -> %v, %v", raw, u, again, err)
 		}
 		if _, ok := u.User.Password(); ok {
-			shown, err := url.Parse(system.RedactURL(u))
-			if pw, _ := shown.User.Password(); err != nil || pw != system.Redacted {
-				t.Fatalf("password shown in %s (%v)", system.RedactURL(u), err)
+			shown, err := url.Parse(redact.URL(u))
+			if pw, _ := shown.User.Password(); err != nil || pw != redact.Redacted {
+				t.Fatalf("password shown in %s (%v)", redact.URL(u), err)
 			}
 		}
 	})

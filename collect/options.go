@@ -16,6 +16,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
+	"github.com/perfdoctor/perfdoctor/internal/redact"
 )
 
 // Limits and defaults of Options.
@@ -87,7 +88,7 @@ func validate(opt Options) (*settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &settings{Options: opt, base: base, shown: system.RedactURL(base)}
+	s := &settings{Options: opt, base: base, shown: redact.URL(base)}
 	switch {
 	case opt.Duration < MinDuration:
 		return nil, fmt.Errorf("duration %v is too short: the minimum is %v", opt.Duration, MinDuration)
@@ -149,7 +150,7 @@ func parseTarget(raw string) (*url.URL, error) {
 		}
 		return nil, fmt.Errorf("target is not a valid URL: %w", err)
 	}
-	shown := system.RedactURL(u)
+	shown := redact.URL(u)
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
 	case "":

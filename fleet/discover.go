@@ -24,7 +24,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/internal/redact"
 )
 
 // Defaults of Discovery.
@@ -110,7 +110,7 @@ func Discover(ctx context.Context, d Discovery) (*Fleet, error) {
 	if d.Client == nil {
 		d.Client = &http.Client{Timeout: 30 * time.Second}
 	}
-	shown := system.RedactURL(base)
+	shown := redact.URL(base)
 	targets, err := activeTargets(ctx, d.Client, base)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus %s: %w", shown, err)
@@ -307,7 +307,7 @@ func isPort(s string) bool {
 // shown only up to any '@', where a password could end.
 func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
-		return system.RedactURL(u)
+		return redact.URL(u)
 	}
 	if i := strings.LastIndex(raw, "@"); i >= 0 {
 		return "…" + raw[i:]

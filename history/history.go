@@ -20,7 +20,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // driver "pgx"
 
-	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/internal/redact"
 	"github.com/perfdoctor/perfdoctor/rules"
 	_ "modernc.org/sqlite" // driver "sqlite"
 )
@@ -155,11 +155,11 @@ func RedactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme == "" {
 		if i := strings.LastIndex(dsn, "@"); i >= 0 && err != nil {
-			return system.Redacted + dsn[i:]
+			return redact.Redacted + dsn[i:]
 		}
 		return dsn
 	}
-	return system.RedactURL(u)
+	return redact.URL(u)
 }
 
 // redactErr keeps a driver's error from repeating the password.
@@ -172,7 +172,7 @@ func redactErr(err error, dsn string) error {
 	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), pw, system.Redacted))
+	return errors.New(strings.ReplaceAll(err.Error(), pw, redact.Redacted))
 }
 
 // migrations are applied in order, each once, recorded in

@@ -2,9 +2,11 @@ package load
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/redact"
 )
 
 // ms converts a duration to float milliseconds for JSON.
@@ -40,7 +42,7 @@ func (r *Result) Schema() *bundle.LoadResult {
 		Requests: r.Requests, Errors: r.Errors, ErrorsByKind: r.ErrorsByKind, Throughput: r.Throughput,
 		Latency: r.Latency.schema(), Service: r.Service.schema(), LateSends: r.LateSends, Dropped: r.Dropped,
 		Unfinished: r.Unfinished, GeneratorCPU: r.GeneratorCPU, LoadAverage: r.LoadAverage, Warnings: r.Warnings,
-		Interrupted: r.Interrupted}
+		Interrupted: r.Interrupted, Command: redactCommand(r.Command), Unit: r.Unit, UnitsPerRun: r.UnitsPerRun, Runs: r.Runs}
 	for _, q := range r.Table {
 		j.Table = append(j.Table, bundle.LoadQuantile{Percentile: q.Percentile, MS: ms(q.Value)})
 	}
@@ -56,7 +58,7 @@ func FromSchema(j *bundle.LoadResult) *Result {
 		Requests: j.Requests, Errors: j.Errors, ErrorsByKind: j.ErrorsByKind, Throughput: j.Throughput,
 		Latency: percentilesFrom(j.Latency), Service: percentilesFrom(j.Service), LateSends: j.LateSends, Dropped: j.Dropped,
 		Unfinished: j.Unfinished, GeneratorCPU: j.GeneratorCPU, LoadAverage: j.LoadAverage, Warnings: j.Warnings,
-		Interrupted: j.Interrupted}
+		Interrupted: j.Interrupted, Command: j.Command, Unit: j.Unit, UnitsPerRun: j.UnitsPerRun, Runs: j.Runs}
 	for _, q := range j.Table {
 		r.Table = append(r.Table, Quantile{q.Percentile, fromMS(q.MS)})
 	}
@@ -99,4 +101,14 @@ func (c *Capacity) MarshalJSON() ([]byte, error) {
 		Best      float64    `json:"best_rate"`
 		Steps     []stepJSON `json:"steps"`
 	}{c.Objective.String(), c.Best, steps})
+}
+
+// redactCommand is a load command as load.json keeps it: a benchmark's
+// command line may carry a password (pgbench's connection string, redis's
+// -a), which a bundle must not.
+func redactCommand(command string) string {
+	if command == "" {
+		return ""
+	}
+	return redact.Args(strings.Fields(command))
 }

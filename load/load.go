@@ -77,6 +77,16 @@ type Config struct {
 	TLS *tls.Config
 	// Progress, if non-nil, shows a live status line (silent off-terminal).
 	Progress *progress.Line
+
+	// Command, when set, is the load instead of HTTP or UDP requests: a
+	// shell command (sh -c) that does UnitsPerRun units of work each time
+	// it runs (a server's own benchmark tool), repeated back to back over
+	// Duration. {url}, {addr}, {host} and {port} in it are replaced by the
+	// parts of URL, which is then any scheme://host:port (tcp://...), or
+	// may be empty. Latency is not measured: the command's own output has it.
+	Command     string
+	UnitsPerRun int64
+	Unit        string // what a unit is ("SET", "transaction"); DefaultUnit when empty
 }
 
 // Percentiles of request latency.
@@ -139,6 +149,15 @@ type Result struct {
 	// Interrupted is true when the caller's context ended the run early
 	// (e.g. Ctrl-C); the figures cover what was measured until then.
 	Interrupted bool
+
+	// A command load (Mode ModeCommand): the command, what its units are,
+	// how many each run does and how many runs completed. Requests and
+	// Errors count units.
+	Command     string
+	Unit        string
+	UnitsPerRun int64
+	Runs        int64
+	commandErr  string // what the last failed run printed
 }
 
 // String is a one-line summary.
@@ -147,6 +166,14 @@ func (r *Result) String() string {
 		return "<nil>"
 	}
 	var b strings.Builder
+	if r.Mode == ModeCommand {
+		fmt.Fprintf(&b, "`%s` %s: %d runs, %d %ss, %d failed, %.1f %ss/s", r.Command, r.Duration.Round(time.Millisecond),
+			r.Runs, r.Requests, r.Unit, r.Errors, r.Throughput, r.Unit)
+		if r.Interrupted {
+			b.WriteString(" [interrupted]")
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s", r.URL)
 	if r.Mode == modeOpen {
 		fmt.Fprintf(&b, " rate=%g c=%d", r.Rate, r.Concurrency)
@@ -273,6 +300,9 @@ func (cfg Config) validate() (Config, *target, error) {
 // AllFailed is an error when every request failed, so an unreachable
 // target fails a command rather than printing zeros; nil otherwise.
 func (r *Result) AllFailed() error {
+	if r.Mode == ModeCommand && r.Requests > 0 && r.Requests == r.Errors {
+		return fmt.Errorf("the load command failed: %s", r.commandErr)
+	}
 	if r.Requests > 0 && r.Requests == r.Errors {
 		return fmt.Errorf("every request failed (%s)", r.ErrorKinds())
 	}

@@ -38,6 +38,13 @@ type conn interface {
 // been sent, or ctx is done. A done ctx is not an error: the result covers
 // what was measured and has Interrupted set.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Command != "" {
+		cfg, err := cfg.validateCommand()
+		if err != nil {
+			return nil, err
+		}
+		return runCommand(ctx, cfg)
+	}
 	cfg, t, err := cfg.validate()
 	if err != nil {
 		return nil, err

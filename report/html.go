@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -300,7 +301,7 @@ func round(v float64, digits int) float64 {
 // loadView is the load section of the page: the figures, latency
 // percentile bars and the per-second chart.
 type loadView struct {
-	*LoadFigures
+	*bundle.LoadResult
 	ErrorKinds string
 	Bars       []loadBar
 	Chart      *loadChart
@@ -334,11 +335,11 @@ type chartTick struct {
 	Label string
 }
 
-func newLoadView(l *LoadFigures) *loadView {
+func newLoadView(l *bundle.LoadResult) *loadView {
 	if l == nil {
 		return nil
 	}
-	v := &loadView{LoadFigures: l, ErrorKinds: l.errorKinds()}
+	v := &loadView{LoadResult: l, ErrorKinds: errorKinds(l)}
 	lat := []struct {
 		label string
 		v     float64
@@ -362,7 +363,7 @@ func newLoadView(l *LoadFigures) *loadView {
 
 // newLoadChart lays out the timeline in a 600x180 plot (left margin 60 for
 // the latency axis, bottom 20 for seconds).
-func newLoadChart(secs []LoadSecond) *loadChart {
+func newLoadChart(secs []bundle.LoadSecond) *loadChart {
 	if len(secs) < 2 {
 		return nil
 	}

@@ -30,7 +30,7 @@ type Report struct {
 	Inputs        Inputs             `json:"inputs"`
 	// Load is the load that ran while the evidence was collected (perfdoctor
 	// run, demo), when the evidence has load results.
-	Load *LoadFigures `json:"load,omitempty"`
+	Load *bundle.LoadResult `json:"load,omitempty"`
 
 	// Catalog is the rules the diagnosis checked (from the caller's
 	// rules.Run): SARIF describes them as tool.driver.rules.
@@ -238,7 +238,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 	}
 	in.Runtime = inputRuntime(ev)
 	r.Inputs = in
-	r.Load = loadFigures(ev.Load)
+	r.Load = ev.Load
 	return r
 }
 

@@ -67,7 +67,7 @@ func reportWithLoad(t *testing.T) *Report {
 	rep := sampleReport(t)
 	rep.Evidence.Load = res.Schema()
 	rep = New(rep.Tool, rep.Evidence, rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
-	if rep.Load == nil || rep.Load.Mode != "open" || len(rep.Load.Timeline) < 2 || rep.Load.Service == nil {
+	if rep.Load == nil || rep.Load.Mode != "open" || len(rep.Load.Timeline) < 2 || rep.Load.Service.P99 == 0 {
 		t.Fatalf("load figures not read: %+v", rep.Load)
 	}
 	return rep

@@ -162,7 +162,7 @@ func describeInputs(in Inputs) string {
 }
 
 // timelineLine is the timeline as "1234/5.1ms, ..." (requests/p99).
-func timelineLine(secs []LoadSecond) string {
+func timelineLine(secs []bundle.LoadSecond) string {
 	parts := make([]string, 0, len(secs))
 	for _, s := range secs {
 		// No space inside an entry, so wrapping splits between seconds.

@@ -21,7 +21,12 @@ import (
 
 // Options says what to load and where to collect from.
 type Options struct {
-	PprofURL  string
+	PprofURL string
+	// Collect, when set, collects the bundle instead of fetching PprofURL's
+	// profiles: a process through perf, a JVM through JFR. Target names it
+	// in messages.
+	Collect   func(ctx context.Context, dir string, window time.Duration) (*bundle.Manifest, error)
+	Target    string
 	Load      load.Config // its Duration is the collection window
 	Warmup    time.Duration
 	BundleDir string // replaced if it holds a previous bundle; refused if it holds anything else
@@ -48,7 +53,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	cfg := o.Load
 	if o.Warmup > 0 {
-		fmt.Fprintf(o.Messages, "perfdoctor: warming up %s with load on %s\n", o.Warmup, cfg.URL)
+		fmt.Fprintf(o.Messages, "perfdoctor: warming up %s with %s\n", o.Warmup, loadName(cfg))
 		w := cfg
 		w.Duration, w.Progress = o.Warmup, o.Progress
 		res, err := load.Run(ctx, w)
@@ -56,10 +61,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		if err := res.AllFailed(); err != nil {
-			return nil, fmt.Errorf("warm-up load on %s: %w", cfg.URL, err)
+			return nil, fmt.Errorf("warm-up %s: %w", loadName(cfg), err)
 		}
 		if res.Interrupted {
-			return nil, fmt.Errorf("warm-up load on %s: %w", cfg.URL, context.Canceled)
+			return nil, fmt.Errorf("warm-up %s: %w", loadName(cfg), context.Canceled)
 		}
 	}
 
@@ -84,14 +89,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		loadDone <- outcome{res, err}
 	}()
-	fmt.Fprintf(o.Messages, "perfdoctor: collecting %s from %s under load\n", cfg.Duration, o.PprofURL)
-	m, cerr := collect.Collect(ctx, collect.Options{
-		Target:   o.PprofURL,
-		Duration: cfg.Duration,
-		OutDir:   o.BundleDir,
-		Progress: o.Progress,
-		Logger:   o.Logger,
-	})
+	var m *bundle.Manifest
+	var cerr error
+	if o.Collect != nil {
+		fmt.Fprintf(o.Messages, "perfdoctor: collecting %s from %s under load\n", cfg.Duration, o.Target)
+		m, cerr = o.Collect(ctx, o.BundleDir, cfg.Duration)
+	} else {
+		fmt.Fprintf(o.Messages, "perfdoctor: collecting %s from %s under load\n", cfg.Duration, o.PprofURL)
+		m, cerr = collect.Collect(ctx, collect.Options{
+			Target:   o.PprofURL,
+			Duration: cfg.Duration,
+			OutDir:   o.BundleDir,
+			Progress: o.Progress,
+			Logger:   o.Logger,
+		})
+	}
 	o.Progress.Clear()
 	stopLoad()
 	lo := <-loadDone
@@ -103,10 +115,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return r, fmt.Errorf("load: %w", lo.err)
 	}
 	summary := bundle.LoadSummary{URL: cfg.URL, Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: bundle.Duration(lo.res.Duration)}
+	if cfg.Command != "" {
+		summary.Concurrency, summary.Command, summary.Unit = 0, lo.res.Schema().Command, cfg.Unit
+	}
 	if err := bundle.AddLoad(o.BundleDir, lo.res.Schema(), summary); err != nil {
 		return r, fmt.Errorf("saving load results: %w", err)
 	}
 	return r, nil
+}
+
+// loadName names the load in messages: its URL, or its command.
+func loadName(cfg load.Config) string {
+	if cfg.Command != "" {
+		return "the load command"
+	}
+	return "load on " + cfg.URL
 }
 
 // removeOldBundle clears a previous run's bundle, and only a bundle: a

@@ -90,7 +90,7 @@ func hostPort(u *url.URL) string {
 // (remote, UDP, or not found): its CPU time then goes unmeasured.
 func LocalPID(rawURL string) int {
 	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "tcp") {
 		return 0
 	}
 	host, port, err := net.SplitHostPort(hostPort(u))

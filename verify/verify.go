@@ -178,8 +178,12 @@ func (v *Result) judge(minChange float64) {
 		return b, af
 	}
 	v.Throughput = load.PairedRatio(figs(func(r *load.Result) float64 { return r.Throughput }))
-	v.P50 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P50) }))
-	v.P99 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P99) }))
+	// A command load measures no latency: its verdict is throughput's.
+	latency := len(v.Rounds) == 0 || v.Rounds[0].Before.Mode != load.ModeCommand
+	if latency {
+		v.P50 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P50) }))
+		v.P99 = load.PairedRatio(figs(func(r *load.Result) float64 { return float64(r.Latency.P99) }))
+	}
 	v.LoadAvg = load.LoadAverage()
 	var cpuKnown, rssKnown bool
 	v.CPU, cpuKnown = v.pairedKnown(func(p Round) (float64, float64) { return p.BeforeCPU, p.AfterCPU })
@@ -193,7 +197,7 @@ func (v *Result) judge(minChange float64) {
 		dir  int
 	}{{"throughput", v.Throughput, tp}, {"p50 latency", v.P50, p50}, {"p99 latency", v.P99, p99},
 		{"CPU/request", v.CPU, -v.CPU.Direction(minChange)}, {"peak RSS", v.PeakRSS, -v.PeakRSS.Direction(minChange)}} {
-		if (x.name == "CPU/request" && !cpuKnown) || (x.name == "peak RSS" && !rssKnown) {
+		if (x.name == "CPU/request" && !cpuKnown) || (x.name == "peak RSS" && !rssKnown) || (!latency && x.name != "throughput" && x.name != "CPU/request" && x.name != "peak RSS") {
 			continue
 		}
 		v.Ratios = append(v.Ratios, Ratio{x.name, x.r.Estimate, x.r.Low, x.r.High, map[int]string{1: "better", -1: "worse", 0: "none"}[x.dir]})
@@ -204,6 +208,9 @@ func (v *Result) judge(minChange float64) {
 	case tp < 0 || p99 < 0:
 		v.Verdict = Slower
 		v.Why = fmt.Sprintf("throughput %s, p99 latency %s (after/before)", v.Throughput, v.P99)
+		if !latency {
+			v.Why = fmt.Sprintf("throughput %s (after/before)", v.Throughput)
+		}
 		if cpuKnown && v.CPU.Direction(minChange) < 0 {
 			// Where the generator shares the CPUs and nothing caps the
 			// service, a version that burns more CPU can serve more.

@@ -149,3 +149,42 @@ func TestJSONMatchesSchema(t *testing.T) {
 		t.Errorf("ratios %+v verdict %s", v.Ratios, v.Verdict)
 	}
 }
+
+// TestCommandLoads compares two versions loaded by a benchmark command, as
+// for a server that speaks neither HTTP nor UDP: the after side's command
+// does the same units in a tenth of the time. The verdict follows
+// throughput alone, and no latency figure is made up.
+func TestCommandLoads(t *testing.T) {
+	var ports [2]string
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		_, ports[i], _ = net.SplitHostPort(l.Addr().String())
+	}
+	slow := "if [ {port} = " + ports[0] + " ]; then sleep 0.2; else sleep 0.02; fi"
+	cfg := func(port string) load.Config {
+		return load.Config{URL: "tcp://127.0.0.1:" + port, Command: slow, UnitsPerRun: 100, Unit: "op", Duration: 800 * time.Millisecond}
+	}
+	v, err := Run(context.Background(), Options{Before: cfg(ports[0]), After: cfg(ports[1]), Rounds: 3,
+		PIDs: [2]int{LocalPID("tcp://127.0.0.1:" + ports[0]), LocalPID("tcp://127.0.0.1:" + ports[1])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != Faster {
+		t.Fatalf("verdict %s (%s), throughput %s", v.Verdict, v.Why, v.Throughput)
+	}
+	for _, r := range v.Ratios {
+		if strings.Contains(r.Figure, "latency") {
+			t.Errorf("a command load measures no latency, yet verify judged %s", r.Figure)
+		}
+	}
+	if v.Rounds[0].Before.Mode != load.ModeCommand || v.Rounds[0].After.Unit != "op" {
+		t.Fatalf("rounds are not command loads: %+v", v.Rounds[0].Before)
+	}
+	if LocalPID("tcp://127.0.0.1:"+ports[0]) != os.Getpid() {
+		t.Errorf("LocalPID of a tcp:// address is not the process listening there")
+	}
+}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/demoservice"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/internal/supervise"
 	"github.com/perfdoctor/perfdoctor/load"
+	"github.com/perfdoctor/perfdoctor/underload"
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -61,7 +63,9 @@ func (a *app) demo(ctx context.Context, dir string, duration time.Duration, conc
 	}
 	fmt.Fprintf(a.stderr, "demo: sample service serving %s, pprof at %s, pid %d\n", appURL, pprofURL, p.PID())
 	cfg := load.Config{URL: appURL, Concurrency: concurrency, Duration: duration}
-	if err := a.profileUnderLoad(ctx, pprofURL, cfg, demoWarmup, dir, "text"); err != nil {
+	o := underload.Options{PprofURL: pprofURL, Load: cfg, Warmup: demoWarmup,
+		Progress: progress.New(os.Stderr), Logger: a.log, Messages: a.stderr}
+	if err := a.profileUnderLoad(ctx, o, dir, "text"); err != nil {
 		return err
 	}
 	bundleDir := filepath.Join(dir, "bundle")

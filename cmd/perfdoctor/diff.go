@@ -50,7 +50,7 @@ or cumulative share grew by more than PCT percentage points.`,
 			if err != nil {
 				return err
 			}
-			d.Tool = "perfdoctor " + version
+			d.Tool = a.tool()
 			regressed := failOn && d.CheckRegression(failPct/100)
 			if err := report.Output(a.stdout, out, func(w io.Writer) error { return write(w, d) }); err != nil {
 				return err

@@ -29,6 +29,11 @@ type loadFlags struct {
 	udpMode     string
 	procs       int
 	caCert      string
+	// A command load instead of requests: the command, the units of work
+	// each run does, and what a unit is.
+	loadCmd string
+	units   int64
+	unit    string
 }
 
 func (f *loadFlags) register(cmd *cobra.Command, defaultDuration time.Duration) {
@@ -43,6 +48,9 @@ func (f *loadFlags) register(cmd *cobra.Command, defaultDuration time.Duration) 
 	fl.StringVar(&f.udpMode, "udp-mode", "", "udp:// URLs: reply (wait for a datagram back, the default) or fire (send only)")
 	fl.StringVar(&f.caCert, "cacert", "", "https:// URLs: also trust the CA certificates in this PEM file (a test or staging CA)")
 	fl.IntVar(&f.procs, "procs", 1, "CPUs the generator may use (GOMAXPROCS); one leaves the rest to a local server and costs the least per request")
+	fl.StringVar(&f.loadCmd, "load-cmd", "", "load with this command instead of requests (sh -c; {host} {port} {addr} {url} become the target's): a server's own benchmark tool doing --units units of work per run, repeated over the duration")
+	fl.Int64Var(&f.units, "units", 0, "with --load-cmd: the units of work (requests, transactions, messages) each run of the command does")
+	fl.StringVar(&f.unit, "unit", "", "with --load-cmd: what a unit is, for the reports (default "+load.DefaultUnit+")")
 }
 
 // configure turns the flags into a load.Config per URL and applies --procs,
@@ -73,10 +81,34 @@ func (f *loadFlags) limitProcs() (func(), error) {
 	return func() { runtime.GOMAXPROCS(old) }, nil
 }
 
+// commandConfig is the load.Config of --load-cmd: the request flags do not
+// apply to it.
+func (f *loadFlags) commandConfig(cmd *cobra.Command, url string) (load.Config, error) {
+	cfg := load.Config{URL: url, Command: f.loadCmd, UnitsPerRun: f.units, Unit: f.unit, Duration: f.duration}
+	if f.loadCmd == "" {
+		return cfg, usageError{errors.New("--units and --unit go with --load-cmd")}
+	}
+	if f.units < 1 {
+		return cfg, usageError{errors.New("--load-cmd needs --units N: the units of work (requests, transactions) one run of the command does")}
+	}
+	for _, name := range []string{"method", "header", "body", "concurrency", "rate", "timeout", "udp-mode", "cacert"} {
+		if cmd.Flags().Changed(name) {
+			return cfg, usageError{fmt.Errorf("--%s does not apply to --load-cmd: the command sets its own requests", name)}
+		}
+	}
+	if f.duration <= 0 || f.duration > load.MaxDuration {
+		return cfg, usageError{fmt.Errorf("--duration %s out of range (0, %s]", f.duration, load.MaxDuration)}
+	}
+	return cfg, nil
+}
+
 // config turns the flags into a load.Config for url.
 func (f *loadFlags) config(cmd *cobra.Command, url string) (load.Config, error) {
 	cfg := load.Config{URL: url, Method: f.method, Concurrency: f.concurrency, Rate: f.rate,
 		Duration: f.duration, Timeout: f.timeout, UDPMode: f.udpMode}
+	if f.loadCmd != "" || cmd.Flags().Changed("units") || cmd.Flags().Changed("unit") {
+		return f.commandConfig(cmd, url)
+	}
 	if cmd.Flags().Changed("rate") && f.rate <= 0 {
 		return cfg, usageError{fmt.Errorf("--rate %g: the rate must be > 0 requests/s (omit it for a closed loop)", f.rate)}
 	}
@@ -112,7 +144,7 @@ func (a *app) loadCommand() *cobra.Command {
 		steps   int
 	)
 	cmd := &cobra.Command{
-		Use:   "load URL",
+		Use:   "load URL | --load-cmd CMD --units N [URL]",
 		Short: "Drive HTTP/1.1 or UDP load at a service and report throughput and latency",
 		Long: `Load sends requests to URL (http://, https:// or udp://host:port) and reports
 throughput, latency percentiles (HdrHistogram, p50 to p99.99 and max), errors by
@@ -130,23 +162,38 @@ never started are reported too.
 --find-max steps the open-loop rate up and reports the highest rate that meets
 --slo (e.g. 'p99<200ms'), with the table of steps.
 
+--load-cmd runs a server's own benchmark tool instead, for protocols other than
+HTTP and UDP (redis-benchmark, pgbench, a client of your own): the command does
+--units units of work per run and is repeated back to back for the duration;
+throughput is the units of the complete runs over the time they took. {host},
+{port}, {addr} and {url} in it are replaced by those of URL (tcp://host:port).
+Latency is the command's own business: its output is not read.
+
 Ctrl-C stops the run and still reports what was measured.`,
 		Example: `  perfdoctor load http://127.0.0.1:8080/ -c 32 -d 10s
   perfdoctor load http://127.0.0.1:8080/api -X POST --body req.json -H 'Content-Type: application/json' --rate 2000
   perfdoctor load udp://127.0.0.1:9000 --body packet.bin --rate 10000 --udp-mode fire
-  perfdoctor load http://127.0.0.1:8080/ --find-max --slo 'p99<200ms'`,
-		Args: exactArgs(1),
+  perfdoctor load http://127.0.0.1:8080/ --find-max --slo 'p99<200ms'
+  perfdoctor load --load-cmd 'redis-benchmark -p {port} -t get -n 100000 -q' --units 100000 tcp://127.0.0.1:6379`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usageError{fmt.Errorf("--format %q: want text or json", format)}
 			}
-			cfgs, restore, err := f.configure(cmd, args[0])
+			target := firstArg(args)
+			if target == "" && f.loadCmd == "" {
+				return usageError{errors.New("load needs a URL, or --load-cmd CMD --units N")}
+			}
+			cfgs, restore, err := f.configure(cmd, target)
 			if err != nil {
 				return err
 			}
 			defer restore()
 			cfg := cfgs[0]
 			cfg.Progress = progress.New(os.Stderr)
+			if findMax && f.loadCmd != "" {
+				return usageError{errors.New("--find-max steps a request rate; a --load-cmd sets its own pace")}
+			}
 			if findMax {
 				return a.findMax(cmd, cfg, slo, steps, format, out)
 			}

@@ -12,7 +12,9 @@ import (
 	"net/http/httptest"
 	"net/http/pprof"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -372,4 +374,43 @@ func TestLoadHTTPSWithCACert(t *testing.T) {
 	}
 	code, _, stderr := perfdoctor(t, "load", srv.URL, "--cacert", filepath.Join(t.TempDir(), "none.pem"))
 	wantOneLineError(t, code, stderr, "--cacert")
+}
+
+// TestRunNativeWithLoadCommand: run observes any process through perf
+// while a benchmark command is the load, and the bundle records the units
+// it served, as for a server that speaks neither HTTP nor UDP.
+func TestRunNativeWithLoadCommand(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed (scripts/test.sh installs linux-perf)")
+	}
+	busy := exec.Command("sh", "-c", "while :; do :; done")
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { busy.Process.Kill(); busy.Wait() }()
+	dir := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := perfdoctor(t, "run", "--perf", strconv.Itoa(busy.Process.Pid), "--load-cmd", "sleep 0.05",
+		"--units", "20", "--unit", "GET", "-d", "1s", "--warmup", "100ms", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "`sleep 0.05`") || !strings.Contains(stdout, "GETs/s") {
+		t.Errorf("the report does not describe the command load:\n%s", stdout)
+	}
+	m, err := bundle.ReadManifest(filepath.Join(dir, "bundle"))
+	if err != nil || !m.OK("load") || m.Load == nil || m.Load.Command != "sleep 0.05" || m.Load.Unit != "GET" {
+		t.Fatalf("manifest: %v %+v", err, m.Load)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "bundle", "load.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l bundle.LoadResult
+	if err := json.Unmarshal(b, &l); err != nil || l.Mode != "command" || l.Runs < 1 || l.Requests != 20*l.Runs {
+		t.Fatalf("load.json (%v): %+v", err, l)
+	}
+	code, _, stderr = perfdoctor(t, "run", "--perf", "1", "--load", "http://127.0.0.1:1/", "--target", "http://127.0.0.1:2")
+	wantOneLineError(t, code, stderr, "one target")
+	code, _, stderr = perfdoctor(t, "run", "--perf", "1", "--load-cmd", "true")
+	wantOneLineError(t, code, stderr, "--units")
 }

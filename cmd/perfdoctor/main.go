@@ -14,13 +14,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/perfdoctor/perfdoctor/internal/version"
+
 	"github.com/spf13/cobra"
 
 	"github.com/perfdoctor/perfdoctor/diagnose"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
 
 // Exit codes, documented in the README so CI can gate on them.
 const (
@@ -45,7 +44,7 @@ type app struct {
 }
 
 // tool names the producer in reports and bundles.
-func (a *app) tool() string { return "perfdoctor " + version }
+func (a *app) tool() string { return version.Tool() }
 
 // diagnoseOptions are the diagnosis defaults: the whole catalog, this
 // build named as the report's producer.
@@ -95,7 +94,7 @@ func (a *app) rootCommand() *cobra.Command {
 with its expected gain.
 
 Start with:  perfdoctor demo`,
-		Version:       version,
+		Version:       version.String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {

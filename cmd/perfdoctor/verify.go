@@ -49,13 +49,20 @@ command runs under sh -c in its own process group, verify waits until its URL
 accepts connections, and stops exactly the processes it started (SIGTERM to
 the group, SIGKILL after 5s) when done or interrupted.
 
+For servers that speak neither HTTP nor UDP, --load-cmd loads each side with
+the server's own benchmark tool (see perfdoctor load): give the targets as
+tcp://host:port and write {port} (or {host}, {addr}) in the command; the
+verdict is then throughput's, with CPU per unit for local targets.
+
 --out DIR keeps the proof for a pull request: verify.json (rounds, intervals,
 verdict; docs/verify.md), verify.md (tables and Mermaid charts) and
 verify.html (one offline page, per-round charts in SVG).`,
 		Example: `  perfdoctor verify --before http://127.0.0.1:8080/ --after http://127.0.0.1:8081/
   perfdoctor verify --rounds 6 -d 5s \
     --before-cmd './old -listen 127.0.0.1:9001' --before http://127.0.0.1:9001/ \
-    --after-cmd  './new -listen 127.0.0.1:9002' --after  http://127.0.0.1:9002/ --out proof`,
+    --after-cmd  './new -listen 127.0.0.1:9002' --after  http://127.0.0.1:9002/ --out proof
+  perfdoctor verify --before tcp://127.0.0.1:6379 --after tcp://127.0.0.1:6380 -d 10s \
+    --load-cmd 'redis-benchmark -p {port} -t set -n 200000 -q' --units 200000 --unit SET`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if before == "" || after == "" {

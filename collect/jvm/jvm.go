@@ -14,10 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/version"
 
 	"github.com/google/pprof/profile"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
+	"github.com/perfdoctor/perfdoctor/internal/redact"
 )
 
 // Options configure a collection.
@@ -154,7 +156,7 @@ type collection struct {
 func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	opt := c.opt
 	m := &bundle.Manifest{
-		Tool:     toolName(),
+		Tool:     version.Tool(),
 		Target:   fmt.Sprintf("jvm pid %d", opt.PID),
 		Start:    time.Now(),
 		Duration: bundle.Duration(opt.Duration),
@@ -339,13 +341,13 @@ func (c *collection) write(rec *jfr.Recording) {
 // Redact replaces credentials in a JVM summary's command lines, system
 // properties and flags.
 func Redact(s *jfr.Summary) {
-	s.JVMArguments = system.RedactArgs(strings.Fields(s.JVMArguments))
-	s.JavaArguments = system.RedactArgs(strings.Fields(s.JavaArguments))
+	s.JVMArguments = redact.Args(strings.Fields(s.JVMArguments))
+	s.JavaArguments = redact.Args(strings.Fields(s.JavaArguments))
 	for k, v := range s.Properties {
-		s.Properties[k] = system.RedactProperty(k, v)
+		s.Properties[k] = redact.Property(k, v)
 	}
 	for i, f := range s.Flags {
-		s.Flags[i].Value = system.RedactProperty(f.Name, f.Value)
+		s.Flags[i].Value = redact.Property(f.Name, f.Value)
 	}
 }
 
@@ -357,11 +359,4 @@ func (c *collection) snapshot(file, name string) {
 		return
 	}
 	c.w.AddJSON(name, file, snap, time.Since(t0))
-}
-
-func toolName() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return "perfdoctor " + bi.Main.Version
-	}
-	return "perfdoctor"
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/redact"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/prometheus/procfs"
 )
@@ -265,7 +267,7 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 	if args, err := proc.CmdLine(); err != nil {
 		fail("process cmdline", err)
 	} else {
-		p.Cmdline = RedactArgs(args)
+		p.Cmdline = redact.Args(args)
 	}
 	if env, err := proc.Environ(); err != nil {
 		fail("process environ", err)

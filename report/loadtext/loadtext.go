@@ -24,6 +24,10 @@ func Latency(d time.Duration) string {
 
 // WriteResult writes a load result for a human, wrk-style.
 func WriteResult(w io.Writer, r *load.Result) {
+	if r.Mode == load.ModeCommand {
+		writeCommandResult(w, r)
+		return
+	}
 	if r.Mode == "open" {
 		fmt.Fprintf(w, "%s: open loop at %g req/s over %d connections for %s\n", r.URL, r.Rate, r.Concurrency, r.Duration.Round(time.Millisecond))
 	} else {
@@ -58,6 +62,24 @@ func WriteResult(w io.Writer, r *load.Result) {
 	fmt.Fprintf(w, "  generator  %.2f CPUs used; load average %.2f\n", r.GeneratorCPU, r.LoadAverage)
 }
 
+// writeCommandResult writes a --load-cmd run: units, not requests, and no
+// latency (the command's own output has it).
+func writeCommandResult(w io.Writer, r *load.Result) {
+	target := ""
+	if r.URL != "" {
+		target = " on " + r.URL
+	}
+	fmt.Fprintf(w, "`%s`%s: %d runs of %d %ss, %s\n", r.Command, target, r.Runs, r.UnitsPerRun, r.Unit, r.Duration.Round(time.Millisecond))
+	if r.Interrupted {
+		fmt.Fprintln(w, "  (interrupted: the figures cover the time until Ctrl-C)")
+	}
+	fmt.Fprintf(w, "  %-10s %d (%d in failed runs), %.1f %ss/s\n", r.Unit+"s", r.Requests, r.Errors, r.Throughput, r.Unit)
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "  warning    %s\n", warn)
+	}
+	fmt.Fprintf(w, "  generator  %.2f CPUs used by perfdoctor itself; load average %.2f\n", r.GeneratorCPU, r.LoadAverage)
+}
+
 // WriteCapacity writes --find-max's steps and the highest rate that met
 // the objective.
 func WriteCapacity(w io.Writer, c *load.Capacity) {
@@ -80,6 +102,10 @@ func WriteCapacity(w io.Writer, c *load.Capacity) {
 
 // RoundLine is verify's progress line for one complete round.
 func RoundLine(done, of int, p verify.Round) string {
+	if p.Before.Mode == load.ModeCommand {
+		return fmt.Sprintf("verify: round %d/%d: before %.1f %ss/s, after %.1f %ss/s", done, of,
+			p.Before.Throughput, p.Before.Unit, p.After.Throughput, p.After.Unit)
+	}
 	return fmt.Sprintf("verify: round %d/%d: before %.0f req/s p99 %s, after %.0f req/s p99 %s", done, of,
 		p.Before.Throughput, Latency(p.Before.Latency.P99), p.After.Throughput, Latency(p.After.Latency.P99))
 }
@@ -87,8 +113,19 @@ func RoundLine(done, of int, p verify.Round) string {
 // WriteVerify writes verify's rounds, ratios and verdict.
 func WriteVerify(w io.Writer, v *verify.Result) {
 	fmt.Fprintf(w, "before %s\nafter  %s\n", v.Before, v.After)
-	fmt.Fprintf(w, "%5s  %6s  %12s %10s  %12s %10s\n", "round", "first", "before req/s", "p99", "after req/s", "p99")
+	if len(v.Rounds) > 0 && v.Rounds[0].Before.Mode == load.ModeCommand {
+		unit := v.Rounds[0].Before.Unit + "s/s"
+		fmt.Fprintf(w, "%5s  %6s  %14s  %14s\n", "round", "first", "before "+unit, "after "+unit)
+		for _, p := range v.Rounds {
+			fmt.Fprintf(w, "%5d  %6s  %14.1f  %14.1f\n", p.Round, p.First, p.Before.Throughput, p.After.Throughput)
+		}
+	} else {
+		fmt.Fprintf(w, "%5s  %6s  %12s %10s  %12s %10s\n", "round", "first", "before req/s", "p99", "after req/s", "p99")
+	}
 	for _, p := range v.Rounds {
+		if p.Before.Mode == load.ModeCommand {
+			break
+		}
 		fmt.Fprintf(w, "%5d  %6s  %12.0f %10s  %12.0f %10s\n", p.Round, p.First, p.Before.Throughput, Latency(p.Before.Latency.P99),
 			p.After.Throughput, Latency(p.After.Latency.P99))
 	}

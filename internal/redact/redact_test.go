@@ -1,4 +1,4 @@
-package system
+package redact
 
 import (
 	"net/url"
@@ -27,8 +27,8 @@ func TestRedactArgs(t *testing.T) {
 		{[]string{"svc", "--secret-file=/run/secrets/x"}, "svc --secret-file=REDACTED"}, // over-redaction is the safe side
 		{nil, ""},
 	} {
-		if got := RedactArgs(tc.args); got != tc.want {
-			t.Errorf("RedactArgs(%q)\n got %s\nwant %s", tc.args, got, tc.want)
+		if got := Args(tc.args); got != tc.want {
+			t.Errorf("Args(%q)\n got %s\nwant %s", tc.args, got, tc.want)
 		}
 	}
 }
@@ -46,8 +46,8 @@ func TestRedactURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := RedactURL(u); got != want {
-			t.Errorf("RedactURL(%s) = %s, want %s", in, got, want)
+		if got := URL(u); got != want {
+			t.Errorf("URL(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -59,7 +59,7 @@ func FuzzRedactArgs(f *testing.F) {
 	f.Add("--db", "postgres://u:hunter2@h/db")
 	f.Add("-p", "8080")
 	f.Fuzz(func(t *testing.T, flag, value string) {
-		out := RedactArgs([]string{"svc", "--password=" + value, "--token", value, flag})
+		out := Args([]string{"svc", "--password=" + value, "--token", value, flag})
 		if len(value) >= 4 && !looksLikeFlag(value) && !strings.Contains("svc --password= --token "+flag+Redacted, value) && strings.Contains(out, value) {
 			t.Fatalf("secret %q survives in %q", value, out)
 		}

@@ -1,4 +1,7 @@
-package system
+// Package redact replaces what looks like a credential in command lines,
+// URLs and configuration values before perfdoctor stores or shows them:
+// bundles, reports and load results can travel further than the machine.
+package redact
 
 import (
 	"net/url"
@@ -44,11 +47,11 @@ var (
 	queryParam = regexp.MustCompile(`([?&;])([^=&;#\s]+)=([^&;#\s]*)`)
 )
 
-// RedactArgs joins a command line for display with credentials replaced:
+// Args joins a command line for display with credentials replaced:
 // values of password-, token- and key-like flags (--password=x, --token x,
 // TOKEN=x), passwords and bare tokens in URL userinfo, and secret-looking
 // query parameters. Arguments with spaces are quoted.
-func RedactArgs(args []string) string {
+func Args(args []string) string {
 	out := make([]string, 0, len(args))
 	redactNext := false
 	for _, a := range args {
@@ -113,10 +116,10 @@ func quoteArg(a string) string {
 	return a
 }
 
-// RedactURL renders u for display (manifests, errors, logs) with its
+// URL renders u for display (manifests, errors, logs) with its
 // password and secret-looking query parameters replaced. The user name is
 // kept unless there is no password, in which case it may itself be a token.
-func RedactURL(u *url.URL) string {
+func URL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
@@ -149,10 +152,10 @@ func RedactURL(u *url.URL) string {
 	return c.String()
 }
 
-// RedactProperty returns a configuration property's value (a Java system
+// Property returns a configuration property's value (a Java system
 // property, say) for display: replaced when the key names a credential,
 // else with credentials inside it (URL userinfo, query tokens) replaced.
-func RedactProperty(key, value string) string {
+func Property(key, value string) string {
 	if isSecretName(key) {
 		return Redacted
 	}
