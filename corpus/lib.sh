@@ -138,7 +138,7 @@ apt_need() {
 go_install() {
 	local spec=$1 dir
 	dir="$CORPUS_CACHE/go/${spec//\//_}"
-	GO_BIN=$(find "$dir" -maxdepth 1 -type f -perm -u+x 2>/dev/null | head -n1)
+	GO_BIN=$(find "$dir" -maxdepth 1 -type f -perm -u+x 2>/dev/null | head -n1 || true)
 	if [ -z "$GO_BIN" ]; then
 		mkdir -p "$dir"
 		if [ -n "${CPU_LOCK_HELD:-}" ]; then
