@@ -21,7 +21,6 @@ UP=$(free_port)
 start_caddy "$UP" "{
 	admin off
 	auto_https off
-	persist_config off
 }
 http://127.0.0.1:$UP {
 	header Content-Type application/json
@@ -32,7 +31,6 @@ proxy() {
 	start_caddy "$1" "{
 	admin 127.0.0.1:$2
 	auto_https off
-	persist_config off
 }
 http://127.0.0.1:$1 {
 	reverse_proxy 127.0.0.1:$UP {
