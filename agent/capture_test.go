@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/report"
-	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 func captureAgent(t *testing.T, dir string, o Options) *Agent {
@@ -42,7 +41,7 @@ func TestCaptureIsDiagnosable(t *testing.T) {
 	if rec.Partial || rec.Bytes == 0 || !strings.HasPrefix(filepath.Base(rec.Dir), capturePrefix) {
 		t.Fatalf("%+v", rec)
 	}
-	ev, err := evidence.Load(rec.Dir)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, rec.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +231,7 @@ func TestCaptureHasTheTraceBeforeTheTrigger(t *testing.T) {
 	if m.Trace == nil || m.Trace.Source != "flight recorder" || m.Trace.End.Before(rec.Time) || m.Trace.End.Sub(rec.Time) > time.Second {
 		t.Fatalf("manifest trace window %+v, capture at %s", m.Trace, rec.Time)
 	}
-	ev, err := evidence.Load(rec.Dir)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, rec.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +252,10 @@ func TestCaptureHasTheTraceBeforeTheTrigger(t *testing.T) {
 		t.Errorf("the trace shows %d of the 300 goroutines started before the trigger", created)
 	}
 	// diagnose reads the capture with the trace window ending at the trigger.
-	r := report.New("perfdoctor", ev, rules.Run(ev, catalog.All()))
+	r, err := diagnose.Run(t.Context(), diagnose.Request{Evidence: ev, Tool: "perfdoctor"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if w := r.Inputs.TraceWindow; w == nil || !w.End.Equal(m.Trace.End) || w.Seconds <= 0 {
 		t.Fatalf("report trace window %+v, manifest %+v", w, m.Trace)
 	}

@@ -150,6 +150,21 @@ type ProcessInfo struct {
 	// GOMAXPROCS, GODEBUG) from the process environment; nothing else of the
 	// environment is read, since it commonly holds secrets.
 	GoEnv map[string]string `json:"go_env,omitempty"`
+	// IO is /proc/PID/io, the process's I/O system calls and bytes since it
+	// started; nil where the kernel does not let us read it.
+	IO *ProcessIO `json:"io,omitempty"`
+}
+
+// ProcessIO is a process's I/O counters since it started (/proc/PID/io):
+// system calls that read and write (files, sockets and pipes alike) and
+// the bytes they moved, and the bytes that reached the storage layer.
+type ProcessIO struct {
+	ReadSyscalls  uint64 `json:"read_syscalls"`
+	WriteSyscalls uint64 `json:"write_syscalls"`
+	ReadChars     uint64 `json:"read_chars"`
+	WriteChars    uint64 `json:"write_chars"`
+	ReadBytes     uint64 `json:"read_bytes"`  // from storage
+	WriteBytes    uint64 `json:"write_bytes"` // to storage
 }
 
 // MachineInfo describes the host.

@@ -87,7 +87,7 @@ func TestCollectRuntimeMetrics(t *testing.T) {
 	}()
 	defer close(stop)
 	out, _ := collectLight(t, mux)
-	ev, err := evidence.Load(out)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestCollectHeapSeries(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	ev, err := evidence.Load(out)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
 	if err != nil {
 		t.Fatal(err)
 	}

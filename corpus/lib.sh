@@ -232,3 +232,193 @@ for start in range(0, total, 128):
         r.read()
 PY
 }
+
+# work_dir ID: a scratch directory for one scenario's downloads, builds and
+# data (kept between runs so a re-record does not fetch again), printed.
+work_dir() {
+	local d="${CORPUS_WORK:-/tmp/perfdoctor-corpus}/$1"
+	mkdir -p "$d"
+	echo "$d"
+}
+
+# jdk_home 17|25: the JDK of that feature release on this machine, printed.
+# $JDK17_HOME / $JDK25_HOME override where it lives.
+jdk_home() {
+	local v=$1 d var="JDK${1}_HOME"
+	if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
+	for d in /usr/lib/jvm/java-"$v"-openjdk-amd64 /usr/lib/jvm/temurin-"$v"-jdk-amd64 /usr/lib/jvm/java-"$v"-openjdk /usr/lib/jvm/temurin-"$v"-jdk; do
+		if [ -x "$d/bin/java" ]; then echo "$d"; return; fi
+	done
+	echo "no JDK $v under /usr/lib/jvm (set $var)" >&2
+	return 1
+}
+
+# mvn_fetch GROUP:ARTIFACT:VERSION[:TYPE[:CLASSIFIER]] DESTDIR: Maven's own
+# client fetches the artifact (honouring the user's settings.xml mirrors) and
+# copies it into DESTDIR; the file's path is printed.
+mvn_fetch() {
+	local gav=$1 dest=$2
+	mkdir -p "$dest"
+	mvn -q -B dependency:copy -Dartifact="$gav" -DoutputDirectory="$dest" -Dmdep.overWriteIfNewer=true >&2
+	local IFS=: parts
+	read -r -a parts <<<"$gav"
+	local name="${parts[1]}-${parts[2]}"
+	[ -n "${parts[4]:-}" ] && name="$name-${parts[4]}"
+	echo "$dest/$name.${parts[3]:-jar}"
+}
+
+# mvn_unpack GROUP:ARTIFACT:VERSION:tar.gz WORK DIR: a distribution fetched
+# with mvn_fetch and unpacked into WORK once (WORK/DIR is what it unpacks
+# to); WORK/DIR is printed.
+mvn_unpack() {
+	local gav=$1 work=$2 dir=$3 tgz
+	if [ ! -d "$work/$dir" ]; then
+		tgz=$(mvn_fetch "$gav" "$work/dl")
+		tar xzf "$tgz" -C "$work"
+	fi
+	echo "$work/$dir"
+}
+
+# mvn_classpath POMDIR DESTDIR: Maven copies the dependencies of the pom in
+# POMDIR into DESTDIR; the classpath (DESTDIR/*) is printed.
+mvn_classpath() {
+	mkdir -p "$2"
+	mvn -q -B -f "$1/pom.xml" dependency:copy-dependencies -DoutputDirectory="$2" -DincludeScope=runtime >&2
+	echo "$2/*"
+}
+
+# pg_start DATADIR PORT: a private PostgreSQL cluster (the distribution's
+# binaries, run as the postgres user) on 127.0.0.1:PORT, socket in DATADIR.
+pg_start() {
+	local data=$1 port=$2 bin
+	bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	if [ ! -f "$data/PG_VERSION" ]; then
+		mkdir -p "$data"
+		chown postgres: "$data"
+		runuser -u postgres -- "$bin/initdb" -D "$data" -A trust -U postgres >/dev/null
+	fi
+	bg runuser -u postgres -- "$bin/postgres" -D "$data" -p "$port" -k "$data" -c listen_addresses=127.0.0.1 >"$data.log" 2>&1
+	wait_port "$port" 60
+}
+
+# psql_run PORT DB SQL...: runs SQL on a cluster started by pg_start.
+psql_run() {
+	local port=$1 db=$2
+	shift 2
+	psql -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d "$db" "$@"
+}
+
+# jvm_record PID URL DEST SECONDS [RUN-FLAGS...]: perfdoctor run drives
+# closed-loop HTTP load at URL (its load flags: -c, -H...) and records the
+# JVM's bundle into DEST for SECONDS: async-profiler and JFR (--jvm), or
+# JFR alone when $JVM_COLLECT is --jfr. The bundle carries load.json.
+jvm_record() {
+	local pid=$1 url=$2 dest=$3 secs=$4 tmp
+	shift 4
+	tmp=$(mktemp -d)
+	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load "$url" -d "${secs}s" -o "$tmp" "$@" >"$tmp/report.out"
+	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
+	keep_bundle "$tmp" "$dest"
+}
+
+# pd_verify BEFORE_URL AFTER_URL SCENARIO_DIR [VERIFY-FLAGS...]: perfdoctor
+# verify between two running services; its verify.json and ratios go into
+# the scenario's folder (record_verify) and its text report to stderr.
+pd_verify() {
+	local before=$1 after=$2 dir=$3 tmp
+	shift 3
+	tmp=$(mktemp -d)
+	"$PD" verify --before "$before" --after "$after" --out "$tmp" "$@" >&2 || [ $? -eq 4 ]
+	record_verify "$tmp" "$dir"
+	rm -rf "$tmp"
+}
+
+# warm URL SECONDS [LOAD-FLAGS...]: a short load so the JIT has compiled
+# the hot paths before anything is measured.
+warm() {
+	local url=$1 secs=$2
+	shift 2
+	"$PD" load "$url" -c 16 -d "${secs}s" "$@" >/dev/null
+}
+
+# set_measured SCENARIO_DIR BY: names which ratio is the scenario's gain in
+# scenario.json's "measured" (throughput or cpu_per_unit); the ratios
+# themselves come from verify.json through record_verify.
+set_measured() {
+	python3 - "$1/scenario.json" "$2" <<'PY'
+import json, sys
+path, by = sys.argv[1], sys.argv[2]
+s = json.load(open(path))
+m = s.setdefault("measured", {})
+if by not in m:
+    sys.exit(f"{path}: measured has no {by} ratio")
+s["measured"] = {"by": by, **{k: v for k, v in m.items() if k != "by"}}
+with open(path, "w") as f:
+    json.dump(s, f, indent=2, ensure_ascii=False)
+    f.write("\n")
+PY
+}
+
+# jvm_record_cmd PID PORT DEST SECONDS UNITS UNIT CMD: like jvm_record for a
+# load that is not HTTP: CMD (a client doing UNITS units of work named UNIT,
+# {host} and {port} standing for 127.0.0.1:PORT) runs again and again over
+# the window, and the bundle counts the units served.
+jvm_record_cmd() {
+	local pid=$1 port=$2 dest=$3 secs=$4 units=$5 unit=$6 cmd=$7 tmp
+	tmp=$(mktemp -d)
+	# run takes --load or --load-cmd, not both: the placeholders are ours
+	cmd=${cmd//\{host\}/127.0.0.1}
+	cmd=${cmd//\{port\}/$port}
+	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load-cmd "$cmd" \
+		--units "$units" --unit "$unit" -d "${secs}s" -o "$tmp" >"$tmp/report.out"
+	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
+	keep_bundle "$tmp" "$dest"
+}
+
+# pd_verify_cmd BEFORE_PORT AFTER_PORT SCENARIO_DIR UNITS UNIT CMD
+# [VERIFY-FLAGS...]: perfdoctor verify with a load that is not HTTP, CMD
+# run against each side ({host} {port}), into the scenario's verify.json.
+pd_verify_cmd() {
+	local before=$1 after=$2 dir=$3 units=$4 unit=$5 cmd=$6
+	shift 6
+	pd_verify "tcp://127.0.0.1:$before" "tcp://127.0.0.1:$after" "$dir" \
+		--load-cmd "$cmd" --units "$units" --unit "$unit" "$@"
+}
+
+# stop_bg PID: stops one process group started with bg, now.
+stop_bg() {
+	local pid=$1
+	kill -TERM -- "-$pid" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL -- "-$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# scenario_init: first thing in a record.sh after sourcing this file: sets
+# HERE (the scenario's folder) and W (its scratch directory), takes the CPU
+# lock (downloads, builds and server start-ups are CPU work too) and builds
+# perfdoctor.
+scenario_init() {
+	HERE=$(cd "$(dirname "$0")" && pwd)
+	W=$(work_dir "$(basename "$HERE")")
+	cpu_lock
+	pd_build
+}
+
+# measure_http BAD_PID FIX_PID BAD_URL FIX_URL WARM_SECONDS [LOAD-FLAGS...]:
+# an HTTP scenario's measurement: both sides warmed, bad/ recorded with
+# perfdoctor run --jvm (and fixed/ when FIX_PID is not empty), the fix
+# measured by verify (6 rounds of 10 s) into verify.json and scenario.json's
+# "measured" (throughput). LOAD-FLAGS (-c, -H...) go to every load.
+measure_http() {
+	local bad_pid=$1 fix_pid=$2 bad=$3 fix=$4 warm_s=$5
+	shift 5
+	warm "$bad" "$warm_s" "$@"
+	warm "$fix" "$warm_s" "$@"
+	jvm_record "$bad_pid" "$bad" "$HERE/bad" 20 "$@"
+	pd_verify "$bad" "$fix" "$HERE" -d 10s --rounds 6 --warmup 2s "$@"
+	if [ -n "$fix_pid" ]; then
+		jvm_record "$fix_pid" "$fix" "$HERE/fixed" 20 "$@"
+	fi
+	set_measured "$HERE" throughput
+}

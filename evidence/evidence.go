@@ -5,6 +5,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -70,8 +70,8 @@ type Evidence struct {
 	Load  *bundle.LoadResult
 	Files []File // every file considered, with what it was taken as
 
-	// TraceSummary is the execution trace summarised. Trace computes it
-	// from TracePath on first use unless it was set beforehand.
+	// TraceSummary is the execution trace summarised (Load reads it);
+	// nil without one, or when it could not be read (Trace says why).
 	TraceSummary *trace.Summary
 
 	// GCTrace is the collector's own log (GODEBUG=gctrace=1) summarised,
@@ -91,20 +91,9 @@ type Evidence struct {
 	// "page-faults"), each its own profile; Profiles[Perf] is one of them.
 	PerfEvents map[string]*profile.Profile
 
-	opt             LoadOptions
-	stacksOnce      sync.Once
-	cpuStacks       *Stacks
-	perfOnce        sync.Once
-	perfStacks      *Stacks
-	traceOnce       sync.Once
-	traceErr        error
-	allocsOnce      sync.Once
-	allocStacksOnce sync.Once
-	allocStacks     *Stacks
-	memoMu          sync.Mutex
-	memo            map[any]any
-	allocs          *profile.Profile
-	allocsWin       bool
+	// traceErr is why the trace at TracePath could not be read; nil when
+	// it was, or when there is none.
+	traceErr error
 }
 
 // File records how one input file was used.
@@ -162,92 +151,6 @@ func (e *Evidence) PickProfile(kind string) (*profile.Profile, error) {
 	return nil, fmt.Errorf("%w (%s): choose one", ErrSeveralProfiles, strings.Join(kinds, ", "))
 }
 
-// CPUStacks is the CPU profile flattened, computed once.
-func (e *Evidence) CPUStacks() *Stacks {
-	e.stacksOnce.Do(func() { e.cpuStacks = NewStacks(e.Profiles[CPU], "cpu") })
-	return e.cpuStacks
-}
-
-// Memo returns the value computed for key, computing it once per evidence:
-// for readings several rules need (how GC CPU splits, say), so one
-// diagnosis computes them once. Keys are unexported types of the package
-// that computes them, as with context values.
-func (e *Evidence) Memo(key any, compute func() any) any {
-	e.memoMu.Lock()
-	defer e.memoMu.Unlock()
-	if v, ok := e.memo[key]; ok {
-		return v
-	}
-	if e.memo == nil {
-		e.memo = map[any]any{}
-	}
-	v := compute()
-	e.memo[key] = v
-	return v
-}
-
-// AllocStacks is the bytes allocated in the window (WindowAllocs, by
-// alloc_space) flattened, computed once; nil without an allocs or heap
-// profile.
-func (e *Evidence) AllocStacks() *Stacks {
-	e.allocStacksOnce.Do(func() {
-		if p, _ := e.WindowAllocs(); p != nil {
-			e.allocStacks = NewStacks(p, "alloc_space")
-		}
-	})
-	return e.allocStacks
-}
-
-// PerfStacks is the perf profile flattened by samples, computed once; nil
-// without a perf profile.
-func (e *Evidence) PerfStacks() *Stacks {
-	e.perfOnce.Do(func() {
-		if p := e.Profiles[Perf]; p != nil {
-			e.perfStacks = NewStacks(p, "samples")
-		}
-	})
-	return e.perfStacks
-}
-
-// KernelFrames matches the functions the perf profile, or a CPU profile
-// converted from perf or folded stacks, saw in the kernel.
-func (e *Evidence) KernelFrames() Matcher { return e.framesAt(perfscript.IsKernel) }
-
-// SystemFrames matches what a CPU profile from perf or folded stacks saw
-// outside the program's own binary: the kernel, the vDSO and shared
-// libraries (libc, libpthread, libstdc++). For a native service they are
-// what the standard library is for a Go one: calls its code makes.
-func (e *Evidence) SystemFrames() Matcher {
-	return e.framesAt(func(l *profile.Location) bool {
-		return perfscript.IsKernel(l) || (l.Mapping != nil && isSystemObject(l.Mapping.File))
-	})
-}
-
-// framesAt matches the functions at the perf and CPU profiles' locations
-// that where accepts.
-func (e *Evidence) framesAt(where func(*profile.Location) bool) Matcher {
-	names := map[string]bool{}
-	for _, k := range []Kind{Perf, CPU} {
-		p := e.Profiles[k]
-		if p == nil {
-			continue
-		}
-		for _, l := range p.Location {
-			if where(l) {
-				for _, ln := range l.Line {
-					names[ln.Function.Name] = true
-				}
-			}
-		}
-	}
-	return func(fn string) bool { return names[fn] }
-}
-
-func isSystemObject(file string) bool {
-	base := filepath.Base(file)
-	return base == "[vdso]" || strings.HasSuffix(base, ".so") || strings.Contains(base, ".so.")
-}
-
 // Heaps returns the heap profiles over the window, oldest first: the series
 // when collect took one (--heap-every), else the start and end heaps that exist.
 func (e *Evidence) Heaps() []*profile.Profile {
@@ -263,7 +166,8 @@ func (e *Evidence) Heaps() []*profile.Profile {
 	return out
 }
 
-// WindowAllocs returns the allocations made during the window, and whether
+// WindowAllocs computes the allocations made during the window (readers
+// take facts.WindowAllocs, computed once per diagnosis), and whether
 // they are limited to it. The allocs profile counts from process start, so a
 // service that built a large cache at startup would name its loader as the
 // top allocation site; subtracting the start heap profile's alloc counts
@@ -272,75 +176,56 @@ func (e *Evidence) Heaps() []*profile.Profile {
 // heap, or when the two profiles do not merge, it returns the cumulative
 // profile and false.
 func (e *Evidence) WindowAllocs() (*profile.Profile, bool) {
-	e.allocsOnce.Do(func() {
-		end, start := e.Profiles[Allocs], e.Profiles[HeapStart]
-		if end == nil {
-			end = e.Profiles[Heap]
+	end, start := e.Profiles[Allocs], e.Profiles[HeapStart]
+	if end == nil {
+		end = e.Profiles[Heap]
+	}
+	if end == nil || start == nil || start.TimeNanos >= end.TimeNanos {
+		return end, false
+	}
+	base := start.Copy()
+	base.Scale(-1)
+	delta, err := profile.Merge([]*profile.Profile{end.Copy(), base})
+	if err != nil {
+		return end, false
+	}
+	// Stacks whose counts cancel out are dropped; a sample can also go
+	// negative when the start heap was sampled after a GC the end one
+	// predates, which only happens with no GC inside the window.
+	i := sampleIndex(delta, "alloc_objects")
+	if i < 0 {
+		return end, false
+	}
+	kept := delta.Sample[:0]
+	var objects int64
+	for _, s := range delta.Sample {
+		if s.Value[i] > 0 {
+			kept = append(kept, s)
+			objects += s.Value[i]
 		}
-		e.allocs = end
-		if end == nil || start == nil || start.TimeNanos >= end.TimeNanos {
-			return
-		}
-		base := start.Copy()
-		base.Scale(-1)
-		delta, err := profile.Merge([]*profile.Profile{end.Copy(), base})
-		if err != nil {
-			return
-		}
-		// Stacks whose counts cancel out are dropped; a sample can also go
-		// negative when the start heap was sampled after a GC the end one
-		// predates, which only happens with no GC inside the window.
-		i := sampleIndex(delta, "alloc_objects")
-		if i < 0 {
-			return
-		}
-		kept := delta.Sample[:0]
-		var objects int64
-		for _, s := range delta.Sample {
-			if s.Value[i] > 0 {
-				kept = append(kept, s)
-				objects += s.Value[i]
-			}
-		}
-		if objects == 0 {
-			return
-		}
-		delta.Sample = kept
-		e.allocs, e.allocsWin = delta, true
-	})
-	return e.allocs, e.allocsWin
+	}
+	if objects == 0 {
+		return end, false
+	}
+	delta.Sample = kept
+	return delta, true
 }
 
 // ErrNoTrace is returned by Trace when the evidence holds no execution trace.
 var ErrNoTrace = errors.New("no execution trace")
 
-// Trace summarises the execution trace once and returns the summary, or
-// ErrNoTrace, or why the trace file could not be read (then also the
-// file's skip reason). A trace cut short gives the summary of what was
-// read, and its file is marked partial.
+// Trace returns the execution trace's summary, ErrNoTrace when the
+// evidence holds none, or why the trace file could not be read (the file's
+// skip reason too). A trace cut short gives the summary of what was read,
+// and its file is marked partial. Load reads the trace; nothing is read here.
 func (e *Evidence) Trace() (*trace.Summary, error) {
-	e.traceOnce.Do(func() {
-		switch {
-		case e.TraceSummary != nil:
-		case e.TracePath == "":
-			e.traceErr = ErrNoTrace
-		default:
-			e.TraceSummary, e.traceErr = trace.SummarizeFile(e.TracePath)
-			for i := range e.Files {
-				f := &e.Files[i]
-				switch {
-				case f.Path != e.TracePath:
-				case e.traceErr != nil:
-					// Listed with the skipped files, so "no findings" is
-					// never the only word about an unreadable trace.
-					f.Reason = e.traceErr.Error()
-				case e.TraceSummary.Partial != "":
-					f.Partial = "execution trace " + e.TraceSummary.Partial
-				}
-			}
-		}
-	})
-	return e.TraceSummary, e.traceErr
+	switch {
+	case e.TraceSummary != nil:
+		return e.TraceSummary, nil
+	case e.traceErr != nil:
+		return nil, e.traceErr
+	}
+	return nil, ErrNoTrace
 }
 
 // Window is the observation window: the CPU profile's duration, else the
@@ -358,16 +243,105 @@ func (e *Evidence) Window() time.Duration {
 	return 0
 }
 
-// New returns empty evidence, to which AddGCTrace can add a log when no
-// profiles were given.
-func New(sources ...string) *Evidence {
-	return &Evidence{Sources: sources, Profiles: map[Kind]*profile.Profile{}}
+// ErrNoEvidence is returned when the inputs hold nothing perfdoctor can read.
+var ErrNoEvidence = errors.New("no profiles or statistics found")
+
+// LoadOptions say what the files cannot: how to read their numbers, and
+// inputs that come from elsewhere than a path.
+type LoadOptions struct {
+	// FoldedWeights is what folded stacks' counts are; the zero value
+	// guesses from the counts and notes the guess on the file.
+	FoldedWeights folded.Weights
+	// GCTrace, when set, is a GODEBUG=gctrace=1 log (a program's stderr,
+	// gzipped or not) read as evidence too, named GCTraceName ("-" for
+	// stdin) in messages; with no paths it is the only evidence.
+	GCTrace     io.Reader
+	GCTraceName string
 }
 
-// AddGCTrace reads a GODEBUG=gctrace=1 log (a program's stderr) from r,
-// streaming, and keeps its summary as e.GCTrace. source names it in the
-// report ("-" for stdin).
-func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
+// loader builds one Evidence: it files what each input holds, then places
+// heaps and statistics in time and reads the trace. Evidence has no
+// method that changes it; only the loader (and Builder) write it.
+type loader struct {
+	*Evidence
+	opt     LoadOptions
+	heaps   []*profile.Profile
+	metrics []*bundle.RuntimeStats
+}
+
+// Load reads every path (bundle directories, plain directories, files) and
+// the options' gctrace log into one Evidence, the execution trace included:
+// nothing downstream reads a file. A file named explicitly that cannot be
+// read is an error; a file found in a directory that is not understood is
+// skipped and listed. ctx stops a long load between files.
+func Load(ctx context.Context, opt LoadOptions, paths ...string) (*Evidence, error) {
+	if len(paths) == 0 && opt.GCTrace == nil {
+		return nil, errors.New("no input: give a bundle directory, profile files or a gctrace log")
+	}
+	l := &loader{Evidence: &Evidence{Sources: paths, Profiles: map[Kind]*profile.Profile{}}, opt: opt}
+	for _, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", path, errors.Unwrap(err))
+		}
+		if !st.IsDir() {
+			if err := l.addFile(path, &l.heaps, &l.metrics); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := l.addDir(path, &l.heaps, &l.metrics); err != nil {
+			return nil, err
+		}
+	}
+	if opt.GCTrace != nil {
+		if err := l.readGCTrace(opt.GCTrace, opt.GCTraceName); err != nil {
+			return nil, err
+		}
+	}
+	l.placeHeaps(l.heaps)
+	l.placeMetrics(l.metrics)
+	l.perfAsCPU()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.readTrace()
+	e := l.Evidence
+	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" && e.JVM == nil && e.GCTrace == nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoEvidence)
+	}
+	return e, nil
+}
+
+// readTrace summarises the execution trace found, marking its file
+// partial when it was cut short, or skipped with the reason it could not
+// be read, so "no findings" is never the only word about it.
+func (e *loader) readTrace() {
+	if e.TracePath == "" {
+		return
+	}
+	e.TraceSummary, e.traceErr = trace.SummarizeFile(e.TracePath)
+	for i := range e.Files {
+		f := &e.Files[i]
+		switch {
+		case f.Path != e.TracePath:
+		case e.traceErr != nil:
+			f.Reason = e.traceErr.Error()
+		case e.TraceSummary.Partial != "":
+			f.Partial = "execution trace " + e.TraceSummary.Partial
+		}
+	}
+}
+
+// readGCTrace reads a GODEBUG=gctrace=1 log, streaming, and keeps its
+// summary as GCTrace.
+func (e *loader) readGCTrace(r io.Reader, source string) error {
+	if source == "" {
+		source = "gctrace"
+	}
 	r, err := gunzipped(r)
 	if err != nil {
 		return fmt.Errorf("gctrace %s: %w", source, err)
@@ -382,54 +356,7 @@ func (e *Evidence) AddGCTrace(r io.Reader, source string) error {
 	return nil
 }
 
-// ErrNoEvidence is returned when the inputs hold nothing perfdoctor can read.
-var ErrNoEvidence = errors.New("no profiles or statistics found")
-
-// LoadOptions say what the files cannot: how to read their numbers.
-type LoadOptions struct {
-	// FoldedWeights is what folded stacks' counts are; the zero value
-	// guesses from the counts and notes the guess on the file.
-	FoldedWeights folded.Weights
-}
-
-// Load reads every path (bundle directories, plain directories, files) into
-// one Evidence. A file named explicitly that cannot be read is an error; a
-// file found in a directory that is not understood is skipped and listed.
-func Load(paths ...string) (*Evidence, error) { return LoadWith(LoadOptions{}, paths...) }
-
-// LoadWith is Load with options.
-func LoadWith(opt LoadOptions, paths ...string) (*Evidence, error) {
-	if len(paths) == 0 {
-		return nil, errors.New("no input: give a bundle directory or profile files")
-	}
-	e := &Evidence{Sources: paths, Profiles: map[Kind]*profile.Profile{}, opt: opt}
-	var heaps []*profile.Profile
-	var metrics []*bundle.RuntimeStats
-	for _, path := range paths {
-		st, err := os.Stat(path)
-		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", path, errors.Unwrap(err))
-		}
-		if !st.IsDir() {
-			if err := e.addFile(path, &heaps, &metrics); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := e.addDir(path, &heaps, &metrics); err != nil {
-			return nil, err
-		}
-	}
-	e.placeHeaps(heaps)
-	e.placeMetrics(metrics)
-	e.perfAsCPU()
-	if len(e.Profiles) == 0 && e.MetricsEnd == nil && e.SystemEnd == nil && e.TracePath == "" && e.JVM == nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), ErrNoEvidence)
-	}
-	return e, nil
-}
-
-func (e *Evidence) addDir(dir string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
+func (e *loader) addDir(dir string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
 	m, err := bundle.ReadManifest(dir)
 	switch {
 	case err == nil:
@@ -461,7 +388,7 @@ func (e *Evidence) addDir(dir string, heaps *[]*profile.Profile, metrics *[]*bun
 	return nil
 }
 
-func (e *Evidence) addFile(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
+func (e *loader) addFile(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) error {
 	f, err := e.read(path, heaps, metrics)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -472,7 +399,7 @@ func (e *Evidence) addFile(path string, heaps *[]*profile.Profile, metrics *[]*b
 
 // read recognises a file by its content, not its name (gzipped or not),
 // and files it.
-func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (File, error) {
+func (e *loader) read(path string, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (File, error) {
 	if isJFRFile(path) {
 		f := File{Path: path}
 		var err error
@@ -493,12 +420,12 @@ func (e *Evidence) read(path string, heaps *[]*profile.Profile, metrics *[]*bund
 
 // readData files the decompressed content of path; it may add a note or
 // a partial reason to f.
-func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
+func (e *loader) readData(path string, data []byte, f *File, heaps *[]*profile.Profile, metrics *[]*bundle.RuntimeStats) (string, error) {
 	switch sniff(data) {
 	case formatEmpty:
 		return "", errors.New("empty file")
 	case formatTrace:
-		// Read on first use (Trace), which marks the file partial if cut.
+		// Read once every file is filed (readTrace), which marks it partial if cut.
 		f.Partial = ""
 		e.TracePath = path
 		return "trace", nil
@@ -550,7 +477,7 @@ func (e *Evidence) readData(path string, data []byte, f *File, heaps *[]*profile
 // readPerfScript keeps every event of a perf script file: the on-CPU one
 // (or, without one, the most sampled) is the perf profile rules read; all
 // are in PerfEvents by name.
-func (e *Evidence) readPerfScript(data []byte) (string, error) {
+func (e *loader) readPerfScript(data []byte) (string, error) {
 	// JIT maps in this machine's /tmp need not be the recording's.
 	ps, err := perfscript.ParseEvents(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
 	if err != nil {
@@ -603,7 +530,7 @@ func rank(p *profile.Profile) int {
 // "cpu" in that copy and keeps its unit (nanoseconds, or cycles, which
 // rules use for shares only). Other events (instructions, page faults) are
 // not CPU time and stay in PerfEvents.
-func (e *Evidence) perfAsCPU() {
+func (e *loader) perfAsCPU() {
 	p := e.Profiles[Perf]
 	if p == nil || e.Profiles[CPU] != nil {
 		return
@@ -621,7 +548,7 @@ func (e *Evidence) perfAsCPU() {
 // addProfile files p as kind, merging it with one already loaded. Two
 // goroutine profiles are the two ends of the window instead: counts at
 // instants do not add up.
-func (e *Evidence) addProfile(kind Kind, p *profile.Profile) (string, error) {
+func (e *loader) addProfile(kind Kind, p *profile.Profile) (string, error) {
 	if prev := e.Profiles[Goroutine]; kind == Goroutine && prev != nil {
 		if p.TimeNanos < prev.TimeNanos {
 			e.Profiles[GoroutineStart] = p
@@ -699,7 +626,7 @@ func mutexOrBlock(p *profile.Profile, path string) Kind {
 	return Block
 }
 
-func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.RuntimeStats) (string, error) {
+func (e *loader) readJSON(path string, data []byte, metrics *[]*bundle.RuntimeStats) (string, error) {
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(data, &keys); err != nil {
 		if bytes.Contains(data, []byte("}\n{")) {
@@ -745,7 +672,7 @@ func (e *Evidence) readJSON(path string, data []byte, metrics *[]*bundle.Runtime
 
 // placeHeaps orders heap profiles by time: the latest is the end-of-window
 // heap, the earliest (if more than one) the start.
-func (e *Evidence) placeHeaps(heaps []*profile.Profile) {
+func (e *loader) placeHeaps(heaps []*profile.Profile) {
 	if len(heaps) == 0 {
 		return
 	}
@@ -759,7 +686,7 @@ func (e *Evidence) placeHeaps(heaps []*profile.Profile) {
 	}
 }
 
-func (e *Evidence) placeMetrics(ms []*bundle.RuntimeStats) {
+func (e *loader) placeMetrics(ms []*bundle.RuntimeStats) {
 	if len(ms) == 0 {
 		return
 	}

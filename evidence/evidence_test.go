@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -53,7 +54,7 @@ func TestPlainDirectoryRecognisedByContent(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.md"), []byte("# my notes\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>pprof</html>"), 0o644)
 
-	ev, err := Load(dir)
+	ev, err := Load(context.Background(), LoadOptions{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestMutexAndBlockToldApart(t *testing.T) {
 	dir := t.TempDir()
 	a := writeProfile(t, dir, "one", "mutex", 0)
 	b := writeProfile(t, dir, "two", "block", 0)
-	ev, err := Load(a, b)
+	ev, err := Load(context.Background(), LoadOptions{}, a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestBadInputs(t *testing.T) {
 		"missing":         {[]string{filepath.Join(dir, "nope")}, "no such file"},
 		"nothing given":   {nil, "no input"},
 	} {
-		_, err := Load(tc.paths...)
+		_, err := Load(context.Background(), LoadOptions{}, tc.paths...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %v, want one line containing %q", name, err, tc.want)
 		}
@@ -134,13 +135,13 @@ func TestBadInputs(t *testing.T) {
 	// In a directory, unreadable files are skipped and listed, not fatal.
 	onlyBad := t.TempDir()
 	os.WriteFile(filepath.Join(onlyBad, "x.pb.gz"), data[:len(data)/2], 0o644)
-	if _, err := Load(onlyBad); !errors.Is(err, ErrNoEvidence) {
+	if _, err := Load(context.Background(), LoadOptions{}, onlyBad); !errors.Is(err, ErrNoEvidence) {
 		t.Errorf("directory of unreadable files: %v, want ErrNoEvidence", err)
 	}
 	mixed := t.TempDir()
 	os.WriteFile(filepath.Join(mixed, "x.pb.gz"), data[:len(data)/2], 0o644)
 	os.WriteFile(filepath.Join(mixed, "cpu"), data, 0o644)
-	ev, err := Load(mixed)
+	ev, err := Load(context.Background(), LoadOptions{}, mixed)
 	if err != nil || ev.Profile(CPU) == nil || len(ev.Skipped()) != 1 {
 		t.Errorf("mixed directory: %v, skipped %v", err, ev.Skipped())
 	}
@@ -151,7 +152,7 @@ func TestTwoHeapsOrderedByTime(t *testing.T) {
 	first := writeProfile(t, dir, "first", "heap", 0)
 	time.Sleep(10 * time.Millisecond)
 	second := writeProfile(t, dir, "second", "heap", 0)
-	ev, err := Load(second, first)
+	ev, err := Load(context.Background(), LoadOptions{}, second, first)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -41,8 +42,8 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ev, err := Load(path)
-		if err == nil && ev.CPUStacks() == nil && ev.Profile(CPU) != nil {
+		ev, err := Load(context.Background(), LoadOptions{}, path)
+		if err == nil && NewStacks(ev.Profile(CPU), "cpu") == nil && ev.Profile(CPU) != nil {
 			t.Error("CPU profile without stacks")
 		}
 	})

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -43,7 +44,7 @@ func TestGoroutineProfilesAndDump(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "stacks.txt"), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := Load(dir)
+	ev, err := Load(context.Background(), LoadOptions{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestPlatform(t *testing.T) {
 		}, PlatformNative},
 		"perf without a process": {func(e *Evidence) { e.Profiles[Perf] = &profile.Profile{} }, PlatformUnknown},
 	} {
-		e := New("test")
+		e := NewBuilder("test").Evidence()
 		c.set(e)
 		if got := e.Platform(); got != c.want {
 			t.Errorf("%s: Platform() = %q, want %q", name, got, c.want)

@@ -25,7 +25,7 @@ const Wall Kind = "wall"
 // readJFR decodes a recording (gzipped or not) with the native reader and
 // files its profiles and JVM summary; a recording cut short keeps its
 // complete chunks and marks the file partial.
-func (e *Evidence) readJFR(path string, f *File) (string, error) {
+func (e *loader) readJFR(path string, f *File) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -57,7 +57,7 @@ func (e *Evidence) readJFR(path string, f *File) (string, error) {
 
 // readFolded reads folded stacks as a CPU profile, its counts read as
 // the load options say; a guess about them is noted on the file.
-func (e *Evidence) readFolded(data []byte, f *File) (string, error) {
+func (e *loader) readFolded(data []byte, f *File) (string, error) {
 	res, err := folded.ParseWith(bytes.NewReader(data), folded.Options{Weights: e.opt.FoldedWeights})
 	if err != nil {
 		return "", err
@@ -70,7 +70,7 @@ func (e *Evidence) readFolded(data []byte, f *File) (string, error) {
 }
 
 // readJVMSummary reads the JVM summary a collection wrote (jvm.json).
-func (e *Evidence) readJVMSummary(data []byte) (string, error) {
+func (e *loader) readJVMSummary(data []byte) (string, error) {
 	var s jfr.Summary
 	if err := json.Unmarshal(data, &s); err != nil {
 		return "", fmt.Errorf("JVM summary: %w", err)

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,21 +10,21 @@ import (
 )
 
 func TestLoadFolded(t *testing.T) {
-	e, err := Load("../formats/folded/testdata/async.collapsed")
+	e, err := Load(context.Background(), LoadOptions{}, "../formats/folded/testdata/async.collapsed")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.Files[0].Kind != "folded" || e.Profile(CPU) == nil {
 		t.Fatalf("files %+v", e.Files)
 	}
-	if s := e.CPUStacks().Share(FuncPrefix("java.lang.Throwable.fillInStackTrace")); s < 0.5 {
+	if s := NewStacks(e.Profile(CPU), "cpu").Share(FuncPrefix("java.lang.Throwable.fillInStackTrace")); s < 0.5 {
 		t.Errorf("fillInStackTrace share %.2f", s)
 	}
 }
 
 // Recordings are read natively: no JDK is needed.
 func TestLoadJFR(t *testing.T) {
-	e, err := Load("../formats/jfr/testdata/jdk25.jfr")
+	e, err := Load(context.Background(), LoadOptions{}, "../formats/jfr/testdata/jdk25.jfr")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestLoadJFR(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "jvm.json"), js, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	back, err := Load(dir)
+	back, err := Load(context.Background(), LoadOptions{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestLoadJFR(t *testing.T) {
 func TestLoadJFRWithoutTool(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("JAVA_HOME", "")
-	e, err := Load("../formats/jfr/testdata/jdk17.jfr")
+	e, err := Load(context.Background(), LoadOptions{}, "../formats/jfr/testdata/jdk17.jfr")
 	if err != nil || e.Profile(CPU) == nil {
 		t.Fatalf("without a JDK: %v", err)
 	}
@@ -78,7 +79,7 @@ func TestLoadJFRWithoutTool(t *testing.T) {
 	data, _ := os.ReadFile("../formats/jfr/testdata/jdk17.jfr")
 	cut := filepath.Join(t.TempDir(), "cut.jfr")
 	os.WriteFile(cut, data[:len(data)/2], 0o644)
-	if _, err := Load(cut); err == nil || !strings.Contains(err.Error(), "cut short") || !strings.Contains(err.Error(), "cut.jfr") {
+	if _, err := Load(context.Background(), LoadOptions{}, cut); err == nil || !strings.Contains(err.Error(), "cut short") || !strings.Contains(err.Error(), "cut.jfr") {
 		t.Errorf("cut recording: %v", err)
 	}
 }
@@ -107,7 +108,7 @@ func TestIsJava(t *testing.T) {
 // A gzipped recording reads as the recording does.
 func TestLoadGzippedJFR(t *testing.T) {
 	gz := gzipFile(t, "../formats/jfr/testdata/jdk17.jfr", filepath.Join(t.TempDir(), "rec.jfr.gz"))
-	e, err := Load(gz)
+	e, err := Load(context.Background(), LoadOptions{}, gz)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestLoadGzippedJFR(t *testing.T) {
 // An async-profiler wall-clock recording gives no CPU profile, and the
 // file says what it held and how to record CPU.
 func TestLoadWallClockOnlyJFR(t *testing.T) {
-	e, err := Load("../formats/jfr/testdata/ap-wall.jfr")
+	e, err := Load(context.Background(), LoadOptions{}, "../formats/jfr/testdata/ap-wall.jfr")
 	if err != nil {
 		t.Fatal(err)
 	}

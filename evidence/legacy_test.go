@@ -3,6 +3,7 @@ package evidence
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +51,7 @@ func TestLegacyProfiles(t *testing.T) {
 		gz := gzipFile(t, tc.path, filepath.Join(dir, name+".gz"))
 		var counts []int64
 		for _, path := range []string{tc.path, gz} {
-			ev, err := Load(path)
+			ev, err := Load(context.Background(), LoadOptions{}, path)
 			if err != nil {
 				t.Errorf("%s: %v", path, err)
 				continue
@@ -77,7 +78,7 @@ func TestLegacyProfiles(t *testing.T) {
 		}
 	}
 	// gperftools profiles hold addresses only: the file says how to name them.
-	ev, err := Load("testdata/gperftools/cpu.prof")
+	ev, err := Load(context.Background(), LoadOptions{}, "testdata/gperftools/cpu.prof")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestLegacyProfiles(t *testing.T) {
 		t.Errorf("unsymbolized profile without a note: %+v", ev.Files[0])
 	}
 	// A legacy profile of a kind no rule reads is skipped, named.
-	if _, err := Load(threads); err == nil || !strings.Contains(err.Error(), "threadcreate") {
+	if _, err := Load(context.Background(), LoadOptions{}, threads); err == nil || !strings.Contains(err.Error(), "threadcreate") {
 		t.Errorf("threadcreate profile: %v", err)
 	}
 }
@@ -112,11 +113,11 @@ func TestGzipTransparent(t *testing.T) {
 		writeProfile(t, dir, "goroutine1.txt", "goroutine", 1),
 	} {
 		gz := gzipFile(t, src, filepath.Join(dir, filepath.Base(src)+".gz"))
-		plain, err := Load(src)
+		plain, err := Load(context.Background(), LoadOptions{}, src)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		zipped, err := Load(gz)
+		zipped, err := Load(context.Background(), LoadOptions{}, gz)
 		if err != nil {
 			t.Errorf("%s gzipped: %v", src, err)
 			continue
@@ -145,7 +146,7 @@ func TestGzipCutShortIsPartial(t *testing.T) {
 	zw.Close()
 	cut := filepath.Join(dir, "perf.txt.gz")
 	os.WriteFile(cut, buf.Bytes()[:buf.Len()*2/3], 0o644)
-	ev, err := Load(cut)
+	ev, err := Load(context.Background(), LoadOptions{}, cut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestEveryFormatPprofReads(t *testing.T) {
 		n++
 		gz := gzipFile(t, path, filepath.Join(dir, ent.Name()+".gz"))
 		for _, p := range []string{path, gz} {
-			ev, err := Load(p)
+			ev, err := Load(context.Background(), LoadOptions{}, p)
 			switch {
 			case err == nil:
 				if len(ev.Profiles) == 0 {

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,7 +18,7 @@ func TestLoadResultsAreParsedWithTheEvidence(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := Load(dir)
+	ev, err := Load(context.Background(), LoadOptions{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestLookAlikesSkippedWithReason(t *testing.T) {
 	}
 	for _, ent := range entries {
 		path := filepath.Join(corpus, ent.Name())
-		_, err := Load(path)
+		_, err := Load(context.Background(), LoadOptions{}, path)
 		if err == nil {
 			t.Errorf("%s: read as evidence", ent.Name())
 			continue
@@ -66,19 +67,19 @@ func TestLookAlikesSkippedWithReason(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Load(dir); !errors.Is(err, ErrNoEvidence) {
+	if _, err := Load(context.Background(), LoadOptions{}, dir); !errors.Is(err, ErrNoEvidence) {
 		t.Fatalf("directory of look-alikes: %v, want ErrNoEvidence", err)
 	}
 
 	// Beside a real CPU profile, the profile is read as it is alone.
 	cpu := writeCPU(t, t.TempDir(), "cpu.pb.gz")
-	alone, err := Load(cpu)
+	alone, err := Load(context.Background(), LoadOptions{}, cpu)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(cpu)
 	os.WriteFile(filepath.Join(dir, "profile"), data, 0o644)
-	ev, err := Load(dir)
+	ev, err := Load(context.Background(), LoadOptions{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func TestLoadPerf(t *testing.T) {
 	}
 	cpu := writeCPU(t, dir, "cpu.pb.gz")
 	for _, paths := range [][]string{{txt}, {pb}, {txt, cpu}, {dir}} {
-		ev, err := Load(paths...)
+		ev, err := Load(context.Background(), LoadOptions{}, paths...)
 		if err != nil {
 			t.Fatalf("%v: %v", paths, err)
 		}
@@ -44,9 +45,18 @@ func TestLoadPerf(t *testing.T) {
 		if perf == nil {
 			t.Fatalf("%v: no perf profile (files %+v)", paths, ev.Files)
 		}
-		st := ev.PerfStacks()
-		if st == nil || st.Share(ev.KernelFrames()) < 0.5 {
-			t.Errorf("%v: kernel frames in %.2f of perf samples, want most", paths, st.Share(ev.KernelFrames()))
+		kernel := map[string]bool{}
+		for _, l := range perf.Location {
+			if perfscript.IsKernel(l) {
+				for _, ln := range l.Line {
+					kernel[ln.Function.Name] = true
+				}
+			}
+		}
+		inKernel := func(fn string) bool { return kernel[fn] }
+		st := NewStacks(perf, "samples")
+		if st == nil || st.Share(inKernel) < 0.5 {
+			t.Errorf("%v: kernel frames in %.2f of perf samples, want most", paths, st.Share(inKernel))
 		}
 		if len(paths) > 1 && ev.Profile(CPU) == nil {
 			t.Errorf("%v: the Go CPU profile was lost", paths)
@@ -60,7 +70,7 @@ func TestLoadPerf(t *testing.T) {
 // Several events in one perf script file stay apart: the on-CPU one feeds
 // the CPU rules, the others are kept by name and never summed into it.
 func TestLoadPerfEvents(t *testing.T) {
-	ev, err := Load("../formats/perfscript/testdata/multi-event.txt")
+	ev, err := Load(context.Background(), LoadOptions{}, "../formats/perfscript/testdata/multi-event.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +96,7 @@ func TestLoadPerfEvents(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "faults.txt")
 	os.WriteFile(path, []byte(faults.String()), 0o644)
-	ev, err = Load(path)
+	ev, err = Load(context.Background(), LoadOptions{}, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -365,3 +365,34 @@ func PackagePath(fn string) string {
 	}
 	return fn[:slash+1+dot]
 }
+
+// shownTypes is the sample type shown first for each profile kind, in
+// flame graphs and diffs: time on CPU, bytes allocated or in use, time
+// waited, goroutines.
+var shownTypes = map[Kind]string{
+	CPU: "cpu", Allocs: "alloc_space", Heap: "inuse_space", Mutex: "delay", Block: "delay", Goroutine: "goroutine",
+}
+
+// ShownSampleType is the sample type a profile of kind k is shown in, or
+// "" when it lacks it (NewStacks then takes the profile's default).
+func ShownSampleType(k Kind, p *profile.Profile) string {
+	t, ok := shownTypes[k]
+	if !ok || p == nil {
+		return ""
+	}
+	for _, st := range p.SampleType {
+		if st.Type == t {
+			return t
+		}
+	}
+	return ""
+}
+
+// ShortFunc drops the import path's directories: "github.com/a/b.(*T).M"
+// becomes "b.(*T).M".
+func ShortFunc(fn string) string {
+	if i := strings.LastIndexByte(fn, '/'); i >= 0 {
+		return fn[i+1:]
+	}
+	return fn
+}

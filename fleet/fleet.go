@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/bundle"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/diagnose"
+	"github.com/perfdoctor/perfdoctor/internal/human"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
-	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 // SchemaVersion is the version of the fleet report's JSON; docs/fleet.md.
@@ -178,7 +178,7 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 		r.Match = opt.Match.String()
 	}
 	for _, s := range f.Services {
-		sd := diagnoseService(s.Name, s.dir, byService[s.Name], p.OutDir, opt.Tool)
+		sd := diagnoseService(ctx, s.Name, s.dir, byService[s.Name], p.OutDir, opt.Tool)
 		for _, in := range sd.Instances {
 			if in.Picked != "" && in.Status != StatusOK {
 				r.Partial = true
@@ -193,10 +193,11 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 
 // diagnoseService diagnoses each collected instance alone (for outliers)
 // and the service as one: the instances' CPU profiles merged.
-func diagnoseService(name, dir string, cs []*Collected, outDir, tool string) *ServiceDiag {
+func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, outDir, tool string) *ServiceDiag {
 	sd := &ServiceDiag{Name: name, Findings: []rules.Finding{}, Instances: []InstanceReport{}}
 	var bundles []string
 	var cpus []*profile.Profile
+	var first *evidence.Evidence // the hottest collected instance's
 	for _, c := range cs {
 		ir := InstanceReport{Instance: c.Name, PprofURL: c.Pprof, Health: c.Health, Picked: c.Picked, Status: c.Status, Error: c.Error}
 		if c.HasCPU() {
@@ -207,10 +208,10 @@ func diagnoseService(name, dir string, cs []*Collected, outDir, tool string) *Se
 			ir.Bundle = rel(outDir, c.Bundle)
 		}
 		if c.Status == StatusOK || c.Status == StatusPartial {
-			ev, err := evidence.Load(c.Bundle)
+			rep, err := diagnose.Run(ctx, diagnose.Request{Paths: []string{c.Bundle}, Tool: tool})
 			if err != nil {
 				ir.Status, ir.Error = StatusFailed, err.Error()
-			} else if cpu := ev.Profile(evidence.CPU); cpu == nil {
+			} else if cpu := rep.Evidence.Profile(evidence.CPU); cpu == nil {
 				ir.Status, ir.Error = StatusFailed, "bundle has no CPU profile"
 			} else {
 				if ir.Cores == nil {
@@ -218,13 +219,13 @@ func diagnoseService(name, dir string, cs []*Collected, outDir, tool string) *Se
 						ir.Cores, ir.CPUSource = &v, CPUFromProfile
 					}
 				}
-				res := rules.Run(ev, catalog.All())
-				if len(res.Findings) > 0 {
-					top := res.Findings[0]
+				if len(rep.Findings) > 0 {
+					top := rep.Findings[0]
 					ir.Top = &TopFinding{Rule: top.Rule, Class: top.Class, Impact: top.Impact}
 				}
 				if len(bundles) == 0 {
 					sd.Representative = c.Name // the hottest collected
+					first = rep.Evidence
 				}
 				bundles = append(bundles, c.Bundle)
 				cpus = append(cpus, cpu)
@@ -238,7 +239,7 @@ func diagnoseService(name, dir string, cs []*Collected, outDir, tool string) *Se
 		sd.Error = "no instance could be collected"
 		return sd
 	}
-	if err := sd.diagnoseMerged(bundles, cpus, dir, outDir, tool); err != nil {
+	if err := sd.diagnoseMerged(ctx, first, bundles, cpus, dir, outDir, tool); err != nil {
 		sd.Error = err.Error()
 		return sd
 	}
@@ -249,54 +250,31 @@ func diagnoseService(name, dir string, cs []*Collected, outDir, tool string) *Se
 // diagnoseMerged runs the catalog over the service: the CPU profiles of all
 // collected instances merged, and the per-process evidence of the first
 // (hottest) one. It writes the merged profile and the service's reports.
-func (sd *ServiceDiag) diagnoseMerged(bundles []string, cpus []*profile.Profile, dir, outDir, tool string) error {
-	ev, err := evidence.Load(bundles[0])
-	if err != nil {
-		return fmt.Errorf("service %s: %w", sd.Name, err)
-	}
+func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evidence, bundles []string, cpus []*profile.Profile, dir, outDir, tool string) error {
+	b := first.Derive().Sources(bundles...)
 	if len(cpus) > 1 {
 		merged, err := profile.Merge(cpus)
 		if err != nil {
 			return fmt.Errorf("service %s: merging CPU profiles: %w", sd.Name, err)
 		}
-		ev.Profiles[evidence.CPU] = merged
+		b.Profile(evidence.CPU, merged)
 		path := filepath.Join(dir, "merged-cpu.pb.gz")
 		if _, err := bundle.WriteProfile(path, merged); err != nil {
 			return fmt.Errorf("service %s: %w", sd.Name, err)
 		}
 		sd.MergedCPU = rel(outDir, path)
 	}
-	ev.Sources = bundles
-	res := rules.Run(ev, catalog.All())
-	sd.Findings = res.Findings
-	if sd.Findings == nil {
-		sd.Findings = []rules.Finding{}
-	}
-	rep := report.New(tool, ev, res)
-	rep.Inputs.Target = sd.Name
-	for _, f := range []struct {
-		name, format string
-		dst          *string
-	}{{"report.html", "html", &sd.ReportHTML}, {"report.json", "json", &sd.ReportJSON}} {
-		path := filepath.Join(dir, f.name)
-		if err := writeFile(path, func(w *os.File) error { return report.Write(w, f.format, rep) }); err != nil {
-			return fmt.Errorf("service %s: %w", sd.Name, err)
-		}
-		*f.dst = rel(outDir, path)
-	}
-	return nil
-}
-
-func writeFile(path string, write func(*os.File) error) error {
-	w, err := os.Create(path)
+	rep, err := diagnose.Run(ctx, diagnose.Request{Evidence: b.Evidence(), Tool: tool})
 	if err != nil {
-		return err
+		return fmt.Errorf("service %s: %w", sd.Name, err)
 	}
-	if err := write(w); err != nil {
-		w.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
+	sd.Findings = rep.Findings
+	rep.Inputs.Target = sd.Name
+	if err := diagnose.SaveReports(dir, rep); err != nil {
+		return fmt.Errorf("service %s: %w", sd.Name, err)
 	}
-	return w.Close()
+	sd.ReportHTML, sd.ReportJSON = rel(outDir, filepath.Join(dir, "report.html")), rel(outDir, filepath.Join(dir, "report.json"))
+	return nil
 }
 
 func rel(base, path string) string {

@@ -7,6 +7,7 @@
 package pgo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,7 +57,7 @@ func Merge(paths []string) (*Result, error) {
 	res := &Result{}
 	var trimmed []*profile.Profile
 	for _, path := range paths {
-		ev, err := evidence.Load(path)
+		ev, err := evidence.Load(context.Background(), evidence.LoadOptions{}, path)
 		if err != nil {
 			return nil, fmt.Errorf("pgo: %s: %w", path, err)
 		}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
-	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 // Inputs read in part or with an assumption, and too few CPU samples, are
@@ -24,7 +22,7 @@ func TestCaveatsAndWarnings(t *testing.T) {
 		{Path: "total.folded", Kind: "folded", Note: "counts read as nanoseconds"},
 		{Path: "notes.md", Reason: "not a format perfdoctor reads"},
 	}
-	r := New("perfdoctor test", ev, rules.Run(ev, catalog.All()))
+	r := diagnosed("perfdoctor test", ev)
 	if len(r.Inputs.Caveats) != 2 || len(r.Inputs.Warnings) != 1 || !strings.Contains(r.Inputs.Warnings[0], "only 7 samples") {
 		t.Fatalf("caveats %+v warnings %q", r.Inputs.Caveats, r.Inputs.Warnings)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 )
 
@@ -34,7 +35,7 @@ func beforeAfter() (a, b *profile.Profile) {
 
 func TestCompare(t *testing.T) {
 	a, b := beforeAfter()
-	d, err := Compare(a, b, evidence.CPU)
+	d, err := facts.Compare(a, b, evidence.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +65,11 @@ func TestCompare(t *testing.T) {
 	if !d.CheckRegression(0.25) || !strings.Contains(d.Regression, "f grew by 30.0 percentage points") {
 		t.Errorf("regression = %q", d.Regression)
 	}
-	if h := d.Headline(); !strings.Contains(h, "The biggest grower is f: 40% → 70%") {
+	if h := DiffHeadline(d); !strings.Contains(h, "The biggest grower is f: 40% → 70%") {
 		t.Errorf("headline %q", h)
 	}
 	// The differential tree carries both sides.
-	root := decode(t, d.tree)
+	root := decode(t, diffTree(d))
 	if root.total[0] != a.Sample[0].Value[1]*100/40 || root.total[1] != 200*10_000_000 {
 		t.Errorf("root totals %v", root.total)
 	}
@@ -92,7 +93,7 @@ func TestCompareEvidenceChoosesTheKind(t *testing.T) {
 		"explicit kind":   {ev(map[evidence.Kind]*profile.Profile{evidence.CPU: a, evidence.Mutex: a}), ev(map[evidence.Kind]*profile.Profile{evidence.CPU: b, evidence.Mutex: b}), "mutex", "mutex", false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d, err := CompareEvidence(c.a, c.b, c.kind)
+			d, err := facts.CompareEvidence(c.a, c.b, c.kind)
 			if c.wantErr {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Errorf("err = %v, want %q", err, c.want)
@@ -108,7 +109,7 @@ func TestCompareEvidenceChoosesTheKind(t *testing.T) {
 
 func TestDiffFormats(t *testing.T) {
 	a, b := beforeAfter()
-	d, err := Compare(a, b, evidence.CPU)
+	d, err := facts.Compare(a, b, evidence.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestDiffFormats(t *testing.T) {
 		out := buf.String()
 		switch name {
 		case "json":
-			var back Diff
+			var back facts.Diff
 			if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Growers[0].Function != "f" || back.Regression == "" {
 				t.Errorf("json: %v %+v", err, back)
 			}
@@ -149,7 +150,7 @@ func TestDiffFormats(t *testing.T) {
 func TestCompareRefusesEmptyProfiles(t *testing.T) {
 	a, _ := beforeAfter()
 	empty := testprof.Build()
-	if _, err := Compare(a, empty, evidence.CPU); err == nil || !strings.Contains(err.Error(), "no samples") {
+	if _, err := facts.Compare(a, empty, evidence.CPU); err == nil || !strings.Contains(err.Error(), "no samples") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 )
 
 // MinFlameShare is the share of a profile's total below which a flame graph
@@ -36,39 +37,21 @@ type flameTree struct {
 	Truncated bool    `json:"truncated,omitempty"`
 }
 
-// flameView says which sample type of which profile kind a tab shows.
+// flameView names the tab of a profile kind (its sample type is
+// evidence.ShownSampleType's).
 type flameView struct {
 	kind  evidence.Kind
 	label string
-	types []string // first present is used
 }
 
 // flameViews lists the tabs in display order.
 var flameViews = []flameView{
-	{evidence.CPU, "CPU", []string{"cpu"}},
-	{evidence.Allocs, "Allocations (bytes)", []string{"alloc_space"}},
-	{evidence.Heap, "Heap in use", []string{"inuse_space"}},
-	{evidence.Mutex, "Mutex wait", []string{"delay"}},
-	{evidence.Block, "Blocking", []string{"delay"}},
-	{evidence.Goroutine, "Goroutines", []string{"goroutine"}},
-}
-
-// sampleTypeFor returns the flame view's sample type for a profile kind, or
-// "" to let NewStacks pick the profile's default.
-func sampleTypeFor(kind evidence.Kind, p *profile.Profile) string {
-	for _, v := range flameViews {
-		if v.kind != kind {
-			continue
-		}
-		for _, t := range v.types {
-			for _, st := range p.SampleType {
-				if st.Type == t {
-					return t
-				}
-			}
-		}
-	}
-	return ""
+	{evidence.CPU, "CPU"},
+	{evidence.Allocs, "Allocations (bytes)"},
+	{evidence.Heap, "Heap in use"},
+	{evidence.Mutex, "Mutex wait"},
+	{evidence.Block, "Blocking"},
+	{evidence.Goroutine, "Goroutines"},
 }
 
 // stackSet is one or two profiles' samples as sequences of interned
@@ -292,8 +275,10 @@ func flameTreeOf(kind evidence.Kind, label string, st *evidence.Stacks, minShare
 	return ft
 }
 
-// flameTrees builds one tab per profile kind present in the evidence.
-func flameTrees(ev *evidence.Evidence, minShare float64) []*flameTree {
+// flameTrees builds one tab per profile kind present in the evidence; the
+// CPU profile's stacks are the diagnosis's (facts.CPUStacks) when it has
+// facts, flattened once for the rules and the page alike.
+func flameTrees(ev *evidence.Evidence, set *facts.Set, minShare float64) []*flameTree {
 	if ev == nil {
 		return nil
 	}
@@ -303,10 +288,10 @@ func flameTrees(ev *evidence.Evidence, minShare float64) []*flameTree {
 		if p == nil {
 			continue
 		}
-		typ := sampleTypeFor(v.kind, p)
+		typ := evidence.ShownSampleType(v.kind, p)
 		var st *evidence.Stacks
-		if v.kind == evidence.CPU && typ == "cpu" {
-			st = ev.CPUStacks() // flattened once for the rules already
+		if v.kind == evidence.CPU && typ == "cpu" && set != nil {
+			st = facts.Get(set.Any("the report's flame graph"), facts.CPUStacks)
 		} else {
 			st = evidence.NewStacks(p, typ)
 		}

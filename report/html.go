@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -71,7 +72,7 @@ func WriteHTMLWith(w io.Writer, r *Report, opts HTMLOptions) error {
 	if ev := r.Evidence; ev != nil {
 		p.Runtime = runtimeFigures(ev)
 	}
-	data := pageData{Profiles: flameTrees(r.Evidence, minShare), Marks: marks(r.Findings), Links: opts.PprofLinks}
+	data := pageData{Profiles: flameTrees(r.Evidence, r.Facts, minShare), Marks: marks(r.Findings), Links: opts.PprofLinks}
 	return renderPage(w, p, data)
 }
 
@@ -84,7 +85,7 @@ type htmlPage struct {
 	Cards    []card
 	Runtime  []figureGroup
 	Load     *loadView
-	Diff     *Diff
+	Diff     *facts.Diff
 	DiffRows []diffSection
 	Data     template.JS
 	CSS      template.CSS

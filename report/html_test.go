@@ -16,8 +16,6 @@ import (
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/report/internal/synth"
-	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 func htmlOf(t *testing.T, r *Report) string {
@@ -285,7 +283,7 @@ func BenchmarkFlameTree100k(b *testing.B) {
 func BenchmarkWriteHTML100k(b *testing.B) {
 	p := synth.CPU(synth.Options{Stacks: 100_000, Seed: 1, GCShare: 0.3, DialShare: 0.1})
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p})
-	r := New("perfdoctor bench", ev, rules.Run(ev, catalog.All()))
+	r := diagnosed("perfdoctor bench", ev)
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()

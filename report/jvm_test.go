@@ -12,8 +12,6 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
-	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 // A JVM report (a JFR summary, an exceptions profile, Java frames) matches
@@ -31,7 +29,7 @@ func TestJVMReport(t *testing.T) {
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.Exceptions: exc})
 	ev.JVM = &jfr.Summary{JVMVersion: "OpenJDK 64-Bit Server VM (17.0.15+6) for linux-amd64", HWThreads: 2,
 		GC: jfr.GC{Young: "G1New", Old: "G1Old"}, Exceptions: 600_000, ExceptionSpan: time.Minute}
-	r := New("perfdoctor test", ev, rules.Run(ev, catalog.All()))
+	r := diagnosed("perfdoctor test", ev)
 	if r.Inputs.JVM == nil || r.Inputs.JVM.Version != "17.0.15+6" || r.Inputs.JVM.ExceptionsPerMinute != 600_000 {
 		t.Fatalf("inputs.jvm %+v", r.Inputs.JVM)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -24,19 +26,19 @@ func linkedReport(t *testing.T) *Report {
 		testprof.Stack{Value: 200, Funcs: []string{"main.parse"}},
 	)})
 	claim := func(id, class string, level rules.Level, family evidence.Matcher, sev rules.Severity) *rules.Rule {
-		return &rules.Rule{ID: id, Class: class, Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
-			cpu := p.Evidence.CPUStacks()
+		return &rules.Rule{ID: id, Class: class, Needs: []rules.Input{rules.CPU}, Facts: []facts.Key{facts.CPUStacks}, Check: func(p *rules.Pass) error {
+			cpu := facts.Get(p.Facts, facts.CPUStacks)
 			p.Report(rules.Finding{Severity: sev, Resource: "cpu", Impact: cpu.Share(family), Summary: class + " summary", Fix: "fix it",
 				Claim: &rules.Claim{Level: level, CPU: cpu.Has(family)}})
 			return nil
 		}}
 	}
-	res := rules.Run(ev, []*rules.Rule{
+	res := rules.Run(facts.New(ev), []*rules.Rule{
 		claim("NET003", "kernel-network-overhead", rules.LevelKernel, evidence.FuncPrefix("syscall.Syscall"), rules.High),
 		claim("NET001", "connection-churn", rules.LevelCode, evidence.FuncPrefix("net.DialUDP"), rules.High),
 		claim("CPU001", "hot-function", rules.LevelCode, evidence.FuncPrefix("main.parse"), rules.Low),
 	})
-	return New("perfdoctor test", ev, res)
+	return New("perfdoctor test", facts.New(ev), res)
 }
 
 func TestSymptomsNestUnderTheirCause(t *testing.T) {

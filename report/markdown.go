@@ -40,6 +40,9 @@ func WriteMarkdownWith(w io.Writer, r *Report, opts MarkdownOptions) error {
 		fmt.Fprintf(bw, " Source: `%s`.", strings.Join(r.Inputs.Sources, "`, `"))
 	}
 	bw.WriteString("\n")
+	if w := r.Inputs.Work; w != nil {
+		fmt.Fprintf(bw, "\nWork: %s.\n", mdText(w.Summary()))
+	}
 	if l := r.Load; l != nil {
 		fmt.Fprintf(bw, "\nLoad: %s.\n", mdText(describeLoad(l)))
 		if len(l.Timeline) > 1 {

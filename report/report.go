@@ -8,13 +8,13 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"io"
 	"sort"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -36,10 +36,12 @@ type Report struct {
 	// rules.Run): SARIF describes them as tool.driver.rules.
 	Catalog []*rules.Rule `json:"-"`
 
-	// Evidence is what the report was made from. The HTML report draws its
-	// flame graphs, GC and load figures from it; other formats ignore it,
-	// and a Report built by hand may leave it nil.
+	// Evidence is what the report was made from, and Facts the
+	// diagnosis's readings of it. The HTML report draws its flame graphs,
+	// GC and load figures from them; other formats ignore them, and a
+	// Report built by hand may leave them nil.
 	Evidence *evidence.Evidence `json:"-"`
+	Facts    *facts.Set         `json:"-"`
 }
 
 // Inputs summarises the evidence the diagnosis read.
@@ -70,9 +72,12 @@ type Inputs struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Runtime holds the scheduler and collector figures of the window, when
 	// an execution trace, runtime/metrics or a gctrace log gave any.
-	Runtime *RuntimeFigures `json:"runtime,omitempty"`
+	Runtime *facts.RuntimeFigures `json:"runtime,omitempty"`
 	// JVM describes the JVM when the evidence came from a JFR recording.
 	JVM *JVMInfo `json:"jvm,omitempty"`
+	// Work is the unit of work and what one costs (facts.WorkDone), when
+	// the evidence counted units or measured the process's CPU.
+	Work *facts.Work `json:"work,omitempty"`
 }
 
 // TraceWindow is where the execution trace lies in time.
@@ -82,102 +87,16 @@ type TraceWindow struct {
 	Seconds float64   `json:"seconds"`
 }
 
-// RuntimeFigures are the collector and scheduler over the window, each from
-// the best source present; zero means unknown.
-type RuntimeFigures struct {
-	GCCyclesPerSec          float64  `json:"gc_cycles_per_sec,omitempty"`
-	GCPauseP99Ms            float64  `json:"gc_pause_p99_ms,omitempty"`      // stop-the-world, per pause
-	GCPauseP99Over          string   `json:"gc_pause_p99_over,omitempty"`    // what the p99 is over: "the window (runtime/metrics)", "a 1s execution trace", "the gctrace log"
-	GCPauseMaxMs            float64  `json:"gc_pause_max_ms,omitempty"`      // the window's longest pause (runtime statistics' pause history)
-	GCPauses                int      `json:"gc_pauses,omitempty"`            // pauses in the window's history that GCPauseMaxMs is over
-	GCCPUShare              float64  `json:"gc_cpu_share,omitempty"`         // of the CPU used, 0..1
-	SchedLatencyP99Ms       float64  `json:"sched_latency_p99_ms,omitempty"` // runnable -> running
-	GoroutinesCreatedPerSec float64  `json:"goroutines_created_per_sec,omitempty"`
-	Sources                 []string `json:"sources"` // "execution trace", "runtime/metrics", "gctrace", "runtime statistics"
-}
-
-// inputRuntime gathers the figures: the trace for the scheduler (it sees
-// every transition), runtime/metrics for the whole window, then the
-// MemStats samples and the gctrace log.
-func inputRuntime(ev *evidence.Evidence) *RuntimeFigures {
-	var f RuntimeFigures
-	used := map[string]bool{}
-	set := func(dst *float64, v float64, src string) {
-		if *dst == 0 && v > 0 {
-			*dst = v
-			used[src] = true
-		}
-	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	rw, haveRW := ev.Runtime()
-	if haveRW && rw.Span > 0 {
-		set(&f.GCCyclesPerSec, rw.GCCycles/rw.Span.Seconds(), "runtime/metrics")
-		set(&f.GCCPUShare, rw.GCShare, "runtime/metrics")
-	}
-	if gc, ok := ev.GC(); ok && (ev.TracePath != "" || ev.TraceSummary != nil || haveRW || ev.GCTrace != nil) {
-		set(&f.GCCyclesPerSec, gc.CyclesPerSec, "runtime statistics")
-	}
-	if ev.TracePath != "" || ev.TraceSummary != nil {
-		if s, err := ev.Trace(); err == nil && s != nil {
-			set(&f.SchedLatencyP99Ms, ms(s.SchedLatency.P99), "execution trace")
-			set(&f.GoroutinesCreatedPerSec, s.Goroutines.CreatedPerSec, "execution trace")
-			if s.Window > 0 {
-				set(&f.GCCyclesPerSec, float64(s.GC.Cycles)/s.Window.Seconds(), "execution trace")
-			}
-		}
-	}
-	// Pauses: the whole window's distribution first, then the log's, and a
-	// short trace's only without either; each says what it is over.
-	pauseP99 := func(d time.Duration, src, over string) {
-		if f.GCPauseP99Ms == 0 && d > 0 {
-			set(&f.GCPauseP99Ms, ms(d), src)
-			f.GCPauseP99Over = over
-		}
-	}
-	if haveRW {
-		pauseP99(rw.GCPauseP99, "runtime/metrics", "the window (runtime/metrics)")
-	}
-	if t := ev.GCTrace; t != nil {
-		pauseP99(t.STW.P99, "gctrace", "the gctrace log")
-	}
-	if ev.TracePath != "" || ev.TraceSummary != nil {
-		if s, err := ev.Trace(); err == nil && s != nil {
-			pauseP99(s.GC.STW.P99, "execution trace", fmt.Sprintf("a %s execution trace", human.RoundDuration(s.Window)))
-		}
-	}
-	if gc, ok := ev.GC(); ok && gc.PauseMax > 0 {
-		set(&f.GCPauseMaxMs, ms(gc.PauseMax), "runtime statistics")
-		f.GCPauses = gc.Pauses
-	}
-	if haveRW {
-		set(&f.SchedLatencyP99Ms, ms(rw.SchedLatencyP99), "runtime/metrics")
-		if rw.Span > 0 {
-			set(&f.GoroutinesCreatedPerSec, rw.GoroutinesCreated/rw.Span.Seconds(), "runtime/metrics")
-		}
-	}
-	if t := ev.GCTrace; t != nil {
-		set(&f.GCCyclesPerSec, t.CyclesPerSec, "gctrace")
-		set(&f.GCCPUShare, t.CPUShare, "gctrace")
-	}
-	if len(used) == 0 {
-		return nil
-	}
-	for _, src := range []string{"execution trace", "runtime/metrics", "runtime statistics", "gctrace"} {
-		if used[src] {
-			f.Sources = append(f.Sources, src)
-		}
-	}
-	return &f
-}
-
 // FailedItem is a part of the bundle that collection could not get.
 type FailedItem struct {
 	Name  string `json:"name"`
 	Error string `json:"error"`
 }
 
-// New assembles a report from the evidence and the engine's result.
-func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
+// New assembles a report from the diagnosis's facts (and their evidence)
+// and the engine's result.
+func New(tool string, set *facts.Set, res rules.Result) *Report {
+	ev := set.Evidence()
 	r := &Report{
 		SchemaVersion: SchemaVersion,
 		Tool:          tool,
@@ -185,6 +104,7 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 		NotChecked:    res.NotChecked,
 		Catalog:       res.Catalog,
 		Evidence:      ev,
+		Facts:         set,
 	}
 	if r.Findings == nil {
 		r.Findings = []rules.Finding{}
@@ -236,7 +156,11 @@ func New(tool string, ev *evidence.Evidence, res rules.Result) *Report {
 			in.Failed = append(in.Failed, FailedItem{Name: it.Name, Error: it.Error})
 		}
 	}
-	in.Runtime = inputRuntime(ev)
+	view := set.Any("report")
+	in.Runtime = facts.Get(view, facts.Runtime)
+	if w := facts.Get(view, facts.WorkDone); w.Summary() != "" {
+		in.Work = &w
+	}
 	r.Inputs = in
 	r.Load = ev.Load
 	return r

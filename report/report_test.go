@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -30,7 +32,7 @@ func sampleReport(t *testing.T) *Report {
 		testprof.Stack{Value: 450, Funcs: []string{"main.work"}},
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-	return New("perfdoctor test", ev, rules.Run(ev, catalog.All()))
+	return diagnosed("perfdoctor test", ev)
 }
 
 func TestJSONMatchesSchema(t *testing.T) {
@@ -66,7 +68,7 @@ func reportWithLoad(t *testing.T) *Report {
 	}
 	rep := sampleReport(t)
 	rep.Evidence.Load = res.Schema()
-	rep = New(rep.Tool, rep.Evidence, rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
+	rep = New(rep.Tool, facts.New(rep.Evidence), rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
 	if rep.Load == nil || rep.Load.Mode != "open" || len(rep.Load.Timeline) < 2 || rep.Load.Service.P99 == 0 {
 		t.Fatalf("load figures not read: %+v", rep.Load)
 	}
@@ -172,4 +174,11 @@ func TestReadJSON(t *testing.T) {
 	if _, err := ReadJSON(path); err == nil {
 		t.Error("a document without schema_version accepted")
 	}
+}
+
+// diagnosed is the report of the whole catalog over ev, with one set of
+// facts shared by the rules and the report, as diagnose.Run makes it.
+func diagnosed(tool string, ev *evidence.Evidence) *Report {
+	set := facts.New(ev)
+	return New(tool, set, rules.Run(set, catalog.All()))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -21,11 +23,12 @@ func TestRuntimeFiguresFromGCTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ev := evidence.New()
-	if err := ev.AddGCTrace(f, "d1-bad.log"); err != nil {
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{GCTrace: f, GCTraceName: "d1-bad.log"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	rep := New("perfdoctor test", ev, rules.Run(ev, catalog.All()))
+	set := facts.New(ev)
+	rep := New("perfdoctor test", set, rules.Run(set, catalog.All()))
 	rt := rep.Inputs.Runtime
 	if rt == nil || rt.GCCyclesPerSec < 5 || rt.GCPauseP99Ms <= 0 || rt.GCCPUShare <= 0 || len(rt.Sources) != 1 || rt.Sources[0] != "gctrace" {
 		t.Fatalf("runtime figures: %+v", rt)

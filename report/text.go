@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -23,6 +24,9 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(bw, "  evidence: %s\n", describeInputs(in))
 	if in.Build != nil {
 		fmt.Fprintf(bw, "  build: %s\n", describeBuild(in.Build))
+	}
+	if w := in.Work; w != nil {
+		fmt.Fprintf(bw, "  work: %s\n", w.Summary())
 	}
 	if rt := in.Runtime; rt != nil {
 		fmt.Fprintf(bw, "  runtime: %s\n", describeRuntime(rt))
@@ -172,7 +176,7 @@ func timelineLine(secs []bundle.LoadSecond) string {
 }
 
 // describeRuntime is the one-line summary of the collector and scheduler.
-func describeRuntime(rt *RuntimeFigures) string {
+func describeRuntime(rt *facts.RuntimeFigures) string {
 	var parts []string
 	if rt.GCCyclesPerSec > 0 {
 		parts = append(parts, fmt.Sprintf("GC %.3g cycles/s", rt.GCCyclesPerSec))

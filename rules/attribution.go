@@ -2,9 +2,10 @@ package rules
 
 import (
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"sort"
 	"strings"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 )
@@ -98,9 +99,9 @@ const (
 // allocated byte goes to the most specific finding that claims it, impacts
 // shrink to the cost each finding owns, and a finding that lost most of its
 // cost to a more specific one is linked to it as a symptom of its cause.
-func attribute(ev *evidence.Evidence, fs []Finding) {
-	cpu := arbitrate(ev.CPUStacks(), fs, func(c *Claim) func(evidence.Sample) bool { return c.CPU })
-	allocs := arbitrate(ev.AllocStacks(), fs, func(c *Claim) func(evidence.Sample) bool { return c.Allocs })
+func attribute(cpuStacks, allocStacks *evidence.Stacks, fs []Finding) {
+	cpu := arbitrate(cpuStacks, fs, func(c *Claim) func(evidence.Sample) bool { return c.CPU })
+	allocs := arbitrate(allocStacks, fs, func(c *Claim) func(evidence.Sample) bool { return c.Allocs })
 	for i := range fs {
 		f := &fs[i]
 		if f.Claim == nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -23,8 +25,8 @@ func finding(id string, f rules.Finding) *rules.Rule {
 // claiming reports a CPU finding whose impact is the share of samples with
 // a frame matching family, claimed at the given level.
 func claiming(id string, level rules.Level, family evidence.Matcher, sev rules.Severity) *rules.Rule {
-	return &rules.Rule{ID: id, Class: "hot-function", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
-		cpu := p.Evidence.CPUStacks()
+	return &rules.Rule{ID: id, Class: "hot-function", Needs: []rules.Input{rules.CPU}, Facts: []facts.Key{facts.CPUStacks}, Check: func(p *rules.Pass) error {
+		cpu := facts.Get(p.Facts, facts.CPUStacks)
 		p.Report(rules.Finding{Severity: sev, Resource: "cpu", Impact: cpu.Share(family),
 			Claim: &rules.Claim{Level: level, CPU: cpu.Has(family)}})
 		return nil
@@ -40,7 +42,7 @@ func ids(fs []rules.Finding) string {
 }
 
 func TestRankBySeverityThenImpact(t *testing.T) {
-	res := rules.Run(cpuEvidence(), []*rules.Rule{
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{
 		finding("A", rules.Finding{Impact: 0.10, Severity: rules.Low, Resource: "cpu"}),
 		finding("B", rules.Finding{Impact: 0.30, Severity: rules.Medium, Resource: "cpu"}),
 		finding("C", rules.Finding{Impact: 0.10, Severity: rules.High, Resource: "cpu"}),
@@ -54,7 +56,7 @@ func TestRankBySeverityThenImpact(t *testing.T) {
 // A memory or latency fraction is never weighed against a CPU share: at one
 // severity CPU comes first, then latency, then memory, whatever the numbers.
 func TestRankAcrossResources(t *testing.T) {
-	res := rules.Run(cpuEvidence(), []*rules.Rule{
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{
 		finding("MEM", rules.Finding{Impact: 0.81, Severity: rules.High, Resource: "memory"}),
 		finding("LAT", rules.Finding{Impact: 0.82, Severity: rules.High, Resource: "latency"}),
 		finding("CPU", rules.Finding{Impact: 0.57, Severity: rules.High, Resource: "cpu"}),
@@ -79,7 +81,7 @@ func kernelUnderDial() *evidence.Evidence {
 
 func TestOneCostOneOwnerAndSymptomUnderCause(t *testing.T) {
 	dial := evidence.FuncPrefix("net.DialUDP", "net.(*conn).Close")
-	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+	res := rules.Run(facts.New(kernelUnderDial()), []*rules.Rule{
 		claiming("NET003", rules.LevelKernel, evidence.FuncPrefix("syscall.Syscall"), rules.High),
 		claiming("NET001", rules.LevelCode, dial, rules.Medium),
 	})
@@ -106,7 +108,7 @@ func TestOneCostOneOwnerAndSymptomUnderCause(t *testing.T) {
 // A finding that loses only part of its cost to a more specific one keeps
 // the rest and stays a finding of its own.
 func TestPartialOverlapIsNotASymptom(t *testing.T) {
-	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+	res := rules.Run(facts.New(kernelUnderDial()), []*rules.Rule{
 		claiming("K", rules.LevelKernel, evidence.FuncPrefix("syscall.Syscall"), rules.High),
 		claiming("R", rules.LevelCode, evidence.FuncPrefix("net.(*UDPConn).ReadFrom"), rules.Medium),
 	})
@@ -123,7 +125,7 @@ func TestPartialOverlapIsNotASymptom(t *testing.T) {
 // Findings at the same level split a shared sample by the narrower claim
 // and are never linked: neither is the other's cause.
 func TestSameLevelOverlapSplitsWithoutLinks(t *testing.T) {
-	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+	res := rules.Run(facts.New(kernelUnderDial()), []*rules.Rule{
 		claiming("WIDE", rules.LevelCode, evidence.FuncPrefix("main."), rules.High),
 		claiming("NARROW", rules.LevelCode, evidence.FuncPrefix("main.parse"), rules.Low),
 	})
@@ -142,7 +144,7 @@ func TestSameLevelOverlapSplitsWithoutLinks(t *testing.T) {
 // Estimates not drawn from samples are scaled so the CPU shares of one
 // diagnosis never exceed 100%.
 func TestCPUImpactsNeverSumAboveOne(t *testing.T) {
-	res := rules.Run(kernelUnderDial(), []*rules.Rule{
+	res := rules.Run(facts.New(kernelUnderDial()), []*rules.Rule{
 		claiming("CODE", rules.LevelCode, evidence.FuncPrefix("net.DialUDP"), rules.High),
 		finding("PROC", rules.Finding{Impact: 0.9, Severity: rules.High, Resource: "cpu"}),
 		finding("MEM", rules.Finding{Impact: 0.9, Severity: rules.High, Resource: "memory"}),
@@ -170,7 +172,7 @@ func TestConfigOwnsRuntimeMechanism(t *testing.T) {
 		testprof.Stack{Value: 670, Funcs: []string{"main.work"}},
 	)})
 	sched := evidence.FuncPrefix("runtime.schedule", "runtime.findRunnable")
-	res := rules.Run(ev, []*rules.Rule{
+	res := rules.Run(facts.New(ev), []*rules.Rule{
 		claiming("SCHED002", rules.LevelRuntime, evidence.Any(sched, evidence.FuncPrefix("runtime.newproc")), rules.High),
 		claiming("SCHED001", rules.LevelConfig, sched, rules.High),
 	})
@@ -199,17 +201,17 @@ func TestAllocationDrivenCostLinksToTheSite(t *testing.T) {
 	})
 	flate := evidence.FuncPrefix("compress/flate.")
 	gc := evidence.FuncPrefix("runtime.gcBgMarkWorker")
-	res := rules.Run(ev, []*rules.Rule{
-		{ID: "GC001", Class: "gc-pressure", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
-			cpu := p.Evidence.CPUStacks()
+	res := rules.Run(facts.New(ev), []*rules.Rule{
+		{ID: "GC001", Class: "gc-pressure", Needs: []rules.Input{rules.CPU}, Facts: []facts.Key{facts.CPUStacks}, Check: func(p *rules.Pass) error {
+			cpu := facts.Get(p.Facts, facts.CPUStacks)
 			p.Report(rules.Finding{Severity: rules.High, Resource: "cpu", Impact: cpu.Share(gc),
 				Claim: &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(gc), AllocDriven: true}})
 			return nil
 		}},
-		{ID: "LIB004", Class: "compression-level", Needs: []rules.Input{rules.CPU}, Check: func(p *rules.Pass) error {
-			cpu := p.Evidence.CPUStacks()
+		{ID: "LIB004", Class: "compression-level", Needs: []rules.Input{rules.CPU}, Facts: []facts.Key{facts.CPUStacks, facts.AllocStacks}, Check: func(p *rules.Pass) error {
+			cpu := facts.Get(p.Facts, facts.CPUStacks)
 			p.Report(rules.Finding{Severity: rules.High, Resource: "cpu", Impact: cpu.Share(flate),
-				Claim: &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(flate), Allocs: p.Evidence.AllocStacks().Has(flate)}})
+				Claim: &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(flate), Allocs: facts.Get(p.Facts, facts.AllocStacks).Has(flate)}})
 			return nil
 		}},
 	})
@@ -228,7 +230,7 @@ func TestAllocationDrivenCostLinksToTheSite(t *testing.T) {
 // Links a rule sets itself (a wait behind a CPU hog) nest the same way, and
 // a cycle of links loses no finding.
 func TestExplicitLinksAndCycles(t *testing.T) {
-	res := rules.Run(cpuEvidence(), []*rules.Rule{
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{
 		finding("LAT", rules.Finding{Impact: 0.82, Severity: rules.High, Resource: "latency", CausedBy: "CPU"}),
 		finding("CPU", rules.Finding{Impact: 0.30, Severity: rules.Low, Resource: "cpu"}),
 		finding("X", rules.Finding{Impact: 0.5, Severity: rules.Medium, Resource: "cpu", CausedBy: "Y"}),
@@ -249,7 +251,7 @@ func TestWaitingBehindAHolderFollowsItsCost(t *testing.T) {
 	sync := finding("DISK001", rules.Finding{Severity: rules.High, Resource: "latency", Impact: 0.47,
 		Locations: []rules.Location{{Function: "main.appendSync", Role: "code syncing"}}})
 	lock.Class, sync.Class = "lock-contention", "sync-disk-write"
-	res := rules.Run(cpuEvidence(), []*rules.Rule{lock, sync})
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{lock, sync})
 	if got := ids(res.Findings); got != "DISK001,LOCK001" || res.Findings[1].CausedBy != "DISK001" {
 		t.Fatalf("rank = %s, links %+v", got, res.Findings)
 	}
@@ -257,7 +259,7 @@ func TestWaitingBehindAHolderFollowsItsCost(t *testing.T) {
 	other := finding("DISK001", rules.Finding{Severity: rules.High, Resource: "latency", Impact: 0.47,
 		Locations: []rules.Location{{Function: "main.flushLater", Role: "code syncing"}}})
 	other.Class = "sync-disk-write"
-	res = rules.Run(cpuEvidence(), []*rules.Rule{lock, other})
+	res = rules.Run(facts.New(cpuEvidence()), []*rules.Rule{lock, other})
 	if got := ids(res.Findings); got != "LOCK001,DISK001" || res.Findings[0].CausedBy != "" {
 		t.Fatalf("unrelated cost linked: %s %+v", got, res.Findings)
 	}
@@ -266,7 +268,7 @@ func TestWaitingBehindAHolderFollowsItsCost(t *testing.T) {
 // A cost that grows until something fails (a goroutine leak) ranks before a
 // steady one at the same severity, whatever the resources (casebook G1).
 func TestGrowingCostRanksFirst(t *testing.T) {
-	res := rules.Run(cpuEvidence(), []*rules.Rule{
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{
 		finding("SCHED002", rules.Finding{Impact: 0.20, Severity: rules.High, Resource: "cpu"}),
 		finding("MEM003", rules.Finding{Impact: 1.0, Severity: rules.High, Resource: "memory", Growing: true}),
 		finding("NET002", rules.Finding{Impact: 0.9, Severity: rules.Medium, Resource: "latency", Growing: true}),

@@ -9,7 +9,7 @@ import (
 )
 
 func TestRedundantModules(t *testing.T) {
-	ev := evidence.New()
+	ev := evidence.NewBuilder().Evidence()
 	if got := RedundantModules(ev); got != "" {
 		t.Errorf("unknown build: %q", got)
 	}

@@ -64,16 +64,22 @@ type Finding struct {
 	Class    string   `json:"class"`
 	Severity Severity `json:"severity"`
 	// Impact is the estimated fraction of the resource (CPU unless Resource
-	// says otherwise) that the fix can recover, in [0, 1].
-	Impact      float64    `json:"impact"`
-	Resource    string     `json:"resource"`     // "cpu", "memory" or "latency"
-	ImpactBasis string     `json:"impact_basis"` // how Impact was computed
-	Summary     string     `json:"summary"`
-	Evidence    []Fact     `json:"evidence"`
-	Fix         string     `json:"fix"`
-	Example     string     `json:"example,omitempty"` // a short code or config change
-	Caveats     []string   `json:"caveats,omitempty"`
-	Locations   []Location `json:"locations"`
+	// says otherwise) that the fix can recover, in [0, 1]: all of the cost
+	// where the fix removes the work (a cache, precompression, an index,
+	// batching), less where it only speeds the work up.
+	Impact float64 `json:"impact"`
+	// ImpactRange, when set, is the least and the most the fix recovers
+	// ([low, high], Impact within it): a fix whose gain depends on what
+	// the user picks (a compression level, a batch size) says so.
+	ImpactRange *[2]float64 `json:"impact_range,omitempty"`
+	Resource    string      `json:"resource"`     // "cpu", "memory" or "latency"
+	ImpactBasis string      `json:"impact_basis"` // how Impact was computed
+	Summary     string      `json:"summary"`
+	Evidence    []Fact      `json:"evidence"`
+	Fix         string      `json:"fix"`
+	Example     string      `json:"example,omitempty"` // a short code or config change
+	Caveats     []string    `json:"caveats,omitempty"`
+	Locations   []Location  `json:"locations"`
 	// Frames are the function names the finding is about, so a flame graph
 	// can mark them and fallback rules can leave them alone.
 	Frames     []string `json:"frames,omitempty"`
@@ -157,4 +163,37 @@ type Location struct {
 	Line     int64   `json:"line,omitempty"`
 	Share    float64 `json:"share"`          // of the profile the rule read
 	Role     string  `json:"role,omitempty"` // e.g. "allocation site", "caller"
+}
+
+// Gain is what fixing finding i of the ranked findings fs gives, as a load
+// test measures it: share is the part of CPU (or of request time) its fix
+// removes, the CPU findings it explains included (each CPU sample has one
+// owner, so they add up, and the cause's fix removes its symptoms too), and
+// times the throughput where that resource is the limit, 1/(1 − share);
+// low and high are the same for the finding's ImpactRange (both times when
+// it has none). ok is false for memory findings and growing costs, which
+// have no such figure.
+func Gain(fs []Finding, i int) (share, times, low, high float64, ok bool) {
+	f := fs[i]
+	if f.Growing || (f.Resource != "cpu" && f.Resource != "latency") {
+		return 0, 1, 1, 1, false
+	}
+	var explained float64
+	if f.Resource == "cpu" {
+		for _, id := range f.Explains {
+			for _, g := range fs {
+				if g.ID == id && g.Resource == "cpu" {
+					explained += g.Impact
+				}
+			}
+		}
+	}
+	mult := func(s float64) float64 { return 1 / (1 - min(s+explained, 0.999)) }
+	share = min(f.Impact+explained, 0.999)
+	times = mult(f.Impact)
+	low, high = times, times
+	if r := f.ImpactRange; r != nil {
+		low, high = mult(r[0]), mult(r[1])
+	}
+	return share, times, low, high, true
 }

@@ -50,12 +50,7 @@ func (p *Pass) EnoughCPU() bool {
 
 // ShortFunc drops the import path's directories: "github.com/a/b.(*T).M"
 // becomes "b.(*T).M".
-func ShortFunc(fn string) string {
-	if i := strings.LastIndexByte(fn, '/'); i >= 0 {
-		return fn[i+1:]
-	}
-	return fn
-}
+func ShortFunc(fn string) string { return evidence.ShortFunc(fn) }
 
 // SiteList formats the first n sites as "pkg.Func (file.go:12) 31%, ...".
 func SiteList(sites []evidence.Site, n int) string {

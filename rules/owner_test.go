@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -33,28 +34,28 @@ func parseOwn() {
 // dependency's files are in the module cache and this package's are not.
 func TestOwnersFromModuleCachePaths(t *testing.T) {
 	cpu := testprof.CPU(t, 500*time.Millisecond, 1, parseOwn)
-	o := rules.Owners(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}))
+	o := readOwners(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}))
 	st := evidence.NewStacks(cpu, "")
-	seen := map[rules.Owner]bool{}
+	seen := map[facts.Owner]bool{}
 	for _, f := range st.Frames {
 		w := o.Of(f)
 		switch {
 		case strings.HasPrefix(f.Func, "github.com/google/pprof/"):
-			if w.Owner != rules.OwnerDependency || w.Module != "github.com/google/pprof" {
+			if w.Owner != facts.OwnerDependency || w.Module != "github.com/google/pprof" {
 				t.Errorf("%s (%s): %+v, want the dependency github.com/google/pprof", f.Func, f.File, w)
 			}
 		case strings.HasPrefix(f.Func, "github.com/perfdoctor/perfdoctor/rules_test.parseOwn"):
-			if w.Owner != rules.OwnerMain {
+			if w.Owner != facts.OwnerMain {
 				t.Errorf("%s (%s): %+v, want the main module", f.Func, f.File, w)
 			}
 		case strings.HasPrefix(f.Func, "runtime."):
-			if w.Owner != rules.OwnerStdlib {
+			if w.Owner != facts.OwnerStdlib {
 				t.Errorf("%s: %+v", f.Func, w)
 			}
 		}
 		seen[w.Owner] = true
 	}
-	if !seen[rules.OwnerMain] || !seen[rules.OwnerDependency] {
+	if !seen[facts.OwnerMain] || !seen[facts.OwnerDependency] {
 		t.Fatalf("the profile shows no main-module and dependency frames: %v", seen)
 	}
 }
@@ -70,32 +71,32 @@ func TestOwnersFromBuildInfo(t *testing.T) {
 	caddyhttp := frame("github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP", "/build/caddy/modules/caddyhttp/server.go")
 	zap := frame("go.uber.org/zap/zapcore.(*ioCore).Write", "/build/_build/src/go.uber.org/zap/zapcore/core.go")
 
-	own := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "(devel)"}, Executable: "/home/me/caddy/caddy"}))
-	if w := own.Of(caddyhttp); w.Owner != rules.OwnerMain {
+	own := readOwners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "(devel)"}, Executable: "/home/me/caddy/caddy"}))
+	if w := own.Of(caddyhttp); w.Owner != facts.OwnerMain {
 		t.Errorf("caddyhttp in a checkout build: %+v", w)
 	}
-	if w := own.Of(zap); w.Owner != rules.OwnerDependency || w.Module != "go.uber.org/zap" {
+	if w := own.Of(zap); w.Owner != facts.OwnerDependency || w.Module != "go.uber.org/zap" {
 		t.Errorf("zap: %+v", w)
 	}
-	if fix, _, editable := own.Advise(caddyhttp, "edit", "configure"); fix != "edit" || !editable {
+	if fix, _, editable := rules.Advise(own, caddyhttp, "edit", "configure"); fix != "edit" || !editable {
 		t.Errorf("own code: %q", fix)
 	}
-	if fix, fact, editable := own.Advise(zap, "edit", "configure"); editable || !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "go.uber.org/zap, a dependency") || !strings.Contains(fact.Value, "dependency") {
+	if fix, fact, editable := rules.Advise(own, zap, "edit", "configure"); editable || !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "go.uber.org/zap, a dependency") || !strings.Contains(fact.Value, "dependency") {
 		t.Errorf("dependency: %q %+v", fix, fact)
 	}
 
 	// The same program installed from the distribution: nothing in it is the user's to edit.
-	packaged := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2"}, Executable: "/usr/bin/caddy"}))
-	if fix, _, editable := packaged.Advise(caddyhttp, "edit", "configure"); editable || !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "/usr/bin/caddy") {
+	packaged := readOwners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2"}, Executable: "/usr/bin/caddy"}))
+	if fix, _, editable := rules.Advise(packaged, caddyhttp, "edit", "configure"); editable || !strings.HasSuffix(fix, "configure") || !strings.Contains(fix, "/usr/bin/caddy") {
 		t.Errorf("packaged program: %q", fix)
 	}
 	// Without build info, a packaged program's code is still not the user's.
-	noInfo := rules.Owners(withProc(&bundle.ProcessInfo{Executable: "/usr/bin/caddy"}))
-	if fix, _, _ := noInfo.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+	noInfo := readOwners(withProc(&bundle.ProcessInfo{Executable: "/usr/bin/caddy"}))
+	if fix, _, _ := rules.Advise(noInfo, caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("packaged program without build info: %q", fix)
 	}
-	released := rules.Owners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.2"}, Executable: "/opt/caddy"}))
-	if fix, _, _ := released.Advise(caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+	released := readOwners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.2"}, Executable: "/opt/caddy"}))
+	if fix, _, _ := rules.Advise(released, caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("released build: %q", fix)
 	}
 }
@@ -109,32 +110,32 @@ func TestOwnersWithoutBuildInfo(t *testing.T) {
 		return testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p})
 	}
 	// -trimpath: the main package's file names its import path.
-	trim := rules.Owners(build(map[string]string{"main.main": "github.com/caddyserver/caddy/v2/cmd/caddy/main.go"}))
+	trim := readOwners(build(map[string]string{"main.main": "github.com/caddyserver/caddy/v2/cmd/caddy/main.go"}))
 	if trim.Main != "github.com/caddyserver/caddy/v2" {
 		t.Errorf("main module from a -trimpath main.go: %q", trim.Main)
 	}
 	for _, tc := range []struct {
-		owners *rules.CodeOwners
+		owners *facts.CodeOwners
 		f      evidence.Frame
-		want   rules.Owner
+		want   facts.Owner
 		module string
 	}{
-		{trim, frame("github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP", "github.com/caddyserver/caddy/v2/modules/caddyhttp/server.go"), rules.OwnerMain, ""},
-		{trim, frame("github.com/caddyserver/certmagic.(*Config).renew", "github.com/caddyserver/certmagic@v0.21.3/config.go"), rules.OwnerDependency, "github.com/caddyserver/certmagic"},
-		{trim, frame("compress/flate.(*compressor).deflate", "compress/flate/deflate.go"), rules.OwnerStdlib, ""},
+		{trim, frame("github.com/caddyserver/caddy/v2/modules/caddyhttp.(*Server).ServeHTTP", "github.com/caddyserver/caddy/v2/modules/caddyhttp/server.go"), facts.OwnerMain, ""},
+		{trim, frame("github.com/caddyserver/certmagic.(*Config).renew", "github.com/caddyserver/certmagic@v0.21.3/config.go"), facts.OwnerDependency, "github.com/caddyserver/certmagic"},
+		{trim, frame("compress/flate.(*compressor).deflate", "compress/flate/deflate.go"), facts.OwnerStdlib, ""},
 		// the module cache escapes capitals
-		{trim, frame("github.com/Azure/go-ansiterm.Parse", "/root/go/pkg/mod/github.com/!azure/go-ansiterm@v0.0.0-2021/parser.go"), rules.OwnerDependency, "github.com/Azure/go-ansiterm"},
+		{trim, frame("github.com/Azure/go-ansiterm.Parse", "/root/go/pkg/mod/github.com/!azure/go-ansiterm@v0.0.0-2021/parser.go"), facts.OwnerDependency, "github.com/Azure/go-ansiterm"},
 		// GOPATH-era vendoring
-		{trim, frame("github.com/acme/svc/vendor/github.com/sirupsen/logrus.(*Entry).log", "/src/github.com/acme/svc/vendor/github.com/sirupsen/logrus/entry.go"), rules.OwnerDependency, "github.com/sirupsen/logrus"},
+		{trim, frame("github.com/acme/svc/vendor/github.com/sirupsen/logrus.(*Entry).log", "/src/github.com/acme/svc/vendor/github.com/sirupsen/logrus/entry.go"), facts.OwnerDependency, "github.com/sirupsen/logrus"},
 		// nothing tells: unknown, and the prescription stays a code edit
-		{rules.Owners(build(nil)), frame("github.com/acme/svc/api.Handle", "/src/api/handle.go"), rules.OwnerUnknown, ""},
+		{readOwners(build(nil)), frame("github.com/acme/svc/api.Handle", "/src/api/handle.go"), facts.OwnerUnknown, ""},
 	} {
 		w := tc.owners.Of(tc.f)
 		if w.Owner != tc.want || w.Module != tc.module {
 			t.Errorf("%s (%s): %+v, want owner %d module %q", tc.f.Func, tc.f.File, w, tc.want, tc.module)
 		}
 	}
-	if fix, _, _ := rules.Owners(build(nil)).Advise(frame("github.com/acme/svc/api.Handle", ""), "edit", "configure"); fix != "edit" {
+	if fix, _, _ := rules.Advise(readOwners(build(nil)), frame("github.com/acme/svc/api.Handle", ""), "edit", "configure"); fix != "edit" {
 		t.Errorf("unknown ownership must keep the code fix: %q", fix)
 	}
 }
@@ -155,15 +156,15 @@ func TestOwnersOfADistributionBuild(t *testing.T) {
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	// As collect/system reads /usr/bin/prometheus's build info.
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{MainPackage: "github.com/prometheus/prometheus/cmd/prometheus"}, Executable: "/usr/bin/prometheus"}}
-	o := rules.Owners(ev)
+	o := readOwners(ev)
 	if o.Main != "github.com/prometheus/prometheus" || !strings.Contains(o.Program, "/usr/bin/prometheus") {
 		t.Fatalf("main %q program %q", o.Main, o.Program)
 	}
-	want := map[string]rules.Ownership{
-		"github.com/prometheus/client_golang/prometheus/promhttp.HandlerForTransactional.func1": {Owner: rules.OwnerDependency, Module: "github.com/prometheus/client_golang"},
-		"github.com/julienschmidt/httprouter.(*Router).ServeHTTP":                               {Owner: rules.OwnerDependency, Module: "github.com/julienschmidt/httprouter"},
-		"github.com/prometheus/prometheus/web.setPathWithPrefix.func1.1":                        {Owner: rules.OwnerMain},
-		"compress/flate.(*compressor).deflate":                                                  {Owner: rules.OwnerStdlib},
+	want := map[string]facts.Ownership{
+		"github.com/prometheus/client_golang/prometheus/promhttp.HandlerForTransactional.func1": {Owner: facts.OwnerDependency, Module: "github.com/prometheus/client_golang"},
+		"github.com/julienschmidt/httprouter.(*Router).ServeHTTP":                               {Owner: facts.OwnerDependency, Module: "github.com/julienschmidt/httprouter"},
+		"github.com/prometheus/prometheus/web.setPathWithPrefix.func1.1":                        {Owner: facts.OwnerMain},
+		"compress/flate.(*compressor).deflate":                                                  {Owner: facts.OwnerStdlib},
 	}
 	seen := map[string]bool{}
 	for _, fr := range evidence.NewStacks(cpu, "").Frames {
@@ -181,7 +182,7 @@ func TestOwnersOfADistributionBuild(t *testing.T) {
 	}
 	// Its own web handler is code shipped with a packaged program: configuration, not an edit.
 	web := evidence.Frame{Func: "github.com/prometheus/prometheus/web.setPathWithPrefix.func1.1"}
-	if fix, _, _ := o.Advise(web, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
+	if fix, _, _ := rules.Advise(o, web, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("packaged prometheus: %q", fix)
 	}
 }
@@ -201,7 +202,7 @@ func TestForeignCodeIsQualified(t *testing.T) {
 	packaged := testprof.Evidence(nil)
 	packaged.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{
 		Build: &bundle.BuildInfo{Main: "github.com/prometheus/prometheus"}, Executable: "/usr/bin/prometheus"}}
-	res := rules.Run(packaged, []*rules.Rule{allocRule("github.com/prometheus/prometheus/promql/parser.Walk")})
+	res := rules.Run(facts.New(packaged), []*rules.Rule{allocRule("github.com/prometheus/prometheus/promql/parser.Walk")})
 	f := res.Findings[0]
 	if len(f.Caveats) != 1 || !strings.Contains(f.Caveats[0], "for its maintainers") || f.Evidence[len(f.Evidence)-1].Name != "whose code" {
 		t.Errorf("packaged program: caveats %q evidence %+v", f.Caveats, f.Evidence)
@@ -209,7 +210,9 @@ func TestForeignCodeIsQualified(t *testing.T) {
 	own := testprof.Evidence(nil)
 	own.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{
 		Build: &bundle.BuildInfo{Main: "github.com/prometheus/prometheus", MainVersion: "(devel)"}, Executable: "/home/me/prometheus/prometheus"}}
-	if f := rules.Run(own, []*rules.Rule{allocRule("github.com/prometheus/prometheus/promql/parser.Walk")}).Findings[0]; len(f.Caveats) != 0 {
+	if f := rules.Run(facts.New(own), []*rules.Rule{allocRule("github.com/prometheus/prometheus/promql/parser.Walk")}).Findings[0]; len(f.Caveats) != 0 {
 		t.Errorf("the user's own build: caveats %q", f.Caveats)
 	}
 }
+
+func readOwners(ev *evidence.Evidence) *facts.CodeOwners { return facts.Read(ev, facts.Owners) }

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 )
 
@@ -125,6 +127,9 @@ type Rule struct {
 	// reads a trace, or else the block profile).
 	NeedsOneOf []Input
 	Uses       []Input // optional: they sharpen the finding when present
+	// Facts are the facts the check reads (facts.Get on Pass.Facts); a
+	// read of one it did not declare fails the rule as a defect.
+	Facts []facts.Key
 	// Fallback rules run after all others and see their findings, so they
 	// can stay out of what a specific rule already explained.
 	Fallback bool
@@ -151,6 +156,9 @@ func (r *Rule) NeedsText() string {
 type Pass struct {
 	Rule     *Rule
 	Evidence *evidence.Evidence
+	// Facts are the diagnosis's shared readings, limited to those the
+	// rule declared in Facts.
+	Facts *facts.Pass
 	// Earlier holds the findings of non-fallback rules; set for fallback rules only.
 	Earlier  []Finding
 	findings []Finding
@@ -190,8 +198,14 @@ type Result struct {
 	Catalog    []*Rule // the rules the run checked, which reports describe
 }
 
-// Run checks every rule against the evidence and ranks the findings.
-func Run(ev *evidence.Evidence, catalog []*Rule) Result {
+// engineFacts are what the engine itself reads: to arbitrate claims on
+// CPU samples and allocated bytes, and to say whose code a finding names.
+var engineFacts = []facts.Key{facts.CPUStacks, facts.AllocStacks, facts.Owners, facts.WorkDone}
+
+// Run checks every rule against the evidence of set, the facts every rule
+// shares, and ranks the findings.
+func Run(set *facts.Set, catalog []*Rule) Result {
+	ev := set.Evidence()
 	res := Result{Catalog: catalog}
 	var earlier []Finding
 	seen := map[string]int{} // findings per rule, for their IDs
@@ -222,7 +236,7 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 			res.NotChecked = append(res.NotChecked, nc)
 			return
 		}
-		pass := &Pass{Rule: r, Evidence: ev}
+		pass := &Pass{Rule: r, Evidence: ev, Facts: set.For("rule "+r.ID, r.Facts)}
 		if r.Fallback {
 			pass.Earlier = earlier
 		}
@@ -256,8 +270,10 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 			run(r)
 		}
 	}
-	attribute(ev, res.Findings)
-	markForeignCode(ev, res.Findings)
+	engine := set.For("the rules engine", engineFacts)
+	attribute(facts.Get(engine, facts.CPUStacks), facts.Get(engine, facts.AllocStacks), res.Findings)
+	weighCores(facts.Get(engine, facts.WorkDone), res.Findings)
+	markForeignCode(facts.Get(engine, facts.Owners), res.Findings)
 	Rank(res.Findings)
 	return res
 }
@@ -267,6 +283,10 @@ func Run(ev *evidence.Evidence, catalog []*Rule) Result {
 func safeCheck(p *Pass) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if u, ok := r.(facts.UndeclaredError); ok {
+				err = u
+				return
+			}
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -30,7 +32,7 @@ func TestMissingInputsAreNotChecked(t *testing.T) {
 		t.Error("rule ran without its inputs")
 		return nil
 	}}
-	res := rules.Run(cpuEvidence(), []*rules.Rule{r})
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{r})
 	if len(res.NotChecked) != 1 || res.NotChecked[0].Reason != "needs mutex" || len(res.NotChecked[0].Collect) != 1 {
 		t.Fatalf("not checked = %+v", res.NotChecked)
 	}
@@ -44,10 +46,10 @@ func TestOneOfAlternativeInputs(t *testing.T) {
 		ran++
 		return nil
 	}}
-	if res := rules.Run(cpuEvidence(), []*rules.Rule{r}); ran != 1 || len(res.NotChecked) != 0 {
+	if res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{r}); ran != 1 || len(res.NotChecked) != 0 {
 		t.Errorf("with a CPU profile: ran %d times, not checked %+v", ran, res.NotChecked)
 	}
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Heap: testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"main.f"}})}), []*rules.Rule{r})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Heap: testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"main.f"}})})), []*rules.Rule{r})
 	if ran != 1 || len(res.NotChecked) != 1 || res.NotChecked[0].Reason != "needs trace or cpu" || len(res.NotChecked[0].Collect) != 2 {
 		t.Errorf("with neither: ran %d times, not checked %+v", ran, res.NotChecked)
 	}
@@ -55,14 +57,14 @@ func TestOneOfAlternativeInputs(t *testing.T) {
 
 func TestAPanickingRuleDoesNotStopTheRun(t *testing.T) {
 	bad := &rules.Rule{ID: "P1", Class: "hot-function", Needs: []rules.Input{rules.CPU}, Check: func(*rules.Pass) error { panic("boom") }}
-	res := rules.Run(cpuEvidence(), []*rules.Rule{bad, reporter("OK", 0.1, rules.Low)})
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{bad, reporter("OK", 0.1, rules.Low)})
 	if len(res.Findings) != 1 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "boom") {
 		t.Fatalf("got %+v / %+v", res.Findings, res.NotChecked)
 	}
 }
 
 func TestImpactIsClamped(t *testing.T) {
-	res := rules.Run(cpuEvidence(), []*rules.Rule{reporter("A", 1.7, rules.High), reporter("B", -0.2, rules.Low)})
+	res := rules.Run(facts.New(cpuEvidence()), []*rules.Rule{reporter("A", 1.7, rules.High), reporter("B", -0.2, rules.Low)})
 	if res.Findings[0].Impact != 1 || res.Findings[1].Impact != 0 {
 		t.Errorf("impacts %v, %v", res.Findings[0].Impact, res.Findings[1].Impact)
 	}
@@ -96,7 +98,7 @@ func TestOtherRuntimesRulesAreNotApplicable(t *testing.T) {
 	catalog := []*rules.Rule{needs("JVM", rules.JVM), needs("GCTRACE", rules.GCTrace)}
 	notChecked := func(ev *evidence.Evidence) string {
 		var ids []string
-		for _, nc := range rules.Run(ev, catalog).NotChecked {
+		for _, nc := range rules.Run(facts.New(ev), catalog).NotChecked {
 			ids = append(ids, nc.Rule)
 		}
 		return strings.Join(ids, ",")
@@ -120,5 +122,18 @@ func TestOtherRuntimesRulesAreNotApplicable(t *testing.T) {
 		if got := notChecked(tc.ev); got != tc.want {
 			t.Errorf("%s: not checked %q, want %q", name, got, tc.want)
 		}
+	}
+}
+
+// A rule that reads a fact it did not declare is a defect: the engine
+// reports it as not checked, naming the fact, and goes on.
+func TestUndeclaredFactFailsTheRule(t *testing.T) {
+	sneaky := &rules.Rule{ID: "X001", Class: "hot-function", Check: func(p *rules.Pass) error {
+		facts.Get(p.Facts, facts.CPUStacks)
+		return nil
+	}}
+	res := rules.Run(facts.New(evidence.NewBuilder("test").Evidence()), []*rules.Rule{sneaky})
+	if len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "reads fact cpu-stacks without declaring it") {
+		t.Fatalf("not checked %+v", res.NotChecked)
 	}
 }

@@ -105,15 +105,21 @@ go vet ./...
 # package; the script fails at the end.
 status=0
 # Every package but the casebook e2e, two at a time on a 2-core machine.
+# The casebook's and the corpus's recorded bundles are diagnosed here,
+# offline (casebook.TestRecorded, corpus.TestScorecard).
 go test -count=1 -timeout 15m $(go list ./... | grep -v '/casebook/e2e$') "$@" || status=1
-# The casebook e2e on its own: each case's service, its load and perfdoctor
-# share the two cores, and nothing else does. Run beside the JVM and
-# fleet tests, a case's evidence measured the neighbours as much as the
-# case (a GC pause tail blamed on a load average of 6.6).
-go test -count=1 -timeout 15m ./casebook/e2e "$@" || status=1
-# The casebook again with every service built by the newest Go (perfdoctor
+# The casebook live, as a smoke run of the collection path: one case per
+# family (the recorded bundles cover every case), each service under load
+# with perfdoctor collecting, on the two cores alone. Beside the JVM and
+# fleet tests the e2e measured its neighbours (a GC pause tail blamed on a
+# load average of 6.6), so it runs after them.
+smoke=a2,b3,c1,d1,e2,g1,l1,r1
+PERFDOCTOR_CASEBOOK_CASES=$smoke PERFDOCTOR_CASEBOOK_PLAIN=r3 \
+	go test -count=1 -timeout 15m ./casebook/e2e "$@" || status=1
+# The same cases with every service built by the newest Go (perfdoctor
 # itself stays on the installed one), on the same harness.
-PERFDOCTOR_CASEBOOK_GO="$PERFDOCTOR_NEWEST_GO" go test -count=1 -timeout 15m -run 'TestCasebook$' ./casebook/e2e || status=1
+PERFDOCTOR_CASEBOOK_CASES=$smoke PERFDOCTOR_CASEBOOK_GO="$PERFDOCTOR_NEWEST_GO" \
+	go test -count=1 -timeout 15m -run 'TestCasebook$' ./casebook/e2e || status=1
 # The load generator against wrk, briefly: the ratio is for the log (a
 # shared CI machine is too noisy to gate on; docs/load.md has the figures).
 if command -v wrk >/dev/null 2>&1; then

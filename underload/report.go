@@ -12,10 +12,10 @@ import (
 )
 
 // Diagnose is `perfdoctor run` and the demo: it profiles under load into
-// dir/bundle, diagnoses the bundle, writes the report in format to out and
-// as report.txt, report.json and report.html in dir. Messages go to
-// o.Messages.
-func Diagnose(ctx context.Context, o Options, diag diagnose.Options, dir, format string, out io.Writer) (*Result, error) {
+// dir/bundle, diagnoses the bundle (req names the producer and catalog;
+// its paths are the bundle's), writes the report in format to out and
+// as diagnose.ReportFiles in dir. Messages go to o.Messages.
+func Diagnose(ctx context.Context, o Options, req diagnose.Request, dir, format string, out io.Writer) (*Result, error) {
 	o.BundleDir = filepath.Join(dir, "bundle")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output: %w", err)
@@ -31,17 +31,16 @@ func Diagnose(ctx context.Context, o Options, diag diagnose.Options, dir, format
 	for _, w := range res.Load.Warnings {
 		fmt.Fprintf(o.Messages, "perfdoctor: warning: %s\n", w)
 	}
-	rep, err := diagnose.Paths(diag, o.BundleDir)
+	req.Paths = []string{o.BundleDir}
+	rep, err := diagnose.Run(ctx, req)
 	if err != nil {
 		return res, err
 	}
 	if err := report.Write(out, format, rep); err != nil {
 		return res, err
 	}
-	for _, f := range []struct{ format, ext string }{{"text", "txt"}, {"json", "json"}, {"html", "html"}} {
-		if err := report.Save(nil, filepath.Join(dir, "report."+f.ext), f.format, rep); err != nil {
-			return res, err
-		}
+	if err := diagnose.SaveReports(dir, rep); err != nil {
+		return res, err
 	}
 	fmt.Fprintf(o.Messages, "\nperfdoctor: bundle in %s, reports in %s\n", o.BundleDir, filepath.Join(dir, "report.{txt,json,html}"))
 	return res, nil

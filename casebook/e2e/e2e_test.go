@@ -9,13 +9,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"go/version"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +21,8 @@ import (
 	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
 	"github.com/perfdoctor/perfdoctor/load"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 )
 
 var bin struct{ perfdoctor, casebook string }
@@ -131,6 +130,14 @@ func diagnoseUnderLoad(t *testing.T, c serve.Case, s *service) []harness.Finding
 	if !doc.Inputs.System || !doc.Inputs.Metrics || doc.Inputs.Partial {
 		t.Errorf("bundle incomplete: %+v", doc.Inputs)
 	}
+	if os.Getenv("PERFDOCTOR_CASEBOOK_BUNDLES") != "" {
+		// A kept bundle is a recording: its expectations go with it, for
+		// the offline test (casebook/recorded_test.go) to hold it to.
+		variant := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]
+		if err := os.WriteFile(filepath.Join(bundleDir, ruletest.WantFile), []byte(c.Want(variant, serviceGo())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return doc.Findings
 }
 
@@ -139,20 +146,26 @@ func diagnoseUnderLoad(t *testing.T, c serve.Case, s *service) []harness.Finding
 // diagnosed (see expect for what each must show). PERFDOCTOR_CASEBOOK_PENDING=1
 // runs the pending cases too.
 func TestCasebook(t *testing.T) {
-	runCases(t, "scorecard", serve.Cases(), func(t *testing.T, c serve.Case, s *service) []harness.Finding {
-		findings := diagnoseUnderLoad(t, c, s)
-		if strings.HasSuffix(t.Name(), "/bad") {
-			expectProof(t, c, serviceGo(), findings)
-		}
-		return findings
-	})
+	runCases(t, "scorecard", serviceGo(), selected(serve.Cases()), diagnoseUnderLoad)
+}
+
+// selected is the cases named in PERFDOCTOR_CASEBOOK_CASES (comma
+// separated; the README's test command runs one case per family so), else
+// all of names.
+func selected(names []string) []string {
+	v := os.Getenv("PERFDOCTOR_CASEBOOK_CASES")
+	if v == "" {
+		return names
+	}
+	return strings.Split(v, ",")
 }
 
 // runCases runs both variants of each named case, each as its own process
-// diagnosed by diagnose, checks them with expect and logs the scorecard
-// under title. Pending cases are skipped, visibly, unless
+// diagnosed by diagnose, checks them against the case's want for a service
+// built with goVersion ("" asks nothing of a Go version) and logs the
+// scorecard under title. Pending cases are skipped, visibly, unless
 // PERFDOCTOR_CASEBOOK_PENDING is set.
-func runCases(t *testing.T, title string, names []string, diagnose func(*testing.T, serve.Case, *service) []harness.Finding) {
+func runCases(t *testing.T, title, goVersion string, names []string, diagnose func(*testing.T, serve.Case, *service) []harness.Finding) {
 	var card scorecard
 	defer func() { t.Log(title + ":\n" + card.String()) }()
 	for _, name := range names {
@@ -169,17 +182,11 @@ func runCases(t *testing.T, title string, names []string, diagnose func(*testing
 			t.Run(name+"/"+variant, func(t *testing.T) {
 				findings := diagnose(t, c, start(t, name, variant))
 				defer func() { card.add(name, variant, c.Class, findings, !t.Failed()) }()
-				expect(t, c, variant, findings)
+				for _, v := range violations(c, variant, goVersion, findings) {
+					t.Error(v)
+				}
 			})
 		}
-	}
-}
-
-// expect fails t with each of the variant's violations of its case.
-func expect(t *testing.T, c serve.Case, variant string, findings []harness.Finding) {
-	t.Helper()
-	for _, v := range violations(c, variant, findings) {
-		t.Error(v)
 	}
 }
 
@@ -191,120 +198,32 @@ func serviceGo() string {
 	return runtime.Version()
 }
 
-// expectProof fails t when the top finding of a bad variant built with
-// goVersion lacks the evidence its case requires from that Go on.
-func expectProof(t *testing.T, c serve.Case, goVersion string, findings []harness.Finding) {
-	t.Helper()
-	for _, v := range proofViolations(c, goVersion, findings) {
-		t.Error(v)
+// violations checks a variant's findings (harness.Whole, which Diagnose
+// applies to every diagnosis, checks the CPU sum and the links) against its
+// case's want (serve.Case.Want) with perfdoctor's rule test harness: the
+// expectations the recorded bundles are held to offline.
+func violations(c serve.Case, variant, goVersion string, findings []harness.Finding) []string {
+	want, err := ruletest.Parse(strings.NewReader(c.Want(variant, goVersion)))
+	if err != nil {
+		return []string{"the case's want: " + err.Error()}
 	}
+	return ruletest.Violations(asResult(findings), want)
 }
 
-func proofViolations(c serve.Case, goVersion string, findings []harness.Finding) []string {
-	var out []string
-	for _, since := range slices.Sorted(maps.Keys(c.ProofFrom)) {
-		fact := c.ProofFrom[since]
-		if version.Compare(goVersion, since) < 0 {
-			continue
-		}
-		if len(findings) == 0 || !slices.ContainsFunc(findings[0].Evidence, func(f harness.Fact) bool { return f.Name == fact }) {
-			out = append(out, fmt.Sprintf("built with %s (%s or newer), the top finding does not cite %q", goVersion, since, fact))
-		}
-	}
-	return out
-}
-
-// violations checks a variant's findings against its case (harness.Whole,
-// which Diagnose applies to every diagnosis, checks the CPU sum and the
-// links). On the bad variant the top
-// finding must be the case's class at high severity, each of AlsoTop3 must
-// be among the first three, and each symptom of Below that is reported must
-// rank below its cause. The fixed variant must not show the class above
-// low, nor anything at high. A case without a class is a healthy control:
-// nothing above low on either variant.
-func violations(c serve.Case, variant string, findings []harness.Finding) []string {
-	var out []string
+// asResult is the findings of diagnose --format json as the rules engine
+// returned them.
+func asResult(findings []harness.Finding) rules.Result {
+	var res rules.Result
 	for _, f := range findings {
-		if c.Never != "" && f.Class == c.Never {
-			out = append(out, fmt.Sprintf("%s reported (%s): this case must never be called that: %s", f.Class, f.Severity, f.Summary))
+		rf := rules.Finding{ID: f.ID, Rule: f.Rule, Class: f.Class, Summary: f.Summary, Fix: f.Fix, CausedBy: f.CausedBy,
+			Resource: f.Resource, Impact: f.Impact}
+		rf.Severity.UnmarshalText([]byte(f.Severity)) // the binary wrote it
+		for _, e := range f.Evidence {
+			rf.Evidence = append(rf.Evidence, rules.Fact{Name: e.Name, Value: e.Value, Num: e.Number})
 		}
+		res.Findings = append(res.Findings, rf)
 	}
-	if c.Class == "" || variant != "bad" {
-		if variant == "fixed" && len(c.FixedKeeps) > 0 {
-			findings = slices.DeleteFunc(slices.Clone(findings), func(f harness.Finding) bool { return c.FixedKeeps[f.Class] != "" })
-		}
-		class := c.Class
-		if class == "" {
-			// A control; with Never, a case of what that class must not be
-			// mistaken for, whose own symptoms may show at medium.
-			class = c.Never
-		}
-		return append(out, quiet(findings, class)...)
-	}
-	rank := func(class string) int {
-		for i, f := range findings {
-			if f.Class == class {
-				return i
-			}
-		}
-		return -1
-	}
-	switch {
-	case len(findings) == 0 || findings[0].Class != c.Class:
-		out = append(out, fmt.Sprintf("top finding is not %s: %+v", c.Class, findings))
-	case findings[0].Severity != "high":
-		out = append(out, fmt.Sprintf("top finding severity %s, want high", findings[0].Severity))
-	}
-	// A second problem must be among the first three problems: symptoms,
-	// shown under their causes, are not problems of their own.
-	rootRank := func(class string) int {
-		n := 0
-		for _, f := range findings {
-			if f.CausedBy != "" {
-				continue
-			}
-			if f.Class == class {
-				return n
-			}
-			n++
-		}
-		return -1
-	}
-	for _, class := range c.AlsoTop3 {
-		if r := rootRank(class); r < 0 || r > 2 {
-			out = append(out, fmt.Sprintf("%s is not among the first three findings (rank %s)", class, rankName(r)))
-		}
-	}
-	for _, symptom := range slices.Sorted(maps.Keys(c.Below)) {
-		cause := c.Below[symptom]
-		if rs, rc := rank(symptom), rank(cause); rs >= 0 && (rc < 0 || rs < rc) {
-			out = append(out, fmt.Sprintf("symptom %s ranks %s, above its cause %s (rank %s)", symptom, rankName(rs), cause, rankName(rc)))
-		}
-	}
-	return out
-}
-
-// rankName is a 0-based rank as people count it, or "absent".
-func rankName(r int) string {
-	if r < 0 {
-		return "absent"
-	}
-	return fmt.Sprint(r + 1)
-}
-
-// quiet lists the findings at high, and class (if any) above low; with no
-// class, anything above low.
-func quiet(findings []harness.Finding, class string) []string {
-	var out []string
-	for _, f := range findings {
-		if f.Class == class && (f.Severity == "high" || f.Severity == "medium") {
-			out = append(out, fmt.Sprintf("%s still reported at %s: %s", f.Class, f.Severity, f.Summary))
-		}
-		if f.Severity == "high" || (class == "" && f.Severity == "medium") {
-			out = append(out, fmt.Sprintf("unexpected %s finding: %+v", f.Severity, f))
-		}
-	}
-	return out
+	return res
 }
 
 // never checks that class (if any) is not reported at all.

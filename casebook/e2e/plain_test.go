@@ -19,7 +19,7 @@ import (
 // plainCases are the cases TestCasebookPlain runs by default: the ones
 // written for root-cause diagnosis (issue 14), about 90 s for their 12
 // variants. PERFDOCTOR_CASEBOOK_PLAIN=all runs every registered case
-// (4-5 minutes more).
+// (4-5 minutes more), PERFDOCTOR_CASEBOOK_PLAIN=r1,r3 those named.
 var plainCases = []string{"r1", "r2", "r3", "r4", "r5", "r6"}
 
 // plainProfiles are what a user saves from net/http/pprof with curl, under
@@ -47,10 +47,14 @@ var plainJunk = []string{"README.md", "host-stat.txt"}
 // expectations hold.
 func TestCasebookPlain(t *testing.T) {
 	names := plainCases
-	if os.Getenv("PERFDOCTOR_CASEBOOK_PLAIN") == "all" {
+	switch v := os.Getenv("PERFDOCTOR_CASEBOOK_PLAIN"); v {
+	case "":
+	case "all":
 		names = serve.Cases()
+	default:
+		names = strings.Split(v, ",")
 	}
-	runCases(t, "scorecard (plain folders)", names, diagnosePlain)
+	runCases(t, "scorecard (plain folders)", "", names, diagnosePlain)
 }
 
 // diagnosePlain loads the service, saves its profiles into a plain folder

@@ -14,6 +14,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
 	"github.com/perfdoctor/perfdoctor/collect/jvm"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/rules/jvm001"
 )
 
@@ -73,14 +74,14 @@ func TestE5AsyncProfiler(t *testing.T) {
 			if !m.OK("async-profiler") {
 				t.Fatalf("async-profiler did not record: %+v", m.Failed())
 			}
-			ev, err := evidence.Load(dir)
+			ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ev.JVM == nil || !strings.HasPrefix(ev.JVM.Profiler, "async-profiler") {
 				t.Fatalf("the JVM summary does not name async-profiler: %+v", ev.JVM)
 			}
-			cpu := ev.CPUStacks()
+			cpu := facts.Read(ev, facts.CPUStacks)
 			walk := cpu.Share(evidence.FuncPrefix("java.lang.Throwable.fillInStackTrace"))
 			vm := cpu.Share(evidence.FuncPrefix("java_lang_Throwable::fill_in_stack_trace", "JVM_FillInStackTrace"))
 			if walk == 0 || vm == 0 {
@@ -88,7 +89,7 @@ func TestE5AsyncProfiler(t *testing.T) {
 			}
 			// Kernel frames need perf events, which root has whatever
 			// kernel.perf_event_paranoid says.
-			if kernel := cpu.Share(ev.KernelFrames()); os.Geteuid() == 0 && kernel == 0 {
+			if kernel := cpu.Share(facts.Read(ev, facts.KernelFrames)); os.Geteuid() == 0 && kernel == 0 {
 				t.Error("no kernel frames in the CPU profile")
 			}
 			if len(findings) == 0 || findings[0].Class != "exception-overhead" {
@@ -139,7 +140,7 @@ func TestJVMFallsBackToJFR(t *testing.T) {
 	if len(failed) != 1 || failed[0].Name != "async-profiler" || !strings.Contains(failed[0].Error, want) || !m.OK("cpu") || !m.OK("jvm") {
 		t.Fatalf("manifest: failed %+v, cpu %v, jvm %v", failed, m.OK("cpu"), m.OK("jvm"))
 	}
-	ev, err := evidence.Load(dir)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func diagnoseWith(t *testing.T, s *service, needCPU bool, flag string, args ...s
 	}
 	for attempt := 1; ; attempt++ {
 		bundleDir, _, rps := recordUnderLoad(t, s, window, flag, args...)
-		ev, err := evidence.Load(bundleDir)
+		ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, bundleDir)
 		if err != nil {
 			t.Fatalf("load the bundle: %v", err)
 		}

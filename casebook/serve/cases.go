@@ -2,8 +2,12 @@ package serve
 
 import (
 	"fmt"
+	"go/version"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Case is one casebook reproduction that Start can serve.
@@ -68,4 +72,62 @@ func Cases() []string {
 func Lookup(name string) (Case, bool) {
 	c, ok := registry[name]
 	return c, ok
+}
+
+// Want is what a diagnosis of the variant must show, as a want.txt for
+// perfdoctor's rule test harness (rules/ruletest), for a service built with
+// goVersion (ProofFrom asks more of newer ones). On the bad variant the top
+// finding must be the case's class at high severity, each of AlsoTop3 must
+// be among the first three problems, and each symptom of Below that is
+// reported must rank after its cause. The fixed variant must not show the
+// class above low, nor anything at high (FixedKeeps aside). A case without
+// a class is a healthy control: nothing above low on either variant. Never
+// holds on both.
+func (c Case) Want(variant, goVersion string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# casebook %s, %s variant: %s\n", c.Name, variant, c.Title)
+	if c.Never != "" {
+		fmt.Fprintf(&b, "never %s\n", c.Never)
+	}
+	if c.Class == "" || variant != "bad" {
+		class := c.Class
+		if class == "" {
+			// A control; with Never, a case of what that class must not be
+			// mistaken for, whose own symptoms may show at medium.
+			class = c.Never
+		}
+		if class == "" {
+			b.WriteString("below medium\n")
+			return b.String()
+		}
+		if c.FixedKeeps[class] == "" {
+			fmt.Fprintf(&b, "never %s medium\n", class)
+		}
+		b.WriteString("below high")
+		if variant == "fixed" && len(c.FixedKeeps) > 0 {
+			b.WriteString(" except")
+			for _, k := range slices.Sorted(maps.Keys(c.FixedKeeps)) {
+				b.WriteString(" " + k)
+			}
+		}
+		b.WriteString("\n")
+		for _, k := range slices.Sorted(maps.Keys(c.FixedKeeps)) {
+			fmt.Fprintf(&b, "# %s may stay: %s\n", k, c.FixedKeeps[k])
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "top %s high", c.Class)
+	for _, since := range slices.Sorted(maps.Keys(c.ProofFrom)) {
+		if version.Compare(goVersion, since) >= 0 {
+			fmt.Fprintf(&b, " %q", c.ProofFrom[since])
+		}
+	}
+	b.WriteString("\n")
+	for _, class := range c.AlsoTop3 {
+		fmt.Fprintf(&b, "top3 %s\n", class)
+	}
+	for _, symptom := range slices.Sorted(maps.Keys(c.Below)) {
+		fmt.Fprintf(&b, "after %s %s\n", symptom, c.Below[symptom])
+	}
+	return b.String()
 }

@@ -54,7 +54,7 @@ func BenchmarkDiagnose(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("stacks=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := diagnose.Paths(diagnose.Options{}, path); err != nil {
+				if _, err := diagnose.Run(b.Context(), diagnose.Request{Paths: []string{path}}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/perfdoctor/perfdoctor/internal/fleettest"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/perfdoctor/perfdoctor/internal/fleettest"
 )
 
 // asCLI makes the test binary act as perfdoctor when demo re-executes

@@ -44,21 +44,21 @@ CPU (or memory or latency) the fix can recover.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--folded-weights: %w", err)}
 			}
-			opt := a.diagnoseOptions()
-			opt.Load.FoldedWeights = weights
+			req := a.diagnoseRequest(args...)
+			req.Load.FoldedWeights = weights
 			switch gcLog {
 			case "":
 			case "-":
-				opt.GCTrace, opt.GCTraceName = cmd.InOrStdin(), "-"
+				req.Load.GCTrace, req.Load.GCTraceName = cmd.InOrStdin(), "-"
 			default:
 				f, err := os.Open(gcLog)
 				if err != nil {
 					return fmt.Errorf("--gctrace: %w", err)
 				}
 				defer f.Close()
-				opt.GCTrace, opt.GCTraceName = f, gcLog
+				req.Load.GCTrace, req.Load.GCTraceName = f, gcLog
 			}
-			rep, err := diagnose.Paths(opt, args...)
+			rep, err := diagnose.Run(cmd.Context(), req)
 			if err != nil {
 				return err
 			}

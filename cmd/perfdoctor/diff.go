@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/report"
 )
 
@@ -38,15 +39,15 @@ or cumulative share grew by more than PCT percentage points.`,
 			if failOn && (failPct < 0 || failPct > 100) {
 				return usageError{fmt.Errorf("--fail-on-regression %v: want percentage points between 0 and 100", failPct)}
 			}
-			evA, err := evidence.Load(args[0])
+			evA, err := evidence.Load(cmd.Context(), evidence.LoadOptions{}, args[0])
 			if err != nil {
 				return fmt.Errorf("A: %w", err)
 			}
-			evB, err := evidence.Load(args[1])
+			evB, err := evidence.Load(cmd.Context(), evidence.LoadOptions{}, args[1])
 			if err != nil {
 				return fmt.Errorf("B: %w", err)
 			}
-			d, err := report.CompareEvidence(evA, evB, kind)
+			d, err := facts.CompareEvidence(evA, evB, kind)
 			if err != nil {
 				return err
 			}

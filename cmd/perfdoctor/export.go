@@ -43,7 +43,7 @@ folded file comes out in the same form as a Go profile.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--folded-weights: %w", err)}
 			}
-			ev, err := evidence.LoadWith(evidence.LoadOptions{FoldedWeights: w}, args...)
+			ev, err := evidence.Load(cmd.Context(), evidence.LoadOptions{FoldedWeights: w}, args...)
 			if err != nil {
 				return err
 			}

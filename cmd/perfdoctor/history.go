@@ -101,7 +101,7 @@ func (a *app) historyRecordCommand(db *string) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := diagnose.Paths(a.diagnoseOptions(), args...)
+			rep, err := diagnose.Run(cmd.Context(), a.diagnoseRequest(args...))
 			if err != nil {
 				return err
 			}

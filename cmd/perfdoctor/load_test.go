@@ -72,7 +72,7 @@ func TestLoadBadInput(t *testing.T) {
 		"slo alone":         {[]string{"load", srv.URL, "--slo", "p99<1s", "-d", "1s"}, "--slo needs --find-max", exitUsage},
 		"bad slo":           {[]string{"load", srv.URL, "--find-max", "--slo", "p99>1s"}, "SLO", exitUsage},
 		"bad udp mode":      {[]string{"load", "udp://127.0.0.1:9", "--udp-mode", "maybe", "-d", "1s"}, "UDP mode", exitError},
-		"no url":            {[]string{"load"}, "accepts 1 arg", exitUsage},
+		"no url":            {[]string{"load"}, "needs a URL", exitUsage},
 	} {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()

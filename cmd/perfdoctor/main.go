@@ -48,7 +48,9 @@ func (a *app) tool() string { return version.Tool() }
 
 // diagnoseOptions are the diagnosis defaults: the whole catalog, this
 // build named as the report's producer.
-func (a *app) diagnoseOptions() diagnose.Options { return diagnose.Options{Tool: a.tool()} }
+func (a *app) diagnoseRequest(paths ...string) diagnose.Request {
+	return diagnose.Request{Paths: paths, Tool: a.tool()}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

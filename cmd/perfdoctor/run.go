@@ -142,7 +142,7 @@ func (a *app) collectJVM(f jfrFlags, line *progress.Line) (func(context.Context,
 // profileUnderLoad collects a bundle into dir/bundle under o's load,
 // diagnoses it and writes the reports.
 func (a *app) profileUnderLoad(ctx context.Context, o underload.Options, dir, format string) error {
-	res, err := underload.Diagnose(ctx, o, a.diagnoseOptions(), dir, format, a.stdout)
+	res, err := underload.Diagnose(ctx, o, a.diagnoseRequest(), dir, format, a.stdout)
 	if err != nil {
 		return err
 	}

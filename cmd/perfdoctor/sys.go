@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/collect"
 	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/diagnose"
+	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/report/systext"
@@ -65,7 +67,7 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 				}
 				fmt.Fprintf(a.stderr, "bundle written to %s\n", out)
 			}
-			return a.writeSys(a.stdout, format, win)
+			return a.writeSys(cmd.Context(), a.stdout, format, win)
 		},
 	}
 	cmd.Flags().IntVar(&pid, "pid", 0, "also observe this process: descriptors, threads, memory, cgroup")
@@ -82,11 +84,16 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 
 // writeSys diagnoses the window with the rules that read only /proc and
 // perf evidence, and writes the summary and the findings.
-func (a *app) writeSys(w io.Writer, format string, win *collect.Window) error {
-	rep, sum, err := diagnose.Window(a.tool(), win)
+func (a *app) writeSys(ctx context.Context, w io.Writer, format string, win *collect.Window) error {
+	ev := evidence.NewBuilder("/proc").System(win.Start, win.End).Profile(evidence.Perf, win.Perf).Evidence()
+	if _, ok := ev.SystemDelta(); !ok {
+		return fmt.Errorf("the two system snapshots are not in time order")
+	}
+	rep, err := diagnose.Run(ctx, diagnose.Request{Evidence: ev, Catalog: diagnose.SystemRules(), Tool: a.tool()})
 	if err != nil {
 		return err
 	}
+	sum := systext.Summarize(rep.Facts.Any("perfdoctor sys"), win.PerfErr)
 	if format == "json" {
 		return writeJSON(w, struct {
 			Summary systext.Summary `json:"summary"`

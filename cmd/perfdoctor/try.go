@@ -74,7 +74,7 @@ With -o DIR it writes the bundle, report.json (each tried finding carries
 			}
 			o := try.Options{Command: command, Load: cfgs[0], Rounds: rounds, Warmup: warmup, ReadyTimeout: ready, MinChange: minChange,
 				PprofURL: target, BundleDir: filepath.Join(dir, "bundle"), Collect: collectFor, Only: only,
-				Diagnose: func(b string) (*report.Report, error) { return diagnose.Paths(a.diagnoseOptions(), b) },
+				Diagnose: func(b string) (*report.Report, error) { return diagnose.Run(cmd.Context(), a.diagnoseRequest(b)) },
 				Log:      a.log, Messages: a.stderr, Progress: progress.New(os.Stderr),
 				OnRound: func(id string, done, of int, r verify.Round) {
 					fmt.Fprintf(a.stderr, "%s %s\n", id, loadtext.RoundLine(done, of, r))

@@ -38,7 +38,7 @@ reach the address can then read the profiles and the source they point at.`,
 			if err != nil {
 				return usageError{err}
 			}
-			rep, err := diagnose.Paths(a.diagnoseOptions(), args...)
+			rep, err := diagnose.Run(cmd.Context(), a.diagnoseRequest(args...))
 			if err != nil {
 				return err
 			}

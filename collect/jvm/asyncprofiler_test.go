@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 )
 
 // profilerJar is the real async-profiler jar scripts/test.sh fetches.
@@ -211,18 +212,18 @@ func TestCollectWithAsyncProfiler(t *testing.T) {
 			t.Errorf("%s kept in the bundle", f)
 		}
 	}
-	ev, err := evidence.Load(out)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(ev.JVM.Profiler, "async-profiler "+ProfilerVersion) || ev.JVM.ExecutionSamples == 0 {
 		t.Errorf("JVM summary: profiler %q, %d samples", ev.JVM.Profiler, ev.JVM.ExecutionSamples)
 	}
-	cpu := ev.CPUStacks()
+	cpu := facts.Read(ev, facts.CPUStacks)
 	if cpu.Share(evidence.FuncPrefix("Workload.spin")) == 0 {
 		t.Error("Workload.spin missing from async-profiler's CPU samples")
 	}
-	if kernel := cpu.Share(ev.KernelFrames()); kernel != 0 {
+	if kernel := cpu.Share(facts.Read(ev, facts.KernelFrames)); kernel != 0 {
 		t.Errorf("itimer samples with kernel frames: %.2f", kernel)
 	}
 	// As found: no JFR recording left, and the profiler idle.
@@ -257,7 +258,7 @@ func TestCollectFallsBackToJFR(t *testing.T) {
 		!strings.Contains(failed[0].Error, "fetch-async-profiler") || !m.OK("cpu") {
 		t.Fatalf("manifest %+v", m)
 	}
-	ev, err := evidence.Load(out)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
 	if err != nil {
 		t.Fatal(err)
 	}

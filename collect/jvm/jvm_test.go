@@ -70,7 +70,7 @@ func TestCollect(t *testing.T) {
 	if strings.Contains(string(js), "hunter2") || strings.Contains(string(js), "s3cret") || !strings.Contains(string(js), "db.password=REDACTED") {
 		t.Errorf("secrets not redacted in jvm.json:\n%s", js)
 	}
-	ev, err := evidence.Load(out)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestInterruptedWritesPartialBundle(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || m == nil || !m.Partial || !m.OK("cpu") {
 		t.Fatalf("err %v manifest %+v", err, m)
 	}
-	if _, err := evidence.Load(out); err != nil {
+	if _, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -149,7 +149,7 @@ func TestDeadlockReported(t *testing.T) {
 	if _, err := Collect(context.Background(), Options{PID: pid, Duration: time.Second, OutDir: out, Settings: "default"}); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := evidence.Load(out)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,6 +254,13 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 		}
 		p.VoluntaryCtxt, p.NonvoluntaryCtxt = vol, invol
 	}
+	// I/O counters say how many system calls a unit of work costs; the
+	// kernel refuses them to another user without ptrace rights, which is
+	// no failure of the snapshot.
+	if io, err := proc.IO(); err == nil {
+		p.IO = &bundle.ProcessIO{ReadSyscalls: io.SyscR, WriteSyscalls: io.SyscW, ReadChars: io.RChar, WriteChars: io.WChar,
+			ReadBytes: io.ReadBytes, WriteBytes: io.WriteBytes}
+	}
 	if lim, err := proc.Limits(); err != nil {
 		fail("process limits", err)
 	} else {

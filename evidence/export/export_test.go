@@ -28,7 +28,7 @@ var inputs = map[string]evidence.Kind{
 
 func load(t *testing.T, path string, kind evidence.Kind) *profile.Profile {
 	t.Helper()
-	ev, err := evidence.Load(path)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 )
 
-// Evidence loads a bundle's trace.out by content and summarises it once,
-// on first use.
+// Evidence loads a bundle's trace.out by content and summarises it as it
+// loads: Trace reads nothing.
 func TestEvidenceTrace(t *testing.T) {
 	var buf bytes.Buffer
 	if err := rtrace.Start(&buf); err != nil {
@@ -33,7 +33,7 @@ func TestEvidenceTrace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, bundle.TraceFile), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := evidence.Load(dir)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, dir)
 	if err != nil {
 		t.Fatalf("load a directory holding only a trace: %v", err)
 	}
@@ -57,15 +57,14 @@ func TestEvidenceTrace(t *testing.T) {
 	if err := os.WriteFile(cut, buf.Bytes()[:buf.Len()/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&evidence.Evidence{TracePath: cut}).Trace(); !errors.Is(err, trace.ErrCorrupt) {
-		t.Errorf("truncated trace: err = %v", err)
-	}
-	// Loaded, an unreadable trace is listed with the skipped files.
-	ev, err = evidence.Load(cut)
+	// Loaded, an unreadable trace says why, and is listed with the skipped files.
+	ev, err = evidence.Load(t.Context(), evidence.LoadOptions{}, cut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Trace()
+	if _, err := ev.Trace(); !errors.Is(err, trace.ErrCorrupt) {
+		t.Errorf("truncated trace: err = %v", err)
+	}
 	if sk := ev.Skipped(); len(sk) != 1 || !strings.Contains(sk[0].Reason, "truncated or corrupt") {
 		t.Errorf("unreadable trace not listed as skipped: %+v", ev.Files)
 	}
@@ -91,7 +90,7 @@ func TestGzippedTrace(t *testing.T) {
 	if err := os.WriteFile(path, gz.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ev, err := evidence.Load(path)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,50 @@ var rules = []rule{
 		Why: "reports render what they are given, including the catalog"},
 	{From: []string{"report"}, To: []string{"collect"}, Direct: true,
 		Why: "reports render evidence; they never gather it"},
+	{From: []string{"facts"}, To: []string{"rules", "report", "collect", "load", "agent", "diagnose", "cmd/"},
+		Why: "facts are readings of the evidence that rules and reports share: they know nothing of either"},
+	{From: []string{"evidence"}, To: []string{"facts"},
+		Why: "evidence is what was read; facts are computed from it, never the reverse"},
+}
+
+// ruleID matches a rule's own package (rules/gc001): one rule per package.
+var ruleID = regexp.MustCompile(`^rules/[a-z]+[0-9]{3}$`)
+
+// TestWallsAroundRules: no rule imports another (a shared reading is a
+// fact, a shared family of frames is facts/frames), and no reporter imports
+// a rule (it renders findings; it does not analyse).
+func TestWallsAroundRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Deps \" \"}}", module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	rulePkgs := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, deps, _ := strings.Cut(line, "|")
+		pkg = strings.TrimPrefix(pkg, module)
+		isRule := ruleID.MatchString(pkg)
+		if isRule {
+			rulePkgs++
+		}
+		isReport := matches(pkg, []string{"report"})
+		if !isRule && !isReport {
+			continue
+		}
+		for _, dep := range strings.Fields(deps) {
+			dep, own := strings.CutPrefix(dep, module)
+			if !own || !ruleID.MatchString(dep) || dep == pkg {
+				continue
+			}
+			if isRule {
+				t.Errorf("rule %s imports rule %s: rules are independent; share a fact (facts/) or a family of frames (facts/frames) instead", pkg, dep)
+			} else {
+				t.Errorf("report package %s imports rule %s: a reporter renders findings and facts, it does not analyse", pkg, dep)
+			}
+		}
+	}
+	if rulePkgs < 10 {
+		t.Fatalf("only %d rule packages found: the pattern checks nothing", rulePkgs)
+	}
 }
 
 func TestImportRules(t *testing.T) {

@@ -1,6 +1,7 @@
 package testprof
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -13,7 +14,7 @@ import (
 func JVMRecording(t testing.TB, name string) *evidence.Evidence {
 	t.Helper()
 	_, here, _, _ := runtime.Caller(0)
-	ev, err := evidence.Load(filepath.Join(filepath.Dir(here), "..", "..", "rules", "testdata", "jvm", name))
+	ev, err := evidence.Load(context.Background(), evidence.LoadOptions{}, filepath.Join(filepath.Dir(here), "..", "..", "rules", "testdata", "jvm", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package testprof
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"runtime/pprof"
 	"sync"
@@ -126,4 +127,20 @@ func Build(stacks ...Stack) *profile.Profile {
 // Evidence wraps profiles in an Evidence, as diagnose would load them.
 func Evidence(profiles map[evidence.Kind]*profile.Profile) *evidence.Evidence {
 	return &evidence.Evidence{Sources: []string{"test"}, Profiles: profiles}
+}
+
+// WithTrace is ev with the execution trace at path read into it, as
+// evidence.Load reads one (an unreadable trace gives the reason Trace
+// returns).
+func WithTrace(t testing.TB, ev *evidence.Evidence, path string) *evidence.Evidence {
+	t.Helper()
+	tr, err := evidence.Load(context.Background(), evidence.LoadOptions{}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tr.Derive().Sources(ev.Sources...)
+	for k, p := range ev.Profiles {
+		b.Profile(k, p)
+	}
+	return b.Metrics(ev.MetricsStart, ev.MetricsEnd).System(ev.SystemStart, ev.SystemEnd).Evidence()
 }

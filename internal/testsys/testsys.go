@@ -7,6 +7,7 @@
 package testsys
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -20,7 +21,7 @@ import (
 func Evidence(t testing.TB, name string, edit func(start, end *bundle.SystemSnapshot)) *evidence.Evidence {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	ev, err := evidence.Load(filepath.Join(filepath.Dir(file), "testdata", name))
+	ev, err := evidence.Load(context.Background(), evidence.LoadOptions{}, filepath.Join(filepath.Dir(file), "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

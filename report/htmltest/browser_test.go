@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/diagnose"
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -24,8 +27,6 @@ import (
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/report/internal/synth"
-	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
 // bigStacks is the size of the profile whose render is timed.
@@ -260,7 +261,10 @@ func bigReport(t *testing.T) *report.Report {
 	cpu := synth.CPU(synth.Options{Stacks: bigStacks, Seed: 1, GCShare: 0.3, DialShare: 0.1})
 	allocs := synth.Allocs(2000, 2)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.Allocs: allocs})
-	r := report.New("perfdoctor test", ev, rules.Run(ev, catalog.All()))
+	r, err := diagnose.Run(t.Context(), diagnose.Request{Evidence: ev, Tool: "perfdoctor test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(r.Findings) < 2 {
 		t.Fatalf("want at least 2 findings to check their order, got %d", len(r.Findings))
 	}
@@ -390,7 +394,10 @@ func TestRealProfileInBrowser(t *testing.T) {
 		_, _ = json.Marshal(b)
 	})
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-	r := report.New("perfdoctor test", ev, rules.Run(ev, catalog.All()))
+	r, err := diagnose.Run(t.Context(), diagnose.Request{Evidence: ev, Tool: "perfdoctor test"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	file, _ := writeReport(t, r)
 	p := openPage(t, browser, file)
 	if n := eval[int](p, `document.querySelectorAll('article.finding').length`); n != len(r.Findings) {
@@ -406,7 +413,7 @@ func TestDiffInBrowser(t *testing.T) {
 	browser := startBrowser(t)
 	a := synth.CPU(synth.Options{Stacks: 5000, Seed: 3, GCShare: 0.1})
 	b := synth.CPU(synth.Options{Stacks: 5000, Seed: 3, GCShare: 0.4})
-	d, err := report.Compare(a, b, evidence.CPU)
+	d, err := facts.Compare(a, b, evidence.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}

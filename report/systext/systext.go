@@ -11,13 +11,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 	"github.com/perfdoctor/perfdoctor/internal/human"
-	"github.com/perfdoctor/perfdoctor/rules/net002"
 )
 
 // Summary is what sys shows before the findings; its JSON is the
@@ -76,9 +74,12 @@ var shownCounters = []string{
 	"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.SyncookiesSent", "TcpExt.TCPTimeWaitOverflow", "TcpExt.TCPBacklogDrop",
 }
 
-// Summarize reads the window's figures from the two snapshots' delta and
-// the perf profile (nil when there is none; perfErr says why, if asked for).
-func Summarize(d *evidence.SystemDelta, perfProf *profile.Profile, perfErr error) Summary {
+// Summarize reads the window's figures from the evidence's two system
+// snapshots, its perf profile (perfErr says why there is none, if asked
+// for) and the facts over them.
+func Summarize(set *facts.Pass, perfErr error) Summary {
+	d, _ := set.Evidence.SystemDelta()
+	perfProf := set.Evidence.Profile(evidence.Perf)
 	s := Summary{WindowSeconds: d.Seconds, CPUs: d.End.Machine.NumCPU, LoadAvg: d.End.Machine.LoadAvg,
 		NetRx: d.NetRx, NetTx: d.NetTx, Errors: d.End.Errors, Cgroup: d.End.Cgroup}
 	if len(d.CPUs) > 0 {
@@ -93,7 +94,7 @@ func Summarize(d *evidence.SystemDelta, perfProf *profile.Profile, perfErr error
 	}
 	if n := d.End.Net; n != nil {
 		s.TCPStates, s.Sysctls, s.Conntrack = n.TCPStates, &n.Sysctls, n.Conntrack
-		dests := net002.Destinations(d)
+		dests := facts.Get(set, facts.TimeWait)
 		for _, dst := range dests[:min(5, len(dests))] {
 			s.Destinations = append(s.Destinations, Destination{Addr: dst.Addr, Sockets: dst.Held, TimeWait: dst.TimeWait, Rate: dst.Rate, Ceiling: dst.Ceiling})
 		}
@@ -154,7 +155,7 @@ func WriteText(w io.Writer, s Summary) error {
 		fmt.Fprintf(&b, "\nTCP sockets: %s\n", states(s.TCPStates))
 		if sc := s.Sysctls; sc != nil {
 			fmt.Fprintf(&b, "  ip_local_port_range %d-%d (%d ports): at most %.0f new connections/s per destination (TIME_WAIT 60 s)\n",
-				sc.PortRangeLow, sc.PortRangeHigh, sc.EphemeralPorts(), float64(sc.EphemeralPorts())/net002.TimeWaitSeconds)
+				sc.PortRangeLow, sc.PortRangeHigh, sc.EphemeralPorts(), float64(sc.EphemeralPorts())/facts.TimeWaitSeconds)
 			fmt.Fprintf(&b, "  tcp_tw_reuse %d, tcp_fin_timeout %d, tcp_max_tw_buckets %d, somaxconn %d, tcp_max_syn_backlog %d\n",
 				sc.TCPTWReuse, sc.TCPFinTimeout, sc.TCPMaxTWBuckets, sc.Somaxconn, sc.TCPMaxSynBacklog)
 		}

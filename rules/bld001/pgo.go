@@ -9,8 +9,8 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is BLD001.
@@ -46,6 +46,7 @@ the kernel, the GC or cgo.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.System, rules.Metrics},
+	Facts: []facts.Key{facts.CoresUsed},
 	Check: check,
 }
 
@@ -65,7 +66,7 @@ func check(pass *rules.Pass) error {
 	if b == nil || b.PGO != "" || bundle.GoMinor(b.GoVersion) < firstMinor || !pass.EnoughCPU() {
 		return nil
 	}
-	used := goruntime.CoresUsed(ev)
+	used := facts.Get(pass.Facts, facts.CoresUsed)
 	limit, limitName := available(ev.Settings())
 	if used <= 0 || limit <= 0 || used < busyShare*limit {
 		return nil

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -35,7 +37,7 @@ func plainBuild() *bundle.BuildInfo {
 
 func TestFiresOnABusyServiceBuiltWithoutPGO(t *testing.T) {
 	// 1500 samples over 10 s: 1.5 cores of 2.
-	res := rules.Run(service(1500, 2, plainBuild()), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(service(1500, 2, plainBuild())), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("findings %+v", res.Findings)
 	}
@@ -64,7 +66,7 @@ func TestSilent(t *testing.T) {
 		"no build information": service(1500, 2, nil),
 		"Go before 1.21":       service(1500, 2, old),
 	} {
-		if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings[0])
 		}
 	}
@@ -73,8 +75,8 @@ func TestSilent(t *testing.T) {
 // TestClaimsNoCPU: next to a finding that names the hot function, BLD001
 // leaves that finding's impact and cost as they were.
 func TestClaimsNoCPU(t *testing.T) {
-	alone := rules.Run(service(1500, 2, plainBuild()), []*rules.Rule{cpu001.Rule})
-	both := rules.Run(service(1500, 2, plainBuild()), []*rules.Rule{cpu001.Rule, Rule})
+	alone := rules.Run(facts.New(service(1500, 2, plainBuild())), []*rules.Rule{cpu001.Rule})
+	both := rules.Run(facts.New(service(1500, 2, plainBuild())), []*rules.Rule{cpu001.Rule, Rule})
 	if len(alone.Findings) != 1 || len(both.Findings) != 2 {
 		t.Fatalf("alone %d findings, with BLD001 %d", len(alone.Findings), len(both.Findings))
 	}

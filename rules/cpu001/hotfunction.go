@@ -7,11 +7,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is CPU001.
@@ -44,6 +46,7 @@ and work that could be done once instead of per request.`,
 	},
 	Needs:    []rules.Input{rules.CPU},
 	Fallback: true,
+	Facts:    []facts.Key{facts.CPUStacks, facts.Owners, facts.SystemFrames},
 	Check:    check,
 }
 
@@ -58,7 +61,7 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	explained := map[string]bool{}
 	for _, f := range pass.Earlier {
 		for _, fn := range f.Frames {
@@ -73,16 +76,16 @@ func check(pass *rules.Pass) error {
 	// Unsymbolized frames ("[unknown]") are never named: their time is
 	// charged to the first named frame above them, and samples with none
 	// are left out of the shares, which are computed on what is known.
-	system := pass.Evidence.SystemFrames()
-	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) && !families.Unsymbolized(fn) })
+	system := facts.Get(pass.Facts, facts.SystemFrames)
+	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) && !frames.Unsymbolized(fn) })
 	// A sample with no named application frame whose leaf is in a native
 	// library family (OpenSSL, malloc, PCRE...) is charged to the library.
-	libHits := make([][]bool, len(families.NativeLibraries))
-	for i, lib := range families.NativeLibraries {
+	libHits := make([][]bool, len(frames.NativeLibraries))
+	for i, lib := range frames.NativeLibraries {
 		libHits[i] = cpu.FrameHits(lib.Match)
 	}
 	byFunc := map[string]int64{}
-	byLib := make([]int64, len(families.NativeLibraries))
+	byLib := make([]int64, len(frames.NativeLibraries))
 	known := cpu.Total
 	for _, s := range cpu.Samples {
 		if !unexplained(s) {
@@ -105,14 +108,14 @@ func check(pass *rules.Pass) error {
 		switch {
 		case lib >= 0:
 			byLib[lib] += s.Value
-		case families.Unsymbolized(cpu.Frames[s.Frames[0]].Func):
+		case frames.Unsymbolized(cpu.Frames[s.Frames[0]].Func):
 			known -= s.Value
 		}
 	}
 	unknownLeaf := 1 - float64(known)/float64(cpu.Total) // no named frame to charge
 	if unknownLeaf >= unsymbolizedNote {
 		pass.Skip(fmt.Sprintf("%s of CPU samples end in unsymbolized frames ([unknown]) and are not charged to any function; to name them, %s",
-			human.Percent(unknownLeaf), families.SymbolizeAdvice))
+			human.Percent(unknownLeaf), frames.SymbolizeAdvice))
 	}
 	if known <= 0 {
 		return nil
@@ -180,13 +183,13 @@ func check(pass *rules.Pass) error {
 		// A dependency's hot function is not the user's to optimise: the
 		// lever is how often the service calls it and how it is set up.
 		var whose rules.Fact
-		f.Fix, whose, _ = rules.Owners(pass.Evidence).Advise(lines[0].Frame, f.Fix,
+		f.Fix, whose, _ = rules.Advise(facts.Get(pass.Facts, facts.Owners), lines[0].Frame, f.Fix,
 			"Call it less (cache its results, batch, or skip work whose result is unused), look for a configuration that makes it cheaper, or choose another library or component for this path; a faster version of the code itself is its maintainers' change.")
 		f.Evidence = append(f.Evidence, whose)
 	}
 	if unknownLeaf >= unsymbolizedNote {
 		f.Evidence = append(f.Evidence, rules.Share("CPU in unsymbolized frames, left out of the shares", unknownLeaf))
-		f.Caveats = append(f.Caveats, "Part of the CPU could not be named: "+families.SymbolizeAdvice+".")
+		f.Caveats = append(f.Caveats, "Part of the CPU could not be named: "+frames.SymbolizeAdvice+".")
 	}
 	for _, fn := range names[1:min(4, len(names))] {
 		s := float64(byFunc[fn]) / float64(known)
@@ -234,7 +237,7 @@ func reportLibrary(pass *rules.Pass, cpu *evidence.Stacks, byLib []int64, byFunc
 	if share < minShare {
 		return false
 	}
-	lib := families.NativeLibraries[best]
+	lib := frames.NativeLibraries[best]
 	sev := rules.Info
 	if share >= 0.15 {
 		sev = rules.Low
@@ -249,7 +252,7 @@ func reportLibrary(pass *rules.Pass, cpu *evidence.Stacks, byLib []int64, byFunc
 			rules.Share("CPU in the library with no named caller", share),
 			rules.Text("library functions", strings.Join(cpu.Matched(lib.Match, 5), ", ")),
 		},
-		Fix:     lib.Fix + " To see which code calls it: " + families.SymbolizeAdvice + ".",
+		Fix:     lib.Fix + " To see which code calls it: " + frames.SymbolizeAdvice + ".",
 		Caveats: []string{"The callers are not named, so the share is the library's own time; the code that calls it may cost more."},
 		Frames:  cpu.Matched(lib.Match, 12),
 	}

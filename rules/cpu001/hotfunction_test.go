@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -38,7 +40,7 @@ func matchSlow() {
 
 func TestNamesTheHotFunction(t *testing.T) {
 	cpu := testprof.CPU(t, 2*time.Second, 1, matchSlow)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want a hot-function finding, got %d", len(res.Findings))
 	}
@@ -56,7 +58,7 @@ func TestChargesLibraryCallsToTheCaller(t *testing.T) {
 		testprof.Stack{Value: 400, Funcs: []string{"crypto/sha256.block", "crypto/sha256.Sum256", "example.com/svc.hashAll", "main.main"}},
 		testprof.Stack{Value: 600, Funcs: []string{"runtime.futex", "runtime.schedule"}},
 	)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Frames[0] != "example.com/svc.hashAll" {
 		t.Fatalf("got %+v", res.Findings)
 	}
@@ -72,7 +74,7 @@ func TestStaysOutOfWhatOtherRulesExplained(t *testing.T) {
 		p.Report(rules.Finding{Impact: 0.4, Frames: []string{"net.DialUDP"}})
 		return nil
 	}}
-	res := rules.Run(ev, []*rules.Rule{Rule, explainer})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule, explainer})
 	if len(res.Findings) != 1 || res.Findings[0].Rule != "X1" {
 		t.Fatalf("fallback repeated an explained cost: %+v", res.Findings)
 	}
@@ -83,7 +85,7 @@ func TestSilentWhenNothingStandsOut(t *testing.T) {
 	for i := range 50 {
 		stacks = append(stacks, testprof.Stack{Value: 20, Funcs: []string{"example.com/svc.f" + string(rune('a'+i%26)) + string(rune('a'+i/26))}})
 	}
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(stacks...)}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(stacks...)})), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("flat profile reported: %+v", res.Findings[0])
 	}
@@ -110,7 +112,7 @@ func TestNativeSystemCallsChargedToTheCaller(t *testing.T) {
 		{Location: []*profile.Location{tcpSend, write, serve, main}, Value: []int64{700, 7e9}},
 		{Location: []*profile.Location{render, serve, main}, Value: []int64{300, 3e9}},
 	}
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: p})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !strings.HasPrefix(res.Findings[0].Summary, "serve uses 70%") {
 		t.Fatalf("want serve charged with its system calls, got %+v", res.Findings)
 	}
@@ -136,7 +138,7 @@ func decodeProfiles() {
 
 func TestDependencyHotFunctionGetsNoCodeEdit(t *testing.T) {
 	cpu := testprof.CPU(t, 2*time.Second, 1, decodeProfiles)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want a hot-function finding, got %d", len(res.Findings))
 	}
@@ -148,7 +150,7 @@ func TestDependencyHotFunctionGetsNoCodeEdit(t *testing.T) {
 		t.Errorf("fix %q", f.Fix)
 	}
 	// The service's own hot function keeps the code advice.
-	own := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, time.Second, 1, matchSlow)}), []*rules.Rule{Rule})
+	own := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, time.Second, 1, matchSlow)})), []*rules.Rule{Rule})
 	if len(own.Findings) == 1 && own.Findings[0].Fix != Rule.Doc.Fix {
 		t.Errorf("own code: fix %q", own.Findings[0].Fix)
 	}
@@ -168,7 +170,7 @@ func TestSuggestsPGOWhenTheBuildHasNone(t *testing.T) {
 	} {
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 		ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Build: tc.build}}
-		res := rules.Run(ev, []*rules.Rule{Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 		if len(res.Findings) != 1 {
 			t.Fatalf("got %+v", res.Findings)
 		}
@@ -187,7 +189,7 @@ func TestNeverNamesUnsymbolizedFrames(t *testing.T) {
 		testprof.Stack{Value: 300, Funcs: []string{"[unknown]", "render_page", "main"}},
 		testprof.Stack{Value: 200, Funcs: []string{"other_work", "main"}},
 	)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res)
 	}
@@ -211,7 +213,7 @@ func TestNeverNamesUnsymbolizedFrames(t *testing.T) {
 
 	// All of it unsymbolized: no finding, and the reason says why.
 	all := testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"[unknown]", "[unknown]"}})
-	res = rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: all}), []*rules.Rule{Rule})
+	res = rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: all})), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "100% of CPU samples end in unsymbolized frames") {
 		t.Errorf("all-unknown profile: %+v", res)
 	}
@@ -226,7 +228,7 @@ func TestNamesANativeLibraryWhenItsCallersAreUnknown(t *testing.T) {
 			testprof.Stack{Value: lib, Funcs: []string{"[unknown] libcrypto.so.3", "[unknown] libssl.so.3", "[unknown]"}},
 			testprof.Stack{Value: fn, Funcs: []string{"serve_static", "main"}},
 		)
-		return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+		return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	}
 	res := run(600, 400)
 	if len(res.Findings) != 1 {

@@ -12,13 +12,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is DISK001.
@@ -71,6 +73,7 @@ acknowledged writes.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Trace, rules.Perf, rules.System},
+	Facts: []facts.Key{facts.CPUStacks, facts.PerfStacks, facts.SystemFrames},
 	Check: check,
 }
 
@@ -162,7 +165,7 @@ func check(pass *rules.Pass) error {
 	window := s.Window.Seconds()
 	inFlight := sy.total.Seconds() / window
 	pathShare := float64(sy.onPath) / float64(sy.count)
-	facts := []rules.Fact{
+	shown := []rules.Fact{
 		rules.Count("syncs per second (fsync, fdatasync)", float64(sy.count)/window, "/s"),
 		rules.Duration("mean time in one sync", sy.total/time.Duration(sy.count)),
 		rules.Duration("longest sync", sy.max),
@@ -170,16 +173,16 @@ func check(pass *rules.Pass) error {
 		rules.Share("syncs made by goroutines serving a request", pathShare),
 	}
 	if sy.writes > 0 {
-		facts = append(facts, rules.Count("file writes per sync", float64(sy.writes)/float64(sy.count), ""))
+		shown = append(shown, rules.Count("file writes per sync", float64(sy.writes)/float64(sy.count), ""))
 	}
-	facts = append(facts, rules.Text("source", fmt.Sprintf("execution trace, %s", human.RoundDuration(s.Window))))
+	shown = append(shown, rules.Text("source", fmt.Sprintf("execution trace, %s", human.RoundDuration(s.Window))))
 	f := rules.Finding{
 		Resource: "latency",
-		Evidence: facts,
+		Evidence: shown,
 		Fix:      pass.Rule.Doc.Fix,
 		Example:  pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:  []string{pass.Rule.Doc.Caveats},
-		Frames:   pass.Evidence.CPUStacks().Matched(nativeSync, 8),
+		Frames:   facts.Get(pass.Facts, facts.CPUStacks).Matched(nativeSync, 8),
 	}
 	if sy.caller != nil {
 		f.Locations = []rules.Location{{Function: sy.caller.Func, File: sy.caller.File, Line: sy.caller.Line,
@@ -195,8 +198,8 @@ func check(pass *rules.Pass) error {
 		f.ImpactBasis = "share of the window with a sync in flight on the request path; group commit served 2.4x the requests on the same disk in case L1, about half of that time back"
 		f.Summary = fmt.Sprintf("Each request waits for its own fsync: %s syncs/s on the request path, %s each, a sync in flight %s of the time",
 			human.Number(float64(sy.onPath)/window), mean, human.Percent(min(inFlight, 1)))
-		facts = append(facts, rules.Count("requests per sync (each handler syncs its own write)", 1, ""))
-		f.Evidence = facts
+		shown = append(shown, rules.Count("requests per sync (each handler syncs its own write)", 1, ""))
+		f.Evidence = shown
 	} else {
 		// A background committer: already batched, the sync time is the floor
 		// of the latency of every write that waits for it.
@@ -320,7 +323,7 @@ type threadSplit struct {
 }
 
 // splitByThread divides the sync time by thread, from perf's thread IDs: a
-// thread serves connections when perf saw it in socket work (families.
+// thread serves connections when perf saw it in socket work (frames.
 // SocketIO), on the CPU or blocked. The sync time is the waits where perf's
 // scheduler events saw them, the on-CPU samples otherwise. ok is false
 // when the profiles carry no thread IDs or no syncs, or perf saw no thread
@@ -333,7 +336,7 @@ func splitByThread(ev *evidence.Evidence) (split threadSplit, ok bool) {
 		for _, s := range p.Sample {
 			if tid := s.NumLabel["tid"]; len(tid) > 0 {
 				labelled = true
-				if !serving[tid[0]] && inStack(s, families.SocketIO) {
+				if !serving[tid[0]] && inStack(s, frames.SocketIO) {
 					serving[tid[0]] = true
 				}
 			}
@@ -370,9 +373,9 @@ func splitByThread(ev *evidence.Evidence) (split threadSplit, ok bool) {
 // (perf shows the kernel's part). The waits themselves are not seen, so the
 // finding is at most medium and says so.
 func fromSamples(pass *rules.Pass) error {
-	st, prof := pass.Evidence.PerfStacks(), pass.Evidence.Profile(evidence.Perf)
+	st, prof := facts.Get(pass.Facts, facts.PerfStacks), pass.Evidence.Profile(evidence.Perf)
 	if st == nil {
-		st, prof = pass.Evidence.CPUStacks(), pass.Evidence.Profile(evidence.CPU)
+		st, prof = facts.Get(pass.Facts, facts.CPUStacks), pass.Evidence.Profile(evidence.CPU)
 	}
 	share := st.Share(nativeSync)
 	// Counted in samples: a Go CPU profile's total is in nanoseconds.
@@ -393,7 +396,7 @@ func fromSamples(pass *rules.Pass) error {
 		comm = s.Process.Comm
 	}
 	app := func(fn string) bool {
-		return !nativeSync(fn) && !pass.Evidence.SystemFrames()(fn) && fn != "" && fn[0] != '['
+		return !nativeSync(fn) && !facts.Get(pass.Facts, facts.SystemFrames)(fn) && fn != "" && fn[0] != '['
 	}
 	callers := st.TopSites(3, st.CallerOf(nativeSync, app))
 	f := rules.Finding{
@@ -466,7 +469,7 @@ func fromSamples(pass *rules.Pass) error {
 		f.Fix = advice + " " + f.Fix
 	}
 	// The sync's kernel time is the sync's, not the network stack's.
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: pass.Evidence.CPUStacks().Has(nativeSync)}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: facts.Get(pass.Facts, facts.CPUStacks).Has(nativeSync)}
 	pass.Report(f)
 	return nil
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -15,48 +18,20 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
-// The testdata bundles are casebook L1 under `perfdoctor load -c 8`,
-// collected with `perfdoctor collect` (its 1 s execution trace and the CPU
-// profile) on an ext4 virtual disk: bad fdatasyncs in each handler, fixed
-// group-commits.
-func diagnose(t *testing.T, dir string) rules.Result {
-	t.Helper()
-	ev, err := evidence.Load("testdata/" + dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rules.Run(ev, []*rules.Rule{Rule})
-}
-
-func TestFsyncPerRequest(t *testing.T) {
-	res := diagnose(t, "l1-bad")
-	if len(res.Findings) != 1 {
-		t.Fatalf("want one finding: %+v", res)
-	}
-	f := res.Findings[0]
-	if f.Severity != rules.High || f.Resource != "latency" || !strings.Contains(f.Summary, "Each request waits for its own fsync") ||
-		!strings.Contains(f.Summary, "appendSync") || !strings.Contains(f.Fix, "Group commit") {
-		t.Errorf("%s %s %q", f.Severity, f.Resource, f.Summary)
-	}
-	if len(f.Locations) != 1 || !strings.HasSuffix(f.Locations[0].File, "l1fsync.go") {
-		t.Errorf("the syncing code is not located: %+v", f.Locations)
-	}
-}
-
-func TestGroupCommitIsOnlyInformation(t *testing.T) {
-	res := diagnose(t, "l1-fixed")
-	if len(res.Findings) != 1 {
-		t.Fatalf("want the informational finding: %+v", res)
-	}
-	if f := res.Findings[0]; f.Severity != rules.Info || !strings.Contains(f.Summary, "background fsync") || !strings.Contains(f.Summary, "commit") {
-		t.Errorf("%s %q", f.Severity, f.Summary)
+// The recorded bundles in testdata (casebook L1 bad and fixed, redis
+// with appendfsync always and everysec) say what they must show in their
+// want.txt; the syncing code of L1 bad is located too.
+func TestRecorded(t *testing.T) {
+	res := ruletest.Run(t, "testdata", []*rules.Rule{Rule})
+	if fs := res["l1-bad"].Findings; len(fs) == 1 && (len(fs[0].Locations) != 1 || !strings.HasSuffix(fs[0].Locations[0].File, "l1fsync.go")) {
+		t.Errorf("l1-bad: the syncing code is not located: %+v", fs[0].Locations)
 	}
 }
 
 func TestSilentWithoutSyncs(t *testing.T) {
 	cpu := testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"main.work", "main.main"}})
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Fatalf("no syncs, yet: %+v", res.Findings[0])
 	}
 }
@@ -71,7 +46,7 @@ func TestOnCPUSyncsFromPerf(t *testing.T) {
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Comm: "redis-server"}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want a finding: %+v", res)
 	}
@@ -90,7 +65,7 @@ func TestPostgresCommitFlushNamesItsSettings(t *testing.T) {
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: perf})
 	ev.SystemEnd = &bundle.SystemSnapshot{Process: &bundle.ProcessInfo{Comm: "postgres"}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding: %+v", res)
 	}
@@ -133,12 +108,12 @@ func syncingService() *evidence.Evidence {
 // syncs: the second source raises the no-trace view to medium and says so.
 func TestQueueBehindSyncsFromTheBlockProfile(t *testing.T) {
 	ev := syncingService()
-	base := rules.Run(ev, []*rules.Rule{Rule})
+	base := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(base.Findings) != 1 || base.Findings[0].Severity != rules.Low {
 		t.Fatalf("on-CPU view alone: %+v", base)
 	}
 	ev.Profiles[evidence.Block] = blockProfile(15*time.Second, "sync.runtime_SemacquireMutex", "sync.(*Mutex).Lock", "example.com/wal.(*Log).Append", "example.com/wal.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP")
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}
@@ -159,7 +134,7 @@ func TestQueueBehindSyncsFromTheBlockProfile(t *testing.T) {
 func TestUnrelatedLockWaitsAreNotTheSyncs(t *testing.T) {
 	ev := syncingService()
 	ev.Profiles[evidence.Block] = blockProfile(15*time.Second, "sync.runtime_SemacquireMutex", "sync.(*Mutex).Lock", "example.com/wal.(*Cache).Get", "net/http.serverHandler.ServeHTTP")
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "queue") {
 		t.Errorf("%+v", res.Findings)
 	}
@@ -188,7 +163,7 @@ func TestSyncWaitsFromPerfSchedEvents(t *testing.T) {
 		testprof.Stack{Value: 800, Funcs: []string{"main"}},
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: offCPU(t)})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}
@@ -213,7 +188,7 @@ func TestSyncWaitsFromPerfSchedEvents(t *testing.T) {
 func TestWaitingProcessFromPerfSchedEventsAlone(t *testing.T) {
 	stacks := testprof.Build(testprof.Stack{Value: 1, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "main"}})
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: stacks, evidence.Perf: stacks, evidence.OffCPU: offCPU(t)})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}
@@ -221,7 +196,7 @@ func TestWaitingProcessFromPerfSchedEventsAlone(t *testing.T) {
 		t.Errorf("%s %s %q", f.Resource, f.Severity, f.Summary)
 	}
 	delete(ev.Profiles, evidence.OffCPU)
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("one on-CPU sample alone: %+v", res.Findings)
 	}
 }
@@ -247,7 +222,7 @@ func TestOffCPUOutsideSyncsIsNotSyncTime(t *testing.T) {
 		testprof.Stack{Value: 800, Funcs: []string{"main"}},
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.OffCPU: p})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || strings.Contains(res.Findings[0].Summary, "waits in the sync") {
 		t.Errorf("%+v", res.Findings)
 	}
@@ -260,33 +235,9 @@ func TestFewSyncSamplesInAGoProfileAreNotJudged(t *testing.T) {
 		testprof.Stack{Value: 6, Funcs: []string{"syscall.fdatasync", "os.(*File).Sync", "main.(*wal).append"}},
 		testprof.Stack{Value: 94, Funcs: []string{"main.handle"}},
 	)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "too few samples inside") {
 		t.Errorf("6 sync samples judged: %+v", res)
-	}
-}
-
-// The testdata bundles redis-always and redis-everysec are Debian's
-// redis-server 7 with an append-only file under redis-benchmark (SET, 8
-// connections), recorded with `perfdoctor collect --perf PID -d 4s`. With
-// appendfsync always the main thread, which serves the connections, syncs
-// each write; with everysec only its bio_aof_fsync thread syncs, once a
-// second, and the main thread never waits for it.
-func TestRedisSyncsByThread(t *testing.T) {
-	always := diagnose(t, "redis-always")
-	if len(always.Findings) != 1 {
-		t.Fatalf("appendfsync always: %+v", always)
-	}
-	if f := always.Findings[0]; f.Severity < rules.Medium || !strings.Contains(f.Fix, "appendfsync everysec") {
-		t.Errorf("appendfsync always: %s %q fix %q", f.Severity, f.Summary, f.Fix)
-	}
-	everysec := diagnose(t, "redis-everysec")
-	if len(everysec.Findings) != 1 {
-		t.Fatalf("appendfsync everysec: %+v", everysec)
-	}
-	if f := everysec.Findings[0]; f.Severity != rules.Info || !strings.Contains(f.Summary, "bio_aof") ||
-		!strings.Contains(f.Summary, "background fsync") || strings.Contains(f.Fix, "appendfsync always") {
-		t.Errorf("appendfsync everysec: %s %q fix %q", f.Severity, f.Summary, f.Fix)
 	}
 }
 
@@ -301,7 +252,7 @@ func TestOnCPUSyncShareFloor(t *testing.T) {
 			testprof.Stack{Value: tc.inSync, Funcs: []string{"syscall.fdatasync", "os.(*File).Sync", "example.com/wal.(*WAL).sync", "example.com/raft.(*node).run"}},
 			testprof.Stack{Value: 1000 - tc.inSync, Funcs: []string{"example.com/gateway.(*Server).ServeHTTP", "net/http.serverHandler.ServeHTTP"}},
 		)
-		res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+		res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 		if len(res.Findings) != tc.want {
 			t.Errorf("%d of 1000 samples in fdatasync: %d findings, want %d", tc.inSync, len(res.Findings), tc.want)
 		}

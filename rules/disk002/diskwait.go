@@ -5,8 +5,9 @@ package disk002
 import (
 	"errors"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
@@ -84,7 +85,7 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	n := best.Latency.Count
-	facts := []rules.Fact{
+	shown := []rules.Fact{
 		rules.Share("request time waiting for file I/O", bestShare),
 		rules.Count("file system calls per request", float64(bestCalls)/float64(n), ""),
 		rules.Duration("mean time in one call", bestWait/time.Duration(max(bestCalls, 1))),
@@ -96,7 +97,7 @@ func check(pass *rules.Pass) error {
 	if d, ok := pass.Evidence.SystemDelta(); ok && len(d.CPUs) > 0 {
 		t := d.CPUTotal()
 		if tot := t.Total(); tot > 0 {
-			facts = append(facts, rules.Share("host iowait share of CPU time", t.IOWait/tot))
+			shown = append(shown, rules.Share("host iowait share of CPU time", t.IOWait/tot))
 		}
 	}
 	// The code reading or writing: the first application frame of the
@@ -126,7 +127,7 @@ func check(pass *rules.Pass) error {
 		Resource:    "latency",
 		ImpactBasis: "share of the request path's wall time in file system calls; serving the working set from memory removed nearly all of it in case L3",
 		Summary:     summary,
-		Evidence:    facts,
+		Evidence:    shown,
 		Fix:         pass.Rule.Doc.Fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     []string{pass.Rule.Doc.Caveats},

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -76,7 +78,7 @@ func diagnose(t *testing.T, handler http.HandlerFunc) rules.Result {
 	}
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{})
 	ev.TraceSummary = sum
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 var data *os.File

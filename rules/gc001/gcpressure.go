@@ -7,7 +7,10 @@ import (
 	"math"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
@@ -50,11 +53,15 @@ not objects. Without GOMEMLIMIT a high GOGC can run a growing heap out of memory
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs, rules.Heap, rules.Metrics, rules.System},
+	Facts: []facts.Key{facts.CPUStacks, facts.GCCost, facts.WindowAllocs},
 	Check: check,
 }
 
 const (
-	lowShare = 0.05
+	// fewSamples is 10 s of one core at 100 Hz: below it a window's GC
+	// share is held to the runtime's own accounting.
+	fewSamples = 1000
+	lowShare   = 0.05
 	// Healthy services on two cores measured 5-9% (fixed variants) and up
 	// to 21% with a tiny heap at ~150 cycles/s (R6): medium is above that.
 	mediumShare = 0.25
@@ -66,8 +73,8 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := ev.CPUStacks()
-	profShare := cpu.Share(goruntime.GCFrames)
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	profShare := cpu.Share(frames.GCFrames)
 	gcShare := profShare
 	basis := "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it"
 	// The runtime's own CPU accounting, when the target serves
@@ -81,12 +88,22 @@ func check(pass *rules.Pass) error {
 	if gcShare < lowShare {
 		return nil
 	}
-	scan, scanBound := goruntime.HeapScanBound(ev)
+	scan := facts.Get(pass.Facts, facts.GCCost)
+	scanBound := scan.HeapScanBound
 	if scanBound {
 		return nil // few, expensive cycles over a large live heap: GC002 reports this cost
 	}
 	mallocOnly := scan.Malloc
 
+	// A quiet window's share rests on few samples: where the runtime's
+	// own accounting since start disagrees by more than threefold, the
+	// window's share is reported as what it is, not as the service's GC cost.
+	samples := evidence.SampleCount(ev.Profile(evidence.CPU))
+	var quiet string
+	if m := ev.MetricsEnd; !exact && samples < fewSamples && m != nil && m.GCCPUFraction > 0 && gcShare > 3*m.GCCPUFraction {
+		quiet = fmt.Sprintf(" in %d CPU samples, where the runtime's own GC CPU fraction since start is %s: too quiet a window to judge the service by",
+			samples, human.Percent(m.GCCPUFraction))
+	}
 	f := rules.Finding{
 		Severity:    grade(gcShare),
 		Impact:      gcShare,
@@ -96,7 +113,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("GC share of CPU", gcShare),
 			rules.Share("allocation share of CPU (outside GC)", mallocOnly),
 		},
-		Frames: cpu.Matched(goruntime.GCFrames, 12),
+		Frames: cpu.Matched(frames.GCFrames, 12),
 	}
 	if exact {
 		f.Evidence = append(f.Evidence,
@@ -122,7 +139,7 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Share("GC CPU fraction since process start (runtime)", m.GCCPUFraction))
 	}
 
-	sites, sinceStart := allocSites(ev)
+	sites, sinceStart := allocSites(facts.Get(pass.Facts, facts.WindowAllocs))
 	f.Locations = rules.Locations(sites, "allocation site (share of objects allocated)")
 
 	settings := ev.Settings()
@@ -140,6 +157,11 @@ func check(pass *rules.Pass) error {
 		rate = fmt.Sprintf(", %.1f GC cycles/s", gc.CyclesPerSec)
 	}
 	f.Summary = fmt.Sprintf("The garbage collector uses %s of CPU%s", human.Percent(gcShare), rate)
+	if quiet != "" {
+		f.Summary = fmt.Sprintf("The garbage collector took %s of CPU%s", human.Percent(gcShare), quiet)
+		f.Severity = min(f.Severity, rules.Low)
+		f.ImpactBasis += "; at most low: " + strings.TrimPrefix(quiet, " ")
+	}
 	if len(sites) > 0 {
 		f.Summary += fmt.Sprintf("; top allocation site %s", rules.ShortFunc(sites[0].Func))
 	}
@@ -155,7 +177,7 @@ func check(pass *rules.Pass) error {
 	f.Example = advice.Example
 	f.Config = advice.Config
 	f.Caveats = append(f.Caveats, "A sync.Pool of buffers rarely helps: it saves bytes, not objects (cases B6, C5).")
-	if scan.LiveObjects >= goruntime.MinLiveObjects && scan.Scan >= goruntime.MinScanOfGC*scan.GC {
+	if scan.LiveObjects >= facts.MinLiveObjects && scan.Scan >= facts.MinScanOfGC*scan.GC {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("Each cycle scans %s live objects (%s of CPU in heap scanning): a pointer-free layout for long-lived data (see GC002) would make every cycle cheaper too.",
 			human.Number(float64(scan.LiveObjects)), human.Percent(scan.Scan)))
 	}
@@ -168,7 +190,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: GC cycle rate unknown.")
 	}
 	f.Caveats = append(f.Caveats, advice.Caveats...)
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.GCFrames), AllocDriven: true}
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(frames.GCFrames), AllocDriven: true}
 	pass.Report(f)
 	return nil
 }
@@ -192,8 +214,8 @@ func grade(share float64) rules.Severity {
 // allocSites names where objects are allocated during the window: the first
 // frame above the runtime (application or library), by object count. It
 // reports whether the counts run since process start instead.
-func allocSites(ev *evidence.Evidence) (sites []evidence.Site, sinceStart bool) {
-	p, inWindow := ev.WindowAllocs()
+func allocSites(window facts.Allocations) (sites []evidence.Site, sinceStart bool) {
+	p, inWindow := window.Profile, window.InWindow
 	st := evidence.NewStacks(p, "alloc_objects")
 	return st.TopSites(5, st.First(func(fn string) bool { return !evidence.IsRuntime(fn) })), p != nil && !inWindow
 }

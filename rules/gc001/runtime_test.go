@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -30,7 +32,7 @@ func TestUsesExactShareFromRuntimeMetrics(t *testing.T) {
 	t0 := time.Now()
 	ev.MetricsStart = metricsAt(t0, 100, 1000, 30<<20)
 	ev.MetricsEnd = metricsAt(t0.Add(10*time.Second), 106, 1020, 32<<20) // 6 s of GC in 20 s used: 30%
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("findings %d, not checked %v", len(res.Findings), res.NotChecked)
 	}

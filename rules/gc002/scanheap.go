@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
@@ -54,6 +57,7 @@ instead, since headroom is then the cheaper fix. The two fixes compound.`,
 	},
 	Needs: []rules.Input{rules.CPU, rules.Heap},
 	Uses:  []rules.Input{rules.Metrics, rules.Allocs},
+	Facts: []facts.Key{facts.CPUStacks, facts.GCCost},
 	Check: check,
 }
 
@@ -71,11 +75,12 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	c, bound := goruntime.HeapScanBound(ev)
+	c := facts.Get(pass.Facts, facts.GCCost)
+	bound := c.HeapScanBound
 	if !bound {
 		return nil
 	}
-	cpu := ev.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	heapObjs := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_objects")
 	live := c.LiveObjects
 	sites := heapObjs.TopSites(topSites, heapObjs.First(func(fn string) bool { return !evidence.IsRuntime(fn) }))
@@ -99,7 +104,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("allocation share of CPU (outside GC)", c.Malloc),
 			rules.Count("live heap objects", float64(live), ""),
 		},
-		Frames:    cpu.Matched(goruntime.ScanFrames, 10),
+		Frames:    cpu.Matched(frames.ScanFrames, 10),
 		Locations: rules.Locations(sites, "holds live objects (share of inuse_objects)"),
 	}
 	if c.LiveBytes > 0 {
@@ -131,9 +136,9 @@ func check(pass *rules.Pass) error {
 	}
 	fix.WriteString("Make that long-lived data pointer-free or fewer objects: integer keys (map[int64]int64 instead of map[string]int64; intern strings to IDs), values stored inline (map[K]T or []T indexed by int instead of *T), or a byte-arena cache (bigcache/freecache style) for large caches. ")
 	advice := goruntime.Headroom(ev.Settings(), uint64(max(c.LiveBytes, 0)), c.GC)
-	headroom, facts, caveats := advice.Text, advice.Facts, advice.Caveats
+	headroom, shown, caveats := advice.Text, advice.Facts, advice.Caveats
 	fix.WriteString(strings.Replace(headroom, "Then give the GC headroom", "Then, if memory allows, give the GC headroom for what remains", 1))
-	f.Evidence = append(f.Evidence, facts...)
+	f.Evidence = append(f.Evidence, shown...)
 	f.Config = advice.Config
 	if b := ev.Build(); b != nil && !b.GreenTea() {
 		switch minor := bundle.GoMinor(b.GoVersion); {
@@ -152,7 +157,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, "No runtime statistics at both ends of the window: the GC cycle rate is unknown, so frequent cycles (GC001's case) cannot be ruled out.")
 	}
 	f.Caveats = append(f.Caveats, caveats...)
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.GCFrames)}
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(frames.GCFrames)}
 	pass.Report(f)
 	return nil
 }

@@ -10,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/gc001"
-	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // entries makes a live heap above the rule's 1M objects: each entry is a
@@ -95,11 +97,11 @@ func TestFiresOnLargePointerRichHeap(t *testing.T) {
 		keys[i] = "user:" + strconv.Itoa(i*1000) + ":profile"
 	}
 	profiles := profileService(t, loadByName, func(i int) { _ = byName[keys[i%len(keys)]] })
-	res := rules.Run(testprof.Evidence(profiles), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(profiles)), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		cpu := evidence.NewStacks(profiles[evidence.CPU], "cpu")
 		t.Fatalf("want one gc-scan-heavy-heap finding, got %d (scan %.3f, gc %.3f, not checked %v)",
-			len(res.Findings), cpu.Share(goruntime.ScanFrames), cpu.Share(goruntime.GCFrames), res.NotChecked)
+			len(res.Findings), cpu.Share(frames.ScanFrames), cpu.Share(frames.GCFrames), res.NotChecked)
 	}
 	f := res.Findings[0]
 	if f.Class != "gc-scan-heavy-heap" || f.Impact <= 0 || f.Resource != "cpu" {
@@ -119,7 +121,7 @@ func TestFiresOnLargePointerRichHeap(t *testing.T) {
 
 func TestSilentOnPointerFreeHeap(t *testing.T) {
 	profiles := profileService(t, loadByID, func(i int) { _ = byID[int64(i)] })
-	res := rules.Run(testprof.Evidence(profiles), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(profiles)), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("pointer-free heap got %+v", res.Findings[0])
 	}
@@ -179,7 +181,7 @@ func TestThresholds(t *testing.T) {
 			ev.MetricsStart = &bundle.RuntimeStats{Time: start, NumGC: 100}
 			ev.MetricsEnd = &bundle.RuntimeStats{Time: start.Add(10 * time.Second), NumGC: 100 + uint64(tc.cycles*10)}
 		}
-		res := rules.Run(ev, []*rules.Rule{gc001.Rule, Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{gc001.Rule, Rule})
 		if tc.want == "" {
 			if len(res.Findings) != 0 {
 				t.Errorf("%s: want no finding, got %+v", tc.name, res.Findings)
@@ -202,7 +204,7 @@ func TestThresholds(t *testing.T) {
 
 func TestNeedsHeapProfile(t *testing.T) {
 	cpu := testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"runtime.scanObject"}})
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.Heap {
 		t.Fatalf("not checked %+v", res.NotChecked)
 	}

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
+
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/goruntime"
@@ -54,6 +57,7 @@ counted like the others.`,
 	},
 	Needs: []rules.Input{rules.GCTrace},
 	Uses:  []rules.Input{rules.System, rules.Metrics},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -119,8 +123,8 @@ func check(pass *rules.Pass) error {
 		}
 	}
 	advice := goruntime.Headroom(settings, live, share)
-	text, example, facts, caveats := advice.Text, advice.Example, advice.Facts, advice.Caveats
-	f.Evidence = append(f.Evidence, facts...)
+	text, example, shown, caveats := advice.Text, advice.Example, advice.Facts, advice.Caveats
+	f.Evidence = append(f.Evidence, shown...)
 	f.Summary = fmt.Sprintf("The GC log shows %.1f GC cycles/s taking %s of CPU over a %s live heap (stop-the-world p99 %s)",
 		t.CyclesPerSec, human.Percent(share), human.Bytes(live), human.RoundDuration(t.STW.P99))
 	var fix strings.Builder
@@ -134,7 +138,7 @@ func check(pass *rules.Pass) error {
 		f.Caveats = append(f.Caveats, fmt.Sprintf("%d of the cycles were forced by runtime.GC: find the caller.", t.Forced))
 	}
 	f.Caveats = append(f.Caveats, caveats...)
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: pass.Evidence.CPUStacks().Has(goruntime.GCFrames), AllocDriven: true}
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: facts.Get(pass.Facts, facts.CPUStacks).Has(frames.GCFrames), AllocDriven: true}
 	pass.Report(f)
 	return nil
 }

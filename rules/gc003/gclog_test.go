@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/pprof/profile"
+	"github.com/perfdoctor/perfdoctor/facts"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
@@ -15,8 +15,8 @@ import (
 
 func withLog(t *testing.T, log string) *evidence.Evidence {
 	t.Helper()
-	ev := evidence.New()
-	if err := ev.AddGCTrace(strings.NewReader(log), "gc.log"); err != nil {
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{GCTrace: strings.NewReader(log), GCTraceName: "gc.log"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ev
@@ -41,7 +41,7 @@ func quiet() string {
 }
 
 func TestFiresOnRealD1BadLog(t *testing.T) {
-	res := rules.Run(withLog(t, realD1Bad(t)), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(withLog(t, realD1Bad(t))), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %d (not checked: %v)", len(res.Findings), res.NotChecked)
 	}
@@ -57,31 +57,27 @@ func TestFiresOnRealD1BadLog(t *testing.T) {
 }
 
 func TestSilentOnQuietLog(t *testing.T) {
-	res := rules.Run(withLog(t, quiet()), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(withLog(t, quiet())), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 0 {
 		t.Errorf("findings %v, not checked %v", res.Findings, res.NotChecked)
 	}
 }
 
 func TestStepsAsideForCPUProfile(t *testing.T) {
-	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{
-		evidence.CPU: testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"runtime.gcBgMarkWorker"}}),
-	})
-	if err := ev.AddGCTrace(strings.NewReader(realD1Bad(t)), "gc.log"); err != nil {
-		t.Fatal(err)
-	}
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	ev := withLog(t, realD1Bad(t)).Derive().
+		Profile(evidence.CPU, testprof.Build(testprof.Stack{Value: 1000, Funcs: []string{"runtime.gcBgMarkWorker"}})).Evidence()
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("GC003 duplicated GC001: %v", res.Findings)
 	}
 }
 
 func TestNotCheckedWithoutLogOrWithShortLog(t *testing.T) {
-	res := rules.Run(evidence.New(), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidence.NewBuilder().Evidence()), []*rules.Rule{Rule})
 	if len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.GCTrace {
 		t.Errorf("not checked: %+v", res.NotChecked)
 	}
 	short := strings.Join(strings.Split(quiet(), "\n")[:3], "\n")
-	res = rules.Run(withLog(t, short), []*rules.Rule{Rule})
+	res = rules.Run(facts.New(withLog(t, short)), []*rules.Rule{Rule})
 	if len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "cycles") {
 		t.Errorf("short log: %+v", res.NotChecked)
 	}

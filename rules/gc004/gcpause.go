@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/human"
@@ -65,6 +67,7 @@ loops) into chunks with a function call per chunk (a preemption point).`,
 	},
 	Needs: []rules.Input{rules.Metrics},
 	Uses:  []rules.Input{rules.Trace, rules.System},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -120,7 +123,7 @@ func check(pass *rules.Pass) error {
 	if share < lowShare {
 		return nil
 	}
-	facts := []rules.Fact{
+	shown := []rules.Fact{
 		rules.Duration("longest pause in the window (one GC cycle's stop-the-world phases)", gc.PauseMax),
 		rules.Count("GC cycles stopped 10 ms or more", float64(len(long)), ""),
 		rules.Share("window spent in those pauses (requests delayed)", share),
@@ -128,17 +131,17 @@ func check(pass *rules.Pass) error {
 		rules.Duration("pause time in the window", gc.PauseTotal),
 	}
 	if gc.Cycles > uint64(gc.Pauses) {
-		facts = append(facts, rules.Duration("window covered by the pause history (last 256 cycles)", span))
+		shown = append(shown, rules.Duration("window covered by the pause history (last 256 cycles)", span))
 	}
 	if n, longest, ok := metricsPauses(ev); ok {
-		facts = append(facts,
+		shown = append(shown,
 			rules.Count("stop-the-world pauses of 10 ms or more (runtime/metrics, each phase)", float64(n), ""),
 			rules.Duration("longest stop-the-world pause (runtime/metrics bucket)", longest))
 	}
 	summary := fmt.Sprintf("GC pauses up to %s (%d of 10 ms or more) stop every request for %s of the window",
 		human.RoundDuration(gc.PauseMax), len(long), human.Percent(share))
 	if p99, handler := requestP99(ev); p99 > 0 {
-		facts = append(facts, rules.Duration("request p99 in the execution trace ("+rules.ShortFunc(handler)+")", p99))
+		shown = append(shown, rules.Duration("request p99 in the execution trace ("+rules.ShortFunc(handler)+")", p99))
 		summary += fmt.Sprintf("; request p99 %s", human.RoundDuration(p99))
 	}
 	f := rules.Finding{
@@ -146,7 +149,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share * fewerPausesWithHeadroom,
 		Resource:    "latency",
 		ImpactBasis: "share of the window inside pauses of 10 ms or more (each delays every request in flight); CPU headroom for the stop-the-world phase and fewer cycles remove about half of it",
-		Evidence:    facts,
+		Evidence:    shown,
 		Fix:         pass.Rule.Doc.Fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     []string{pass.Rule.Doc.Caveats},
@@ -156,7 +159,7 @@ func check(pass *rules.Pass) error {
 		// The trace shows code that would not stop: that code, not the
 		// host, is the cause, and making it preemptible removes the long
 		// pauses.
-		summary += blame(&f, ev, w, share)
+		summary += blame(&f, facts.Get(pass.Facts, facts.CPUStacks), w, share)
 		if hostBound {
 			f.Caveats = append(f.Caveats, "The host was oversubscribed during the window, which stretches the pauses further; the wait for non-preemptible code remains on a quiet host.")
 		}
@@ -185,7 +188,7 @@ func entryNote(entry string) string {
 type nonPreemptible struct {
 	stack []trace.Frame
 	entry string
-	facts []rules.Fact
+	shown []rules.Fact
 	basis string // why removing it removes the long pauses
 }
 
@@ -207,10 +210,10 @@ func waitedFor(ev *evidence.Evidence, hostBound bool) (nonPreemptible, bool) {
 		return nonPreemptible{}, false
 	}
 	if h, ok := holdout(s, hostBound); ok {
-		facts := traceFacts(rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
+		shown := traceFacts(rules.Count("trace pauses that waited for it", float64(h.Pauses), ""),
 			rules.Duration("longest wait for it to stop", h.Max),
 			"CPU samples it took while the pauses waited (running, not waiting for a CPU)", h.CPUSamples)
-		return nonPreemptible{stack: h.Stack, entry: h.Entry, facts: facts,
+		return nonPreemptible{stack: h.Stack, entry: h.Entry, shown: shown,
 			basis: "the execution trace shows them waiting for one piece of code to stop"}, true
 	}
 	for _, r := range s.GC.LongRuns {
@@ -225,10 +228,10 @@ func waitedFor(ev *evidence.Evidence, hostBound bool) (nonPreemptible, bool) {
 		} else if hostBound {
 			continue
 		}
-		facts := traceFacts(rules.Count("runs of 20 ms or more without yielding there (execution trace)", float64(r.Runs), ""),
+		shown := traceFacts(rules.Count("runs of 20 ms or more without yielding there (execution trace)", float64(r.Runs), ""),
 			rules.Duration("longest run without yielding (the runtime asks after 10 ms)", r.Max),
 			"CPU samples it took in those runs (running, not waiting for a CPU)", r.CPUSamples)
-		return nonPreemptible{stack: r.Stack, entry: r.Entry, facts: facts,
+		return nonPreemptible{stack: r.Stack, entry: r.Entry, shown: shown,
 			basis: "the execution trace shows one piece of code running " + human.RoundDuration(r.Max).String() + " at a time without yielding, and every stop-the-world begun meanwhile waits for it"}, true
 	}
 	return nonPreemptible{}, false
@@ -238,11 +241,11 @@ func waitedFor(ev *evidence.Evidence, hostBound bool) (nonPreemptible, bool) {
 // the longest, and the CPU samples it took meanwhile when a CPU profile
 // ran with the trace.
 func traceFacts(count, longest rules.Fact, samplesName string, samples int) []rules.Fact {
-	facts := []rules.Fact{count, longest}
+	shown := []rules.Fact{count, longest}
 	if samples > 0 {
-		facts = append(facts, rules.Count(samplesName, float64(samples), ""))
+		shown = append(shown, rules.Count(samplesName, float64(samples), ""))
 	}
-	return facts
+	return shown
 }
 
 // holdout is the trace's pause holdout that held at least half of its
@@ -263,13 +266,13 @@ func holdout(s *trace.Summary, hostBound bool) (trace.Holdout, bool) {
 
 // blame names w as the cause of f's pauses, share of the window: its
 // evidence, locations, impact and fix, and the summary's clause.
-func blame(f *rules.Finding, ev *evidence.Evidence, w nonPreemptible, share float64) string {
+func blame(f *rules.Finding, cpu *evidence.Stacks, w nonPreemptible, share float64) string {
 	at := w.stack[0]
 	stopped := fmt.Sprintf("%s (%s:%d)", rules.ShortFunc(at.Func), filepath.Base(at.File), at.Line)
 	work := stopped
 	f.Evidence = append(f.Evidence, rules.Text("what the pauses waited for (execution trace)", "the goroutine running "+stopped+entryNote(w.entry)))
-	f.Evidence = append(f.Evidence, w.facts...)
-	if site, leaf, part, ok := workUnder(ev.CPUStacks(), at.Func); ok {
+	f.Evidence = append(f.Evidence, w.shown...)
+	if site, leaf, part, ok := workUnder(cpu, at.Func); ok {
 		work = fmt.Sprintf("%s (%s:%d), in %s", rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line, rules.ShortFunc(leaf))
 		f.Evidence = append(f.Evidence, rules.Text("its CPU (CPU profile)", fmt.Sprintf("%s in %s of its samples, called at %s (%s:%d)",
 			rules.ShortFunc(leaf), human.Percent(part), rules.ShortFunc(site.Func), filepath.Base(site.File), site.Line)))

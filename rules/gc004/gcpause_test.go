@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -31,7 +33,7 @@ func window(pauses ...time.Duration) *evidence.Evidence {
 }
 
 func TestLongPausesSetTheTail(t *testing.T) {
-	res := rules.Run(window(40*time.Millisecond, 300*time.Microsecond, 60*time.Millisecond, 500*time.Microsecond), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(window(40*time.Millisecond, 300*time.Microsecond, 60*time.Millisecond, 500*time.Microsecond)), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("100 ms of long pauses in 5 s: %+v", res)
 	}
@@ -47,7 +49,7 @@ func TestShortPausesAreSilent(t *testing.T) {
 	for range 40 {
 		ps = append(ps, 800*time.Microsecond)
 	}
-	if res := rules.Run(window(ps...), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(window(ps...)), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Fatalf("sub-millisecond pauses reported: %+v", res.Findings[0])
 	}
 }
@@ -58,7 +60,7 @@ func TestOversubscribedHostIsNamed(t *testing.T) {
 	ev := window(150*time.Millisecond, 150*time.Millisecond)
 	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("300 ms of pauses: %+v", res)
 	}
@@ -87,7 +89,7 @@ func TestNonPreemptibleHoldoutIsTheCause(t *testing.T) {
 	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
 	ev.TraceSummary = holdoutTrace(60*time.Millisecond, 62*time.Millisecond)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("300 ms of pauses: %+v", res)
 	}
@@ -106,7 +108,7 @@ func TestHoldoutWithoutCPUIsTheHost(t *testing.T) {
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
 	ev.TraceSummary = holdoutTrace(60*time.Millisecond, 62*time.Millisecond)
 	ev.TraceSummary.GC.Holdouts[0].CPUSamples = 0
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("300 ms of pauses: %+v", res)
 	}
@@ -137,7 +139,7 @@ func TestLongRunWithoutYieldingIsTheCause(t *testing.T) {
 	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{3.1, 3, 3}}}
 	ev.TraceSummary = longRunTrace(70*time.Millisecond, 25)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("300 ms of pauses: %+v", res)
 	}
@@ -160,7 +162,7 @@ func TestLongRunsOffCPUOrPreemptedAreNotTheCause(t *testing.T) {
 		ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
 		ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
 		ev.TraceSummary = s
-		res := rules.Run(ev, []*rules.Rule{Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 		if len(res.Findings) != 1 {
 			t.Fatalf("%s: %+v", name, res)
 		}
@@ -177,7 +179,7 @@ func TestMinorHoldoutIsNotTheCause(t *testing.T) {
 	ev.SystemStart = &bundle.SystemSnapshot{Time: t0}
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: t0.Add(5 * time.Second), Machine: bundle.MachineInfo{NumCPU: 2, LoadAvg: [3]float64{7.3, 6, 5}}}
 	ev.TraceSummary = holdoutTrace(20*time.Millisecond, 300*time.Millisecond)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("300 ms of pauses: %+v", res)
 	}
@@ -198,7 +200,7 @@ func TestShareOfTheCoveredHistory(t *testing.T) {
 	// window's first 30 cycles were overwritten.
 	kept := ev.MetricsEnd.Pauses
 	ev.MetricsEnd.Pauses = kept[31:]
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}
@@ -217,7 +219,7 @@ func TestMetricsHistogramCountsEachPhase(t *testing.T) {
 	buckets := []float64{0, 0.001, 0.01, 0.05, 0.1}
 	ev.MetricsStart.Runtime = &bundle.RuntimeMetrics{Histograms: map[string]bundle.Histogram{evidence.MetricGCPauses: {Buckets: buckets, Counts: []uint64{100, 3, 1, 0}}}}
 	ev.MetricsEnd.Runtime = &bundle.RuntimeMetrics{Histograms: map[string]bundle.Histogram{evidence.MetricGCPauses: {Buckets: buckets, Counts: []uint64{140, 3, 2, 1}}}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res)
 	}

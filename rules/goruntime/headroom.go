@@ -1,9 +1,14 @@
+// Package goruntime is the Go runtime's tuning advice shared by the rules
+// that prescribe it: the GOGC/GOMEMLIMIT headroom for a live heap and a GC
+// share, so that GC001, GC002 and GC003 give the same numbers. What the
+// runtime's frames mean lives in facts/frames, what its costs are in facts.
 package goruntime
 
 import (
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"math"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -66,6 +68,7 @@ return Integer.parseInt(header);`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.JVM},
+	Facts: []facts.Key{facts.CPUStacks, facts.SystemFrames},
 	Check: check,
 }
 
@@ -97,7 +100,7 @@ const (
 func check(pass *rules.Pass) error {
 	ev := pass.Evidence
 	var cpuShare float64
-	cpu := ev.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	if cpu.Share(Frames) > 0 && samples(ev) < rules.MinCPUSamples {
 		cpu = nil // too few samples to weigh the frames; the throw rate still counts
 	}
@@ -170,7 +173,7 @@ func check(pass *rules.Pass) error {
 	// exceptions in the sampled stacks.
 	sites, classes := throwSites(ev)
 	if len(sites) == 0 && cpu != nil {
-		system := ev.SystemFrames() // the VM's and the kernel's frames under the Java code
+		system := facts.Get(pass.Facts, facts.SystemFrames) // the VM's and the kernel's frames under the Java code
 		caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !constructor(fn) && !system(fn) })
 		sites = cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame { return caller(s) })
 	}
@@ -184,7 +187,7 @@ func check(pass *rules.Pass) error {
 	} else if ev.JVM != nil && ev.JVM.ThrowEvents == 0 {
 		f.Caveats = append(f.Caveats, "The recording has no throw events: perfdoctor collect --jfr-exceptions records where exceptions are thrown.")
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: ev.CPUStacks().Has(Frames)}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: facts.Get(pass.Facts, facts.CPUStacks).Has(Frames)}
 	pass.Report(f)
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -32,7 +34,7 @@ var (
 func run(cpu *profile.Profile, jvm *jfr.Summary) rules.Result {
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	ev.JVM = jvm
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 // summary is a JVM on 2 CPUs, busy at loadFrac of them, creating perMinute exceptions.
@@ -115,7 +117,7 @@ func TestThrowSitesFromExceptionEvents(t *testing.T) {
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: clean, evidence.Exceptions: exc})
 	ev.JVM = summary(1_000_000, 0.5)
 	ev.JVM.ThrowEvents = 90
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res)
 	}

@@ -5,6 +5,8 @@ package jvm002
 import (
 	"fmt"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -47,6 +49,7 @@ if (h == null) h = trie.lookup(path);`,
 		},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks, facts.SystemFrames},
 	Check: check,
 }
 
@@ -75,13 +78,13 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	share := cpu.Share(Frames)
 	if share < minShare {
 		return nil
 	}
 	ant := cpu.Share(antPathMatcher)
-	system := pass.Evidence.SystemFrames() // the VM's and the kernel's, in async-profiler's samples
+	system := facts.Get(pass.Facts, facts.SystemFrames) // the VM's and the kernel's, in async-profiler's samples
 	caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) && !system(fn) })
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame { return caller(s) })
 	impact := share * recoverable

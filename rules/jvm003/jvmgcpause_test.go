@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -12,9 +14,9 @@ import (
 
 func run(g jfr.GC) rules.Result {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = &jfr.Summary{Start: t0, End: t0.Add(20 * time.Second), GC: g}
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func TestFiresOnPauseShare(t *testing.T) {
@@ -38,7 +40,7 @@ func TestSilentOnShortPauses(t *testing.T) {
 }
 
 func TestNotCheckedWithoutJFR(t *testing.T) {
-	res := rules.Run(evidence.New("test"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidence.NewBuilder("test").Evidence()), []*rules.Rule{Rule})
 	if len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.JVM {
 		t.Fatalf("got %+v", res)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -12,9 +14,9 @@ import (
 
 func run(g jfr.GC) rules.Result {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = &jfr.Summary{Start: t0, End: t0.Add(10 * time.Second), GC: g}
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func TestFiresOnSystemGC(t *testing.T) {

@@ -4,15 +4,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
 func run(cpus int, g jfr.GC) rules.Result {
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = &jfr.Summary{HWThreads: cpus, GC: g}
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func TestFires(t *testing.T) {

@@ -5,6 +5,8 @@ package jvm006
 import (
 	"fmt"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -37,6 +39,7 @@ instead of Map.merge on Integer values.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -70,7 +73,7 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	share := cpu.Share(Frames)
 	if share < minShare {
 		return nil

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -14,7 +16,7 @@ import (
 func stack(v int64, funcs ...string) testprof.Stack { return testprof.Stack{Value: v, Funcs: funcs} }
 
 func run(cpu *profile.Profile) rules.Result {
-	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 }
 
 func TestFiresOnBoxedCounters(t *testing.T) {

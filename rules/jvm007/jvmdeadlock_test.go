@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -20,9 +22,9 @@ const report = `Found one Java-level deadlock:
 `
 
 func run(s *jfr.Summary) rules.Result {
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = s
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func TestFiresOnDeadlockReport(t *testing.T) {

@@ -4,15 +4,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
 func run(args string) rules.Result {
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = &jfr.Summary{JVMArguments: args}
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func TestFiresOnDuplicatedAndRetired(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -37,7 +39,7 @@ func readings(pairs ...[2]float64) *evidence.Evidence {
 	for i, p := range pairs {
 		s.Threading.CPULoad = append(s.Threading.CPULoad, jfr.CPULoad{Time: time.Unix(int64(i), 0), JVMUser: p[0] * 0.9, JVMSystem: p[0] * 0.1, Machine: p[1]})
 	}
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = s
 	return ev
 }
@@ -49,7 +51,7 @@ func TestSaturatedLinksToCPUCause(t *testing.T) {
 		p.Report(rules.Finding{Severity: rules.High, Impact: 0.5, Resource: "cpu", Summary: "hot"})
 		return nil
 	}}
-	res := rules.Run(readings([2]float64{0.95, 0.97}, [2]float64{1, 1}, [2]float64{0.9, 0.95}, [2]float64{0.4, 0.5}), []*rules.Rule{hot, Rule})
+	res := rules.Run(facts.New(readings([2]float64{0.95, 0.97}, [2]float64{1, 1}, [2]float64{0.9, 0.95}, [2]float64{0.4, 0.5})), []*rules.Rule{hot, Rule})
 	if len(res.Findings) != 2 {
 		t.Fatalf("got %+v", res.Findings)
 	}
@@ -60,12 +62,12 @@ func TestSaturatedLinksToCPUCause(t *testing.T) {
 }
 
 func TestBursts(t *testing.T) {
-	res := rules.Run(readings([2]float64{0.05, 0.2}, [2]float64{0.95, 1}, [2]float64{0.05, 0.2}, [2]float64{0.1, 0.2}, [2]float64{0.9, 0.95}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(readings([2]float64{0.05, 0.2}, [2]float64{0.95, 1}, [2]float64{0.05, 0.2}, [2]float64{0.1, 0.2}, [2]float64{0.9, 0.95})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Summary, "in bursts") {
 		t.Fatalf("got %+v", res.Findings)
 	}
 	// Steady moderate load is neither.
-	if res := rules.Run(readings([2]float64{0.5, 0.6}, [2]float64{0.55, 0.6}, [2]float64{0.6, 0.7}), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(readings([2]float64{0.5, 0.6}, [2]float64{0.55, 0.6}, [2]float64{0.6, 0.7})), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("steady: %+v", res.Findings)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
@@ -14,7 +16,7 @@ import (
 // Safepoints.java on JDK 17 with the Serial collector: a counted loop
 // without safepoint polls holds every safepoint up.
 func TestFiresOnCountedLoop(t *testing.T) {
-	res := rules.Run(testprof.JVMRecording(t, "safepoints-jdk17.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.JVMRecording(t, "safepoints-jdk17.jfr")), []*rules.Rule{Rule})
 	if len(res.Findings) == 0 {
 		t.Fatalf("no finding: %+v", res)
 	}
@@ -33,7 +35,7 @@ func TestFiresOnCountedLoop(t *testing.T) {
 // Safepoints.java on JDK 25 with jdk.SafepointLatency enabled: the late
 // thread's own stack names the loop.
 func TestNamesTheLoopFromSafepointLatency(t *testing.T) {
-	res := rules.Run(testprof.JVMRecording(t, "safepoints-jdk25.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.JVMRecording(t, "safepoints-jdk25.jfr")), []*rules.Rule{Rule})
 	if len(res.Findings) == 0 {
 		t.Fatalf("no finding: %+v", res)
 	}
@@ -46,7 +48,7 @@ func TestNamesTheLoopFromSafepointLatency(t *testing.T) {
 // Healthy.java on JDK 17 and 25, G1 and ZGC: nothing waits for safepoints.
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr"} {
-		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(facts.New(testprof.JVMRecording(t, name)), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}
@@ -55,7 +57,7 @@ func TestSilentOnHealthy(t *testing.T) {
 // Healthy.java on JDK 17 while jcmd takes heap dumps (record.sh's
 // heapdumps): the operation, who asked for it, and what to do instead.
 func TestFiresOnHeapDumpsByTooling(t *testing.T) {
-	res := rules.Run(testprof.JVMRecording(t, "heapdumps-jdk17.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.JVMRecording(t, "heapdumps-jdk17.jfr")), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
@@ -90,14 +92,14 @@ func TestPrescriptionByOperation(t *testing.T) {
 // attach listener: the operation's own prescription.
 func TestFiresOnThreadDumps(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = &jfr.Summary{Start: t0, End: t0.Add(10 * time.Second), JVMVersion: "OpenJDK 64-Bit Server VM (11.0.2+9) for linux-amd64",
 		VM: jfr.VM{Safepoints: 520, Operations: []jfr.VMOperation{
 			{Name: "ThreadDump", AtSafepoint: true, Count: 500, Total: 900 * time.Millisecond, Max: 8 * time.Millisecond, Callers: []string{"Attach Listener"}},
 			{Name: "G1CollectForAllocation", AtSafepoint: true, Count: 20, Total: 2 * time.Second, Max: 200 * time.Millisecond},
 			{Name: "ClassLoaderStatsOperation", AtSafepoint: true, Count: 2, Total: 300 * time.Millisecond, Max: 150 * time.Millisecond},
 		}}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
@@ -108,7 +110,7 @@ func TestFiresOnThreadDumps(t *testing.T) {
 }
 
 func TestNotCheckedWithoutJFR(t *testing.T) {
-	res := rules.Run(evidence.New("test"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidence.NewBuilder("test").Evidence()), []*rules.Rule{Rule})
 	if len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.JVM {
 		t.Fatalf("got %+v", res)
 	}

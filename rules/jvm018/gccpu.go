@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/human"
@@ -52,6 +54,7 @@ per pause); generational ZGC (JDK 21 and later, the default ZGC from JDK
 	},
 	Needs: []rules.Input{rules.JVM},
 	Uses:  []rules.Input{rules.CPU, rules.Allocs},
+	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks},
 	Check: check,
 }
 
@@ -81,7 +84,7 @@ func check(pass *rules.Pass) error {
 	var basis string
 	// A profiler that samples the GC threads (async-profiler, perf) measures
 	// their share directly; JFR's own sampler never sees them.
-	cpu := ev.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	profiled := cpu != nil && cpu.Share(Frames) > 0 && evidence.SampleCount(ev.Profile(evidence.CPU)) >= rules.MinCPUSamples
 	switch {
 	case profiled:
@@ -125,11 +128,11 @@ func check(pass *rules.Pass) error {
 		f.Frames = cpu.Matched(Frames, 8)
 	}
 	// The collector's work follows allocation: name where the bytes come from.
-	if allocs := ev.AllocStacks(); allocs != nil {
+	if allocs := facts.Get(pass.Facts, facts.AllocStacks); allocs != nil {
 		outsideJDK := allocs.First(func(fn string) bool { return !evidence.IsJDK(fn) && fn != "[unknown]" })
 		f.Locations = rules.Locations(allocs.TopSites(5, outsideJDK), "allocation site (bytes)")
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: ev.CPUStacks().Has(Frames), AllocDriven: true,
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: facts.Get(pass.Facts, facts.CPUStacks).Has(Frames), AllocDriven: true,
 		Grade: func(impact float64) rules.Severity { return rules.Grade(impact, mediumShare, highShare) }}
 	pass.Report(f)
 	return nil

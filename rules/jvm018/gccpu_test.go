@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -15,7 +17,7 @@ import (
 
 // GCHeavy.java: G1 on JDK 17 in a 128 MB heap whose live set churns.
 func TestFiresOnGCHeavy(t *testing.T) {
-	res := rules.Run(testprof.JVMRecording(t, "gcheavy-jdk17.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.JVMRecording(t, "gcheavy-jdk17.jfr")), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res)
 	}
@@ -31,7 +33,7 @@ func TestFiresOnGCHeavy(t *testing.T) {
 // Healthy.java: G1 on JDK 17 and 25, ZGC on JDK 25.
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr"} {
-		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(facts.New(testprof.JVMRecording(t, name)), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}
@@ -48,7 +50,7 @@ func TestProfiledGCFrames(t *testing.T) {
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	ev.JVM = &jfr.Summary{Start: t0, End: t0.Add(10 * time.Second), HWThreads: 2,
 		GC: jfr.GC{Young: "G1New", Old: "G1Old", Collections: 50, CPU: time.Second, CPUCollections: 50}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res)
 	}
@@ -61,10 +63,10 @@ func TestProfiledGCFrames(t *testing.T) {
 // Too little CPU to judge a share: not checked rather than silent.
 func TestSkipsIdleJVM(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.JVM = &jfr.Summary{Start: t0, End: t0.Add(10 * time.Second), JVMCPU: 0.01, HWThreads: 2,
 		GC: jfr.GC{CPU: 100 * time.Millisecond, CPUCollections: 3}}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 {
 		t.Fatalf("got %+v", res)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
@@ -12,7 +14,7 @@ import (
 
 // CodeCache.java runs without the flag, sampled 361 times.
 func TestFiresWithoutTheFlag(t *testing.T) {
-	res := rules.Run(testprof.JVMRecording(t, "codecache-jdk25.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.JVMRecording(t, "codecache-jdk25.jfr")), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
@@ -25,7 +27,7 @@ func TestFiresWithoutTheFlag(t *testing.T) {
 // Healthy.java and DeepStacks.java run with it (record.sh's DNS options).
 func TestSilentWithTheFlag(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr", "deepstacks-jdk25.jfr"} {
-		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(facts.New(testprof.JVMRecording(t, name)), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}
@@ -37,9 +39,9 @@ func TestSilentForAsyncProfilerAndUnknownFlags(t *testing.T) {
 		{FlagsRecorded: true, Profiler: "async-profiler 4.6", Stacks: jfr.SampledStacks{Samples: 500}},
 		{Stacks: jfr.SampledStacks{Samples: 500}},
 	} {
-		ev := evidence.New("test")
+		ev := evidence.NewBuilder("test").Evidence()
 		ev.JVM = &jfr.Summary{VM: vm}
-		if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%+v: %+v", vm, res.Findings)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -11,7 +13,7 @@ import (
 
 // DeepStacks.java works 100 calls deep under JFR's default depth of 64.
 func TestFiresOnDeepStacks(t *testing.T) {
-	res := rules.Run(testprof.JVMRecording(t, "deepstacks-jdk25.jfr"), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.JVMRecording(t, "deepstacks-jdk25.jfr")), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one finding, got %+v", res.Findings)
 	}
@@ -23,7 +25,7 @@ func TestFiresOnDeepStacks(t *testing.T) {
 
 func TestSilentOnHealthy(t *testing.T) {
 	for _, name := range []string{"healthy-jdk17.jfr", "healthy-jdk25.jfr", "healthy-zgc-jdk25.jfr"} {
-		if res := rules.Run(testprof.JVMRecording(t, name), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+		if res := rules.Run(facts.New(testprof.JVMRecording(t, name)), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 			t.Errorf("%s: %+v", name, res.Findings)
 		}
 	}

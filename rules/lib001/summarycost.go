@@ -5,6 +5,8 @@ package lib001
 import (
 	"fmt"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -49,6 +51,7 @@ used metrics behind a switch.`,
 		},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks, facts.Owners},
 	Check: check,
 }
 
@@ -88,7 +91,7 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	share := cpu.Share(Frames)
 	if share < minShare {
 		return nil
@@ -134,7 +137,7 @@ func check(pass *rules.Pass) error {
 		// trim them where it offers that.
 		var whose rules.Fact
 		var editable bool
-		f.Fix, whose, editable = rules.Owners(pass.Evidence).Advise(callers[0].Frame, f.Fix,
+		f.Fix, whose, editable = rules.Advise(facts.Get(pass.Facts, facts.Owners), callers[0].Frame, f.Fix,
 			"Look for a setting that turns these metrics off or trims their labels, and raise the Summary with its maintainers (a Histogram observes in O(1)).")
 		f.Evidence = append(f.Evidence, whose)
 		if !editable {

@@ -5,6 +5,8 @@ package lib002
 import (
 	"fmt"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -54,6 +56,7 @@ cfg.Producer.Flush.Messages = 1000`,
 		},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -160,7 +163,7 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	writes, netIO := cpu.Has(writeFrames), cpu.Has(ioFrames)
 	for _, c := range clients {
 		inProducer, inTransport := cpu.Has(c.producer), cpu.Has(c.transport)

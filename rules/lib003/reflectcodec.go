@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is LIB003.
@@ -62,6 +64,7 @@ w.Write(b)`,
 		},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks, facts.Owners},
 	Check: check,
 }
 
@@ -126,7 +129,7 @@ var Frames = func() evidence.Matcher {
 
 var (
 	reflectFrames = evidence.FuncPrefix("reflect.", "java.lang.reflect.", "jdk.internal.reflect.", "java/lang/reflect/", "jdk/internal/reflect/")
-	// families.Loggers encode their records (logrus's JSONFormatter, zap's reflected
+	// frames.Loggers encode their records (logrus's JSONFormatter, zap's reflected
 	// fields): LIB008's concern.
 )
 
@@ -147,8 +150,8 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
-	inCodec, logged := cpu.Has(Frames), cpu.Has(families.Loggers)
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	inCodec, logged := cpu.Has(Frames), cpu.Has(frames.Loggers)
 	in := func(s evidence.Sample) bool { return inCodec(s) && !logged(s) }
 	share := cpu.ShareWhere(in)
 	if share < minShare {
@@ -219,7 +222,7 @@ func check(pass *rules.Pass) error {
 		// codec; inside a dependency or a packaged program the choice is
 		// what goes through it and how it is configured.
 		var w rules.Fact
-		fix, w, editable = rules.Owners(pass.Evidence).Advise(sites[0].Frame, fix,
+		fix, w, editable = rules.Advise(facts.Get(pass.Facts, facts.Owners), sites[0].Frame, fix,
 			"Reduce what goes through it (fewer or smaller messages and requests, watches or queries that return less), use its configuration where it offers a faster codec or caching, or choose a component that serializes less on this path.")
 		whose = append(whose, w)
 	}

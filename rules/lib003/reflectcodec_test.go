@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -55,7 +57,7 @@ func serveCached() {
 }
 
 func run(cpu *profile.Profile) rules.Result {
-	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 }
 
 func TestFiresOnMarshalPerRequest(t *testing.T) {
@@ -188,7 +190,7 @@ func TestPackagedProgramGetsNoCodeEdit(t *testing.T) {
 	}{{"/usr/bin/etcd", false}, {"/src/etcd/bin/etcd", true}} {
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "go.etcd.io/etcd/server/v3", MainVersion: "(devel)"}, Executable: tc.exe}}
-		res := rules.Run(ev, []*rules.Rule{Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 		if len(res.Findings) != 1 {
 			t.Fatalf("%s: %+v", tc.exe, res)
 		}

@@ -4,9 +4,11 @@ package lib004
 
 import (
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"sort"
 	"strings"
+
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -71,6 +73,7 @@ caddy's encode and file_server precompressed) rather than a code edit.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs},
+	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.Owners, facts.SystemFrames, facts.WindowAllocs},
 	Check: check,
 }
 
@@ -187,9 +190,9 @@ const (
 // freshWriters is the share of the allocs profile's bytes allocated by new
 // compressors: a writer built per call (flate.NewWriter, gzip's first Write
 // without Reset) allocates ~1 MB of hash tables at levels 2-9.
-func freshWriters(ev *evidence.Evidence) (float64, bool) {
+func freshWriters(ev *evidence.Evidence, window facts.Allocations) (float64, bool) {
 	p := ev.Profile(evidence.Allocs)
-	if w, ok := ev.WindowAllocs(); ok {
+	if w, ok := window.Profile, window.InWindow; ok {
 		p = w
 	}
 	st := evidence.NewStacks(p, "alloc_space")
@@ -204,7 +207,7 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	ev := pass.Evidence
-	cpu := ev.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	share := cpu.Share(Frames)
 	if share < minShare {
 		checkNative(pass, cpu)
@@ -220,7 +223,7 @@ func check(pass *rules.Pass) error {
 	if bestShare == 0 {
 		best = variant{level: "not visible in the frames", lower: "Lower the level, or switch to " + kpDropIn + "."}
 	}
-	facts := []rules.Fact{
+	shown := []rules.Fact{
 		rules.Share("compression share of CPU", share),
 		rules.Text("level (from the frames)", best.level),
 	}
@@ -228,15 +231,15 @@ func check(pass *rules.Pass) error {
 	underStatic := cpu.Has(staticFrames)
 	static := cpu.ShareWhere(func(s evidence.Sample) bool { return inCompression(s) && underStatic(s) }) / share
 	if static > 0 {
-		facts = append(facts, rules.Share("of the compression under file serving (the same bytes each time)", static))
+		shown = append(shown, rules.Share("of the compression under file serving (the same bytes each time)", static))
 	}
 	setup := cpu.Share(setupFrames)
 	if setup > 0 {
-		facts = append(facts, rules.Share("CPU in compressor set-up (NewWriter per call)", setup))
+		shown = append(shown, rules.Share("CPU in compressor set-up (NewWriter per call)", setup))
 	}
-	fresh, haveAllocs := freshWriters(ev)
+	fresh, haveAllocs := freshWriters(ev, facts.Get(pass.Facts, facts.WindowAllocs))
 	if fresh > 0 {
-		facts = append(facts, rules.Share("allocated bytes in new compressors (allocs profile)", fresh))
+		shown = append(shown, rules.Share("allocated bytes in new compressors (allocs profile)", fresh))
 	}
 
 	// Each prescription is given when its condition holds, the largest
@@ -296,8 +299,8 @@ func check(pass *rules.Pass) error {
 	editable := true
 	if len(callers) > 0 {
 		var whose rules.Fact
-		fix, whose, editable = rules.Owners(ev).Advise(callers[0].Frame, fix, strings.Join(config, " "))
-		facts = append(facts, whose)
+		fix, whose, editable = rules.Advise(facts.Get(pass.Facts, facts.Owners), callers[0].Frame, fix, strings.Join(config, " "))
+		shown = append(shown, whose)
 	}
 	if static < minStatic {
 		fix += " If the same content is compressed again and again (static files, a cached response), compress it once and keep the compressed bytes."
@@ -313,7 +316,7 @@ func check(pass *rules.Pass) error {
 		Resource:    "cpu",
 		ImpactBasis: rx[0].basis,
 		Summary:     fmt.Sprintf("Compression uses %s of CPU (%s)", human.Percent(share), shortLevel(best.level)),
-		Evidence:    facts,
+		Evidence:    shown,
 		Fix:         fix,
 		Caveats:     caveats,
 		Locations:   rules.Locations(callers, "code compressing"),
@@ -327,7 +330,7 @@ func check(pass *rules.Pass) error {
 	if len(callers) > 0 {
 		f.Summary += ", called from " + rules.ShortFunc(callers[0].Func)
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames), Allocs: pass.Evidence.AllocStacks().Has(Frames)}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames), Allocs: facts.Get(pass.Facts, facts.AllocStacks).Has(Frames)}
 	pass.Report(f)
 	return nil
 }

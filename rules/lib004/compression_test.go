@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -54,7 +56,7 @@ func archiveRaw() {
 }
 
 func run(cpu *profile.Profile) rules.Result {
-	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 }
 
 func one(t *testing.T, res rules.Result) rules.Finding {
@@ -156,7 +158,7 @@ func TestWriterReuseFromTheAllocsProfile(t *testing.T) {
 	)
 	diagnose := func(allocs *profile.Profile) rules.Finding {
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu, evidence.Allocs: allocs})
-		return one(t, rules.Run(ev, []*rules.Rule{Rule}))
+		return one(t, rules.Run(facts.New(ev), []*rules.Rule{Rule}))
 	}
 	perCall := diagnose(allocsOf(t, gzipPerCall))
 	fresh := fact(perCall, "allocated bytes in new compressors (allocs profile)")
@@ -230,7 +232,7 @@ func TestDependencyCompressingGetsConfiguration(t *testing.T) {
 	)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2"}, Executable: "/usr/bin/caddy"}}
-	f := one(t, rules.Run(ev, []*rules.Rule{Rule}))
+	f := one(t, rules.Run(facts.New(ev), []*rules.Rule{Rule}))
 	if !strings.Contains(f.Fix, "not yours to edit") || !strings.Contains(f.Fix, "precompressed gzip") || strings.Contains(f.Fix, "sync.Pool") {
 		t.Errorf("caddy's own encoder: fix %q", f.Fix)
 	}

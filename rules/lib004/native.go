@@ -2,11 +2,13 @@ package lib004
 
 import (
 	"fmt"
+
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // nativeVariants are native codecs seen through perf, most specific first:
@@ -16,10 +18,10 @@ import (
 var nativeVariants = []variant{
 	{frames: evidence.FuncPrefix("deflate_slow", "longest_match"), level: "zlib deflate_slow (levels 4-9)", high: true},
 	{frames: evidence.FuncPrefix("deflate_fast"), level: "zlib deflate_fast (levels 1-3)"},
-	{frames: families.NativeZlib, level: "zlib (libz.so has no symbols for its internals, so the level is not visible)"},
-	{frames: families.NativeZstdCompress, level: "zstd (native library; level not visible)"},
-	{frames: families.NativeBrotliEncode, level: "brotli encoder (native library; quality not visible)"},
-	{frames: families.NativeLZ4, level: "lz4 (native library), already a fast codec"},
+	{frames: frames.NativeZlib, level: "zlib (libz.so has no symbols for its internals, so the level is not visible)"},
+	{frames: frames.NativeZstdCompress, level: "zstd (native library; level not visible)"},
+	{frames: frames.NativeBrotliEncode, level: "brotli encoder (native library; quality not visible)"},
+	{frames: frames.NativeLZ4, level: "lz4 (native library), already a fast codec"},
 }
 
 // nativeFix is the prescription for a native codec, by the process that runs it.
@@ -45,7 +47,7 @@ func nativeFix(comm string, v variant) string {
 // checkNative reports a native codec's share of perf's on-CPU samples. It
 // returns whether it reported.
 func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
-	share := cpu.Share(families.NativeCompression)
+	share := cpu.Share(frames.NativeCompression)
 	if share < minShare {
 		return false
 	}
@@ -70,18 +72,18 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		// The level is not known: an opportunity, not a proven misconfiguration.
 		sev = min(sev, rules.Medium)
 	}
-	unsym := families.LeafShare(cpu, families.Unsymbolized)
-	facts := []rules.Fact{
+	unsym := frames.LeafShare(cpu, frames.Unsymbolized)
+	shown := []rules.Fact{
 		rules.Share("native compression share of CPU (perf)", share),
 		rules.Text("codec and level (from the frames)", best.level),
 	}
 	if comm != "" {
-		facts = append(facts, rules.Text("process", comm))
+		shown = append(shown, rules.Text("process", comm))
 	}
 	caveats := []string{caveat}
 	if unsym > 0.2 {
 		caveats = append(caveats, fmt.Sprintf("%s of the samples end in unsymbolized frames: the codec is known from the library file, "+
-			"not from its functions, so the level and the caller are not visible. To see them, %s (zlib1g-dbgsym for zlib).", human.Percent(unsym), families.SymbolizeAdvice))
+			"not from its functions, so the level and the caller are not visible. To see them, %s (zlib1g-dbgsym for zlib).", human.Percent(unsym), frames.SymbolizeAdvice))
 	}
 	f := rules.Finding{
 		Severity:    sev,
@@ -89,20 +91,22 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		Resource:    "cpu",
 		ImpactBasis: basis,
 		Summary:     fmt.Sprintf("Compression uses %s of CPU in a native library (%s)", human.Percent(share), best.level),
-		Evidence:    facts,
+		Evidence:    shown,
 		Fix:         nativeFix(comm, best),
 		Caveats:     caveats,
-		Frames:      cpu.Matched(families.NativeCompression, 12),
+		Frames:      cpu.Matched(frames.NativeCompression, 12),
 	}
 	if comm == "nginx" {
 		f.Example = "gzip_comp_level 9;\n->\ngzip_static on;      # serves page.html.gz, written once at deploy\ngzip_comp_level 1;   # for what is compressed per response"
 	}
-	app := func(fn string) bool { return !families.Unsymbolized(fn) && !pass.Evidence.SystemFrames()(fn) }
-	if callers := cpu.TopSites(5, cpu.CallerOf(families.NativeCompression, app)); len(callers) > 0 {
+	app := func(fn string) bool {
+		return !frames.Unsymbolized(fn) && !facts.Get(pass.Facts, facts.SystemFrames)(fn)
+	}
+	if callers := cpu.TopSites(5, cpu.CallerOf(frames.NativeCompression, app)); len(callers) > 0 {
 		f.Locations = rules.Locations(callers, "code compressing")
 		f.Summary += ", called from " + rules.ShortFunc(callers[0].Func)
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(families.NativeCompression)}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(frames.NativeCompression)}
 	pass.Report(f)
 	return true
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is LIB005.
@@ -33,7 +35,7 @@ TBufferedTransport, TFramedTransport, THeaderTransport, bytes.Buffer.WriteTo)
 means the writes are batched and the sample does not count; application code
 counts when one function writes from three or more lines (field by field;
 a header and a body are two writes per message, not a field writer);
-families.Loggers are left to LIB008. Reports from 3% of CPU.`,
+frames.Loggers are left to LIB008. Reports from 3% of CPU.`,
 		Fix: `Buffer and flush once per message: a bufio.Writer between the serializer and
 the connection, Thrift's TBufferedTransport or TFramedTransport around the
 socket, or build the message in a []byte (binary.BigEndian.AppendUint32,
@@ -48,6 +50,7 @@ strconv.AppendInt) and write it once.`,
 		},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -117,11 +120,11 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
-	inSyscall := cpu.FrameHits(families.WriteSyscall)
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	inSyscall := cpu.FrameHits(frames.WriteSyscall)
 	isPass := cpu.FrameHits(passThrough)
 	isBuffer := cpu.FrameHits(buffers)
-	isLogger := cpu.FrameHits(families.Loggers)
+	isLogger := cpu.FrameHits(frames.Loggers)
 	isApp := cpu.FrameHits(rules.IsApplication)
 	kind := make([][]bool, len(writers))
 	for i, w := range writers {
@@ -196,7 +199,7 @@ func check(pass *rules.Pass) error {
 		return kinds[i] < kinds[j]
 	})
 
-	app := func(fn string) bool { return rules.IsApplication(fn) && !families.Loggers(fn) }
+	app := func(fn string) bool { return rules.IsApplication(fn) && !frames.Loggers(fn) }
 	callers := make([]func(evidence.Sample) *evidence.Frame, len(writers))
 	for i, w := range writers {
 		callers[i] = cpu.CallerOf(w.frames, app)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -70,7 +72,7 @@ func buffered(c net.Conn) func() {
 }
 
 func run(cpu *profile.Profile) rules.Result {
-	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 }
 
 func TestFiresOnFieldWritesToTCP(t *testing.T) {

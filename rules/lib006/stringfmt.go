@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is LIB006.
@@ -45,6 +47,7 @@ key := b.String()`,
 		Refs:    []string{"https://pkg.go.dev/strings#Builder", "https://pkg.go.dev/strconv#AppendInt"},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -59,7 +62,7 @@ var (
 	// Frames is the formatting family.
 	Frames = evidence.Any(fmtFrames, concatFrames)
 
-	// families.Loggers format their own records: LIB008's concern.
+	// frames.Loggers format their own records: LIB008's concern.
 	strconvUnder = evidence.FuncPrefix("strconv.")
 )
 
@@ -94,8 +97,8 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
-	in, logged, writing := cpu.Has(Frames), cpu.Has(families.Loggers), cpu.Has(families.WriteSyscall)
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	in, logged, writing := cpu.Has(Frames), cpu.Has(frames.Loggers), cpu.Has(frames.WriteSyscall)
 	hot := func(s evidence.Sample) bool { return in(s) && !logged(s) && !writing(s) }
 	share := cpu.ShareWhere(hot)
 	if share < minShare {
@@ -133,7 +136,7 @@ func check(pass *rules.Pass) error {
 	inStrconv := cpu.Has(strconvUnder)
 	strconvShare := cpu.ShareWhere(func(s evidence.Sample) bool { return hot(s) && inStrconv(s) })
 
-	app := func(fn string) bool { return rules.IsApplication(fn) && !families.Loggers(fn) }
+	app := func(fn string) bool { return rules.IsApplication(fn) && !frames.Loggers(fn) }
 	caller := cpu.CallerOf(Frames, app)
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !hot(s) {
@@ -147,7 +150,7 @@ func check(pass *rules.Pass) error {
 		Severity:    rules.SeverityFor(impact),
 		Impact:      impact,
 		Resource:    "cpu",
-		ImpactBasis: "share of CPU in fmt formatting and string concatenation outside families.Loggers; strings.Builder and strconv.Append* versions need about a third of the time and leave no garbage to collect, so about all of it (case C4: 42% of CPU here, CPU per request down 53%)",
+		ImpactBasis: "share of CPU in fmt formatting and string concatenation outside frames.Loggers; strings.Builder and strconv.Append* versions need about a third of the time and leave no garbage to collect, so about all of it (case C4: 42% of CPU here, CPU per request down 53%)",
 		Summary:     fmt.Sprintf("String formatting uses %s of CPU, mostly %s", human.Percent(share), entries[top].name),
 		Evidence: []rules.Fact{
 			rules.Share("formatting and concatenation share of CPU", share),

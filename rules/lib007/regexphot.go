@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is LIB007.
@@ -49,6 +51,7 @@ func valid(s string) bool { return slug.MatchString(s) }`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs},
+	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.SystemFrames, facts.WindowAllocs},
 	Check: check,
 }
 
@@ -96,14 +99,14 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	in, atInit := cpu.Has(Frames), cpu.Has(initFrames)
 	hot := func(s evidence.Sample) bool { return in(s) && !atInit(s) }
 	share := cpu.ShareWhere(hot)
 
 	allocShare := -1.0
 	if pass.Has(rules.Allocs) {
-		allocs, _ := pass.Evidence.WindowAllocs()
+		allocs := facts.Get(pass.Facts, facts.WindowAllocs).Profile
 		if st := evidence.NewStacks(allocs, "alloc_objects"); st != nil {
 			ain, ainit := st.Has(Frames), st.Has(initFrames)
 			allocShare = st.ShareWhere(func(s evidence.Sample) bool { return ain(s) && !ainit(s) })
@@ -119,8 +122,8 @@ func check(pass *rules.Pass) error {
 	// outside the JDK.
 	goCaller := cpu.CallerOf(evidence.Any(goCompile, convenience), rules.IsApplication)
 	javaCaller := cpu.CallerOf(javaCompile, evidence.IsJavaApp)
-	system := pass.Evidence.SystemFrames()
-	nativeCaller := cpu.CallerOf(pcreCompile, func(fn string) bool { return !system(fn) && !families.Unsymbolized(fn) })
+	system := facts.Get(pass.Facts, facts.SystemFrames)
+	nativeCaller := cpu.CallerOf(pcreCompile, func(fn string) bool { return !system(fn) && !frames.Unsymbolized(fn) })
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !hot(s) {
 			return nil
@@ -167,7 +170,7 @@ func check(pass *rules.Pass) error {
 	}
 	// Compiling allocates the parse tree and program: those bytes, and
 	// the GC they drive, are this finding's.
-	aat := pass.Evidence.AllocStacks()
+	aat := facts.Get(pass.Facts, facts.AllocStacks)
 	ain, ainit := aat.Has(Frames), aat.Has(initFrames)
 	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot, Allocs: func(s evidence.Sample) bool { return ain(s) && !ainit(s) }}
 	pass.Report(f)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -38,7 +40,7 @@ func routeCompiled() {
 }
 
 func run(profiles map[evidence.Kind]*profile.Profile) rules.Result {
-	return rules.Run(testprof.Evidence(profiles), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(profiles)), []*rules.Rule{Rule})
 }
 
 func TestFiresOnCompilePerRequest(t *testing.T) {
@@ -159,7 +161,7 @@ func TestNativePCRECompile(t *testing.T) {
 		testprof.Stack{Value: 100, Funcs: []string{"pcre2_match_8", "match_route", "handle", "main"}},
 		testprof.Stack{Value: 500, Funcs: []string{"handle", "main"}},
 	)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want a finding: %+v", res)
 	}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is LIB008.
@@ -48,12 +50,13 @@ on a crash is acceptable.`,
 		},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks, facts.Owners},
 	Check: check,
 }
 
 const caveat = "Logs are often the only record of what happened: lower levels and sampling on the hot path, keep errors and audit records whole."
 
-// fixes is the advice for each of families.LoggerLibraries, by name.
+// fixes is the advice for each of frames.LoggerLibraries, by name.
 var fixes = map[string]string{
 	"log":                    "The standard log package has no levels and writes each line with a system call under a mutex: guard hot-path calls behind a flag, or move to log/slog with a level set per environment.",
 	"log/slog":               "Raise the handler's level on hot paths (slog.HandlerOptions{Level: lvl} with a *slog.LevelVar set to Warn in production), log with LogAttrs and typed attributes (slog.Int, slog.String) rather than key-value ...any, and check Logger.Enabled before building costly attributes.",
@@ -67,7 +70,7 @@ var fixes = map[string]string{
 }
 
 // Frames is every logger's family.
-var Frames = families.Loggers
+var Frames = frames.Loggers
 
 var (
 	fmtFrames = evidence.FuncPrefix("fmt.")
@@ -88,7 +91,7 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	in := cpu.Has(Frames)
 	// A level check is what the fix adds, not logging cost: time inside a
 	// logger's Enabled is left out.
@@ -103,11 +106,11 @@ func check(pass *rules.Pass) error {
 		has := cpu.Has(m)
 		return cpu.ShareWhere(func(s evidence.Sample) bool { return in(s) && has(s) })
 	}
-	writeShare, fmtShare := under(families.WriteSyscall), under(fmtFrames)
+	writeShare, fmtShare := under(frames.WriteSyscall), under(fmtFrames)
 
 	top, topShare := -1, 0.0
 	var parts []rules.Fact
-	for i, l := range families.LoggerLibraries {
+	for i, l := range frames.LoggerLibraries {
 		s := cpu.Share(l.Frames)
 		if s > 0 {
 			parts = append(parts, rules.Share(l.Name+" share of CPU", s))
@@ -116,7 +119,7 @@ func check(pass *rules.Pass) error {
 			top, topShare = i, s
 		}
 	}
-	lg := families.LoggerLibraries[top]
+	lg := frames.LoggerLibraries[top]
 
 	// Name the code that logs, looking through logging wrapper packages.
 	app := func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) }
@@ -170,7 +173,7 @@ func check(pass *rules.Pass) error {
 		// not rewritten.
 		var whose rules.Fact
 		var editable bool
-		f.Fix, whose, editable = rules.Owners(pass.Evidence).Advise(sites[0].Frame, f.Fix,
+		f.Fix, whose, editable = rules.Advise(facts.Get(pass.Facts, facts.Owners), sites[0].Frame, f.Fix,
 			"Configure its logging: raise its log level, turn off or sample the records on this path (access logs for hot routes, debug logs), or send them to a cheaper output. ("+lg.Name+" is the logger it uses.)")
 		f.Evidence = append(f.Evidence, whose)
 		if !editable {

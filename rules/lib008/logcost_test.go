@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 var sum [32]byte
@@ -31,7 +33,7 @@ func handleBid(log *slog.Logger) func() {
 }
 
 func run(cpu *profile.Profile) rules.Result {
-	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 }
 
 func TestFiresOnSlogPerRequest(t *testing.T) {
@@ -167,7 +169,7 @@ func TestThirdPartyProgramGetsConfiguration(t *testing.T) {
 	} {
 		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})
 		ev.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: tc.version}, Executable: tc.exe}}
-		res := rules.Run(ev, []*rules.Rule{Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 		if len(res.Findings) != 1 {
 			t.Fatalf("%s: %+v", tc.exe, res)
 		}
@@ -186,12 +188,12 @@ func TestThirdPartyProgramGetsConfiguration(t *testing.T) {
 
 // Every logging library the rules recognise has LIB008's advice.
 func TestEveryLoggerHasAFix(t *testing.T) {
-	for _, l := range families.LoggerLibraries {
+	for _, l := range frames.LoggerLibraries {
 		if fixes[l.Name] == "" {
 			t.Errorf("no fix for %s", l.Name)
 		}
 	}
-	if len(fixes) != len(families.LoggerLibraries) {
-		t.Errorf("%d fixes for %d logging libraries", len(fixes), len(families.LoggerLibraries))
+	if len(fixes) != len(frames.LoggerLibraries) {
+		t.Errorf("%d fixes for %d logging libraries", len(fixes), len(frames.LoggerLibraries))
 	}
 }

@@ -4,10 +4,13 @@ package lock001
 
 import (
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/facts"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/google/pprof/profile"
 
@@ -70,6 +73,7 @@ they are mostly idle goroutines waiting for work.`,
 	// Without a window for the mutex profile, the trace and the goroutine
 	// profile measure the waits.
 	Uses:  []rules.Input{rules.Block, rules.Trace, rules.Goroutine, rules.CPU, rules.System},
+	Facts: []facts.Key{facts.CPUStacks, facts.CoresUsed},
 	Check: check,
 }
 
@@ -150,7 +154,7 @@ func check(pass *rules.Pass) error {
 		}
 		return nil
 	}
-	procs, procsSrc := parallelism(ev)
+	procs, procsSrc := parallelism(ev, facts.Get(pass.Facts, facts.CoresUsed))
 	capacity := c.span.Seconds() * procs
 	share := c.delay.Seconds() / capacity
 	if share < lowShare {
@@ -195,7 +199,7 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Share("of the wait on RWMutex read locks", c.read))
 	}
 	if pass.Has(rules.CPU) {
-		cpu := ev.CPUStacks()
+		cpu := facts.Get(pass.Facts, facts.CPUStacks)
 		if s := cpu.Share(LockCPUFrames); s > 0 {
 			f.Evidence = append(f.Evidence, rules.Share("CPU in lock slow paths (spinning, futex)", s))
 			f.Frames = cpu.Matched(LockCPUFrames, 8)
@@ -320,20 +324,15 @@ func span(ev *evidence.Evidence, p *profile.Profile) (time.Duration, string) {
 }
 
 // parallelism is the number of Ps the waits are normalised by.
-func parallelism(ev *evidence.Evidence) (float64, string) {
+func parallelism(ev *evidence.Evidence, busy float64) (float64, string) {
 	if s := ev.Settings(); s.GOMAXPROCS > 0 {
 		return float64(s.GOMAXPROCS), s.GOMAXPROCSSrc
 	}
 	if ts := ev.TraceSummary; ts != nil && ts.GOMAXPROCS > 0 {
 		return float64(ts.GOMAXPROCS), "execution trace"
 	}
-	if p := ev.Profile(evidence.CPU); p != nil && p.DurationNanos > 0 {
-		if st := ev.CPUStacks(); st != nil && st.Unit == "nanoseconds" {
-			busy := float64(st.Total) / float64(p.DurationNanos)
-			if busy >= 1 {
-				return busy, fmt.Sprintf("assumed: %.1f cores busy in the CPU profile", busy)
-			}
-		}
+	if busy >= 1 {
+		return busy, fmt.Sprintf("assumed: %.1f cores busy in the CPU profile", busy)
 	}
 	return 1, "assumed: 1 (unknown)"
 }
@@ -351,11 +350,11 @@ var SemacquireFrames = evidence.FuncPrefix(
 // returns false when neither is in the evidence.
 func fused(pass *rules.Pass, holders *contention) bool {
 	ev := pass.Evidence
-	procs, procsSrc := parallelism(ev)
+	procs, procsSrc := parallelism(ev, facts.Get(pass.Facts, facts.CoresUsed))
 	var (
 		share     float64
 		window    string
-		facts     []rules.Fact
+		shown     []rules.Fact
 		locations []rules.Location
 		used      []string
 		instant   bool
@@ -369,7 +368,7 @@ func fused(pass *rules.Pass, holders *contention) bool {
 		share = tr.LockWait.Seconds() / (tr.Window.Seconds() * procs)
 		window = "over the " + human.RoundDuration(tr.Window).String() + " execution trace"
 		used = append(used, "execution trace: goroutines blocked acquiring a sync.Mutex or RWMutex over its "+human.RoundDuration(tr.Window).String())
-		facts = append(facts,
+		shown = append(shown,
 			rules.Count("goroutines waiting for locks per P (wait share)", round(share, 3), ""),
 			rules.Count("lock wait in the trace", round(tr.LockWait.Seconds(), 3), "s"),
 			rules.Duration("trace window", tr.Window))
@@ -377,7 +376,7 @@ func fused(pass *rules.Pass, holders *contention) bool {
 		for _, l := range tr.LockSites {
 			total += l.Blocks
 		}
-		facts = append(facts, rules.Count("blocking lock acquisitions in the trace", float64(total), ""))
+		shown = append(shown, rules.Count("blocking lock acquisitions in the trace", float64(total), ""))
 		for _, l := range tr.LockSites[:min(5, len(tr.LockSites))] {
 			locations = append(locations, rules.Location{Function: l.Func, File: l.File, Line: l.Line,
 				Share: l.Wait.Seconds() / max(tr.LockWait.Seconds(), 1e-9), Role: "waiting for the lock here (execution trace)"})
@@ -402,12 +401,12 @@ func fused(pass *rules.Pass, holders *contention) bool {
 			return pick(s)
 		})
 		used = append(used, fmt.Sprintf("goroutine profile: %d goroutines parked in sync lock acquisition at the snapshot", n))
-		facts = append(facts, rules.Count("goroutines waiting for a lock in the goroutine profile", float64(n), ""))
+		shown = append(shown, rules.Count("goroutines waiting for a lock in the goroutine profile", float64(n), ""))
 		if window == "" {
 			instant = true
 			share = float64(n) / procs
 			window = "in the goroutine profile's snapshot"
-			facts = append([]rules.Fact{rules.Count("goroutines waiting for locks per P (one instant)", round(share, 3), "")}, facts...)
+			shown = append([]rules.Fact{rules.Count("goroutines waiting for locks per P (one instant)", round(share, 3), "")}, shown...)
 		}
 		for _, s := range sites {
 			locations = append(locations, rules.Location{Function: s.Func, File: s.File, Line: s.Line,
@@ -431,7 +430,7 @@ func fused(pass *rules.Pass, holders *contention) bool {
 		}
 		holderText = "The cumulative " + holders.source + " profile names the holders: " + rules.SiteList(holders.sites, 3) + ". "
 	}
-	facts = append(facts,
+	shown = append(shown,
 		rules.Count("GOMAXPROCS used to normalise", procs, ""),
 		rules.Text("GOMAXPROCS source", procsSrc),
 		rules.Text("evidence used", strings.Join(used, "; ")))
@@ -445,7 +444,7 @@ func fused(pass *rules.Pass, holders *contention) bool {
 		ImpactBasis: "half the lock wait share (goroutines waiting for locks per P): " +
 			"sharding or shrinking the critical section removes most of the queueing, not the serialised work itself",
 		Summary:   fmt.Sprintf("Goroutines queue on a lock taken in %s: %.2g goroutines per P were waiting for it %s", top, share, window),
-		Evidence:  facts,
+		Evidence:  shown,
 		Locations: locations,
 	}
 	f.Fix, f.Example = prescribe(holderText, 0)
@@ -456,7 +455,7 @@ func fused(pass *rules.Pass, holders *contention) bool {
 		f.Caveats = append(f.Caveats, "Measured over the execution trace's window only (the end of the collection).")
 	}
 	if pass.Has(rules.CPU) {
-		cpu := ev.CPUStacks()
+		cpu := facts.Get(pass.Facts, facts.CPUStacks)
 		if s := cpu.Share(LockCPUFrames); s > 0 {
 			f.Evidence = append(f.Evidence, rules.Share("CPU in lock slow paths (spinning, futex)", s))
 			f.Frames = cpu.Matched(LockCPUFrames, 8)

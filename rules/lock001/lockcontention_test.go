@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -114,7 +116,7 @@ func perWorker(w int) {
 
 func TestFiresOnContendedLock(t *testing.T) {
 	mu, bl := lockProfiles(t, 8, contended)
-	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu, evidence.Block: bl}, runtime.GOMAXPROCS(0)), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu, evidence.Block: bl}, runtime.GOMAXPROCS(0))), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one lock-contention finding, got %d (not checked %v)", len(res.Findings), res.NotChecked)
 	}
@@ -139,7 +141,7 @@ func TestFiresOnContendedLock(t *testing.T) {
 
 func TestSilentOnShardedLocks(t *testing.T) {
 	mu, bl := lockProfiles(t, 8, perWorker)
-	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu, evidence.Block: bl}, runtime.GOMAXPROCS(0)), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu, evidence.Block: bl}, runtime.GOMAXPROCS(0))), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("sharded locks got %+v", res.Findings[0])
 	}
@@ -190,7 +192,7 @@ func TestSeverityThresholds(t *testing.T) {
 			testprof.Stack{Value: delay, Funcs: []string{"sync.(*Mutex).Unlock", "main.(*Cache).Get", "main.handler"}},
 			testprof.Stack{Value: int64(window), Funcs: []string{"runtime._LostContendedRuntimeLock"}},
 		)
-		res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu}, procs), []*rules.Rule{Rule})
+		res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu}, procs)), []*rules.Rule{Rule})
 		if got := len(res.Findings) == 1; got != tc.fires {
 			t.Fatalf("share %.2f: fired=%v, want %v", tc.share, got, tc.fires)
 		}
@@ -215,7 +217,7 @@ func TestReadersQueuedBehindWritersGetCopyOnWrite(t *testing.T) {
 		testprof.Stack{Value: int64(8 * time.Second), Funcs: []string{"sync.(*RWMutex).RUnlock", "main.(*Config).Get", "main.handler"}},
 		testprof.Stack{Value: int64(time.Second), Funcs: []string{"sync.(*RWMutex).Unlock", "main.(*Config).Reload"}},
 	)
-	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu}, 2), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu}, 2)), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Fix, "atomic.Pointer") {
 		t.Fatalf("findings %+v", res.Findings)
 	}
@@ -227,7 +229,7 @@ func TestCumulativeProfileUsesUptime(t *testing.T) {
 	mu.TimeNanos = end.UnixNano()
 
 	ev := evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu}, 2)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "cumulative") {
 		t.Fatalf("without a start time: findings %v, not checked %v", res.Findings, res.NotChecked)
 	}
@@ -235,7 +237,7 @@ func TestCumulativeProfileUsesUptime(t *testing.T) {
 	// Up 1000 s with 100 s of waiting on 2 Ps: 5% wait share.
 	ev = evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu}, 2)
 	ev.SystemEnd = &bundle.SystemSnapshot{Time: end, Process: &bundle.ProcessInfo{StartTime: float64(end.Unix() - 1000)}}
-	res = rules.Run(ev, []*rules.Rule{Rule})
+	res = rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("with uptime: no finding (not checked %v)", res.NotChecked)
 	}
@@ -251,7 +253,7 @@ func TestBlockProfileAloneNamesTheWaiters(t *testing.T) {
 		testprof.Stack{Value: int64(50 * time.Second), Funcs: []string{"runtime.chanrecv1", "main.worker"}},
 		testprof.Stack{Value: int64(50 * time.Second), Funcs: []string{"sync.(*WaitGroup).Wait", "main.main"}},
 	)
-	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu, evidence.Block: bl}, 2), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mu, evidence.Block: bl}, 2)), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("no finding; not checked %v", res.NotChecked)
 	}
@@ -263,11 +265,11 @@ func TestBlockProfileAloneNamesTheWaiters(t *testing.T) {
 }
 
 func TestEmptyProfilesAreNotChecked(t *testing.T) {
-	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(time.Second)}, 2), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(time.Second)}, 2)), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "SetMutexProfileFraction") {
 		t.Fatalf("findings %v, not checked %v", res.Findings, res.NotChecked)
 	}
-	res = rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{}), []*rules.Rule{Rule})
+	res = rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{})), []*rules.Rule{Rule})
 	if len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.Mutex {
 		t.Fatalf("without a mutex profile: %+v", res.NotChecked)
 	}
@@ -315,7 +317,7 @@ func curlFolder(t *testing.T, workers int, work func(worker int)) *evidence.Evid
 	stop.Store(true)
 	wg.Wait()
 	save("mutex", func(f *os.File) error { return pprof.Lookup("mutex").WriteTo(f, 0) })
-	ev, err := evidence.Load(dir)
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +328,7 @@ func curlFolder(t *testing.T, workers int, work func(worker int)) *evidence.Evid
 }
 
 func TestCurlFolderWithoutWindowUsesTraceAndGoroutines(t *testing.T) {
-	res := rules.Run(curlFolder(t, 8, contended), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(curlFolder(t, 8, contended)), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("a global lock under load, saved with curl: no finding (not checked %v)", res.NotChecked)
 	}
@@ -357,7 +359,7 @@ func TestCurlFolderWithoutWindowUsesTraceAndGoroutines(t *testing.T) {
 }
 
 func TestCurlFolderWithShardedLocksIsSilent(t *testing.T) {
-	res := rules.Run(curlFolder(t, 2, perWorker), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(curlFolder(t, 2, perWorker)), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("per-worker locks reported: %+v", res.Findings[0])
 	}
@@ -374,14 +376,14 @@ func TestGoroutineProfileAloneIsOneInstant(t *testing.T) {
 		return p
 	}
 	// The target never enabled the mutex profile: it is there but empty.
-	res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(6)}, 2), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(6)}, 2)), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("6 goroutines parked on one lock with 2 Ps: no finding (not checked %v)", res.NotChecked)
 	}
 	if f := res.Findings[0]; f.Severity != rules.Medium || !strings.Contains(f.Summary, "main.(*Cache).Get") || !strings.Contains(strings.Join(f.Caveats, " "), "one instant") {
 		t.Errorf("severity %s summary %q caveats %q", f.Severity, f.Summary, f.Caveats)
 	}
-	if res := rules.Run(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(0)}, 2), []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(evidenceOf(map[evidence.Kind]*profile.Profile{evidence.Mutex: mutexProfile(0), evidence.Goroutine: gp(0)}, 2)), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("no waiters reported: %+v", res.Findings[0])
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -48,6 +50,7 @@ judged here.`,
 	},
 	Needs: []rules.Input{rules.Allocs},
 	Uses:  []rules.Input{rules.Heap, rules.Metrics, rules.CPU},
+	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.WindowAllocs},
 	Check: check,
 }
 
@@ -73,7 +76,7 @@ func (s *site) perAlloc() float64 { return float64(s.bytes) / float64(s.objects)
 
 func check(pass *rules.Pass) error {
 	ev := pass.Evidence
-	p, _ := ev.WindowAllocs()
+	p := facts.Get(pass.Facts, facts.WindowAllocs).Profile
 	space := evidence.NewStacks(p, "alloc_space")
 	objs := objectCounts(p)
 	if space == nil || space.Total == 0 || len(objs) != len(space.Samples) {
@@ -100,7 +103,7 @@ func check(pass *rules.Pass) error {
 	gc, haveGC := ev.GC()
 	zeroing := 0.0
 	if pass.Has(rules.CPU) {
-		zeroing = ev.CPUStacks().Share(ZeroingFrames)
+		zeroing = facts.Get(pass.Facts, facts.CPUStacks).Share(ZeroingFrames)
 	}
 	for _, s := range found {
 		share := float64(s.bytes) / float64(space.Total)
@@ -144,7 +147,7 @@ func check(pass *rules.Pass) error {
 			f.Caveats = append(f.Caveats, "No heap profile: how much of it stays live is unknown.")
 		}
 		site := s.frame
-		f.Claim = &rules.Claim{Level: rules.LevelCode, Allocs: ev.AllocStacks().Has(func(fn string) bool { return fn == site.Func })}
+		f.Claim = &rules.Claim{Level: rules.LevelCode, Allocs: facts.Get(pass.Facts, facts.AllocStacks).Has(func(fn string) bool { return fn == site.Func })}
 		pass.Report(f)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -72,7 +74,7 @@ func allocsDuring(t *testing.T, n int, handle func(int)) *profile.Profile {
 
 func TestFiresOnOversizedSlicePerRequest(t *testing.T) {
 	allocs := allocsDuring(t, 100, handleOversized)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Allocs: allocs}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Allocs: allocs})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		space := evidence.NewStacks(allocs, "alloc_space")
 		sites, typical := bySite(objectCounts(allocs), space)
@@ -102,7 +104,7 @@ func TestFiresOnOversizedSlicePerRequest(t *testing.T) {
 
 func TestSilentOnRightSizedSlice(t *testing.T) {
 	allocs := allocsDuring(t, 100, handleRightSized)
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Allocs: allocs}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Allocs: allocs})), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("right-sized slices got %+v", res.Findings[0])
 	}
@@ -164,7 +166,7 @@ func TestThresholds(t *testing.T) {
 		// Growth inside the standard library is not this rule's to judge.
 		{"io.ReadAll growth", alloc{60, mib, []string{"runtime.growslice", "io.ReadAll", "main.handler"}}, false, 0},
 	} {
-		res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Allocs: allocsProfile(ordinary, tc.big)}), []*rules.Rule{Rule})
+		res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Allocs: allocsProfile(ordinary, tc.big)})), []*rules.Rule{Rule})
 		if got := len(res.Findings) == 1; got != tc.fires {
 			t.Errorf("%s: fired=%v (%d findings), want %v", tc.name, got, len(res.Findings), tc.fires)
 			continue
@@ -190,7 +192,7 @@ func TestUsesHeapAndRuntimeStatistics(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ev.MetricsStart = &bundle.RuntimeStats{Time: t0}
 	ev.MetricsEnd = &bundle.RuntimeStats{Time: t0.Add(10 * time.Second), TotalAlloc: 10 << 30}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatal("no finding")
 	}

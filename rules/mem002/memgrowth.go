@@ -5,6 +5,7 @@ package mem002
 
 import (
 	"fmt"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"math"
 	"sort"
 	"strings"
@@ -84,6 +85,7 @@ stops.`,
 	},
 	Needs: []rules.Input{rules.Heap},
 	Uses:  []rules.Input{rules.Goroutine, rules.Metrics, rules.Trace},
+	Facts: []facts.Key{facts.WindowAllocs},
 	Check: check,
 }
 
@@ -212,8 +214,8 @@ func Diff(base, p *profile.Profile) (growth []Growth, baseTotal, endTotal int64)
 // what it allocates cycle after cycle, so its growth over a window of
 // several cycles exceeds one cycle's allocation. It needs the window's
 // allocations and at least two cycles in the window.
-func withoutInFlight(ev *evidence.Evidence, growth []Growth) ([]Growth, int64) {
-	allocs, inWindow := ev.WindowAllocs()
+func withoutInFlight(ev *evidence.Evidence, window facts.Allocations, growth []Growth) ([]Growth, int64) {
+	allocs, inWindow := window.Profile, window.InWindow
 	gc, haveGC := ev.GC()
 	if !inWindow || !haveGC || gc.Cycles < 2 {
 		return growth, 0
@@ -302,7 +304,7 @@ func check(pass *rules.Pass) error {
 	}
 	first, last := series[0], series[len(series)-1]
 	growth, base, end := Diff(first, last)
-	growth, inFlight := withoutInFlight(ev, growth)
+	growth, inFlight := withoutInFlight(ev, facts.Get(pass.Facts, facts.WindowAllocs), growth)
 	total := end - base - inFlight
 	if total < minGrowth || base <= 0 || float64(total) < minRelGrowth*float64(base) {
 		return nil
@@ -330,21 +332,21 @@ func check(pass *rules.Pass) error {
 
 	var verdict = Undetermined
 	var why []string
-	facts := []rules.Fact{
+	shown := []rules.Fact{
 		rules.Bytes("in-use heap at start", uint64(base)),
 		rules.Bytes("in-use heap at end", uint64(end)),
 		rules.Bytes("growth", uint64(total)),
 		rules.Share("growth relative to the starting heap", rel),
 	}
 	if window > 0 {
-		facts = append(facts, rate(rules.Bytes("growth rate", uint64(float64(total)/window.Seconds()))),
+		shown = append(shown, rate(rules.Bytes("growth rate", uint64(float64(total)/window.Seconds()))),
 			rules.Count("window between the snapshots", math.Round(window.Seconds()*10)/10, "s"))
 	}
 	var objs int64
 	for _, g := range growth {
 		objs += max(g.Objects, 0)
 	}
-	facts = append(facts, rules.Count("objects added at the growing sites", float64(objs), ""))
+	shown = append(shown, rules.Count("objects added at the growing sites", float64(objs), ""))
 
 	// The series' shape, when there are snapshots between start and end.
 	steady, drained := false, false
@@ -367,7 +369,7 @@ func check(pass *rules.Pass) error {
 		for i, t := range totals {
 			parts[i] = human.Bytes(uint64(t))
 		}
-		facts = append(facts, rules.Text("in-use heap over the series", strings.Join(parts, " → ")))
+		shown = append(shown, rules.Text("in-use heap over the series", strings.Join(parts, " → ")))
 		switch {
 		case drained:
 			why = append(why, fmt.Sprintf("the heap peaked at %s and fell back to %s by the end: it drains", human.Bytes(uint64(peak)), human.Bytes(uint64(totals[len(totals)-1]))))
@@ -380,13 +382,13 @@ func check(pass *rules.Pass) error {
 	tracks, flat := false, false
 	if haveG {
 		if g.wholeWindow {
-			facts = append(facts, rules.Count("goroutines at start", math.Round(g.start), ""))
+			shown = append(shown, rules.Count("goroutines at start", math.Round(g.start), ""))
 		} else {
-			facts = append(facts,
+			shown = append(shown,
 				rules.Text("goroutines at the window's start", "not known: the trace covers only the window's end"),
 				rules.Count(fmt.Sprintf("goroutines at the trace's start (%s before the end)", human.RoundDuration(g.span)), math.Round(g.start), ""))
 		}
-		facts = append(facts,
+		shown = append(shown,
 			rules.Count("goroutines at end", math.Round(g.end), ""),
 			rules.Text("goroutine counts from", g.source))
 		rise := g.end - g.start
@@ -394,14 +396,14 @@ func check(pass *rules.Pass) error {
 		switch {
 		case tracks:
 			per := float64(total) / rise
-			facts = append(facts, rules.Bytes("heap growth per added goroutine", uint64(per)))
+			shown = append(shown, rules.Bytes("heap growth per added goroutine", uint64(per)))
 			why = append(why, fmt.Sprintf("goroutines grew with the heap, from %.0f to %.0f (%s of growth each): work is piling up in flight", g.start, g.end, human.Bytes(uint64(per))))
 		case flat:
 			why = append(why, fmt.Sprintf("the goroutine count stayed flat (%.0f → %.0f) while the heap grew: the memory is retained, not in flight", g.start, g.end))
 		}
 	} else if gp := ev.Profile(evidence.Goroutine); gp != nil {
 		if st := evidence.NewStacks(gp, ""); st != nil {
-			facts = append(facts, rules.Count("goroutines at end (no count at start)", float64(st.Total), ""))
+			shown = append(shown, rules.Count("goroutines at end (no count at start)", float64(st.Total), ""))
 		}
 	}
 
@@ -411,7 +413,7 @@ func check(pass *rules.Pass) error {
 	case steady || flat:
 		verdict = Leak
 	}
-	facts = append(facts, rules.Text("verdict", string(verdict)))
+	shown = append(shown, rules.Text("verdict", string(verdict)))
 
 	sev := rules.Low
 	switch {
@@ -458,7 +460,7 @@ func check(pass *rules.Pass) error {
 		Impact:      float64(total) / float64(end),
 		Resource:    "memory",
 		ImpactBasis: "share of the end-of-window in-use heap that was added during the window (inuse_space, end minus start)",
-		Evidence:    facts,
+		Evidence:    shown,
 	}
 	for _, s := range top {
 		f.Locations = append(f.Locations, rules.Location{Function: s.Func, File: s.File, Line: s.Line,

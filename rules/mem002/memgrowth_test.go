@@ -2,7 +2,6 @@ package mem002
 
 import (
 	"bytes"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -11,6 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/facts"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/google/pprof/profile"
 
@@ -66,7 +69,7 @@ func runtimeMetrics() *bundle.RuntimeStats {
 }
 
 func evidenceOf(series ...*profile.Profile) *evidence.Evidence {
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.Profiles[evidence.HeapStart] = series[0]
 	ev.Profiles[evidence.Heap] = series[len(series)-1]
 	if len(series) > 2 {
@@ -102,7 +105,7 @@ func rotate(n, size int) {
 
 func one(t *testing.T, ev *evidence.Evidence) rules.Finding {
 	t.Helper()
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one memory-growth finding, got %d (not checked %v)", len(res.Findings), res.NotChecked)
 	}
@@ -180,7 +183,7 @@ func TestStableMapIsSilent(t *testing.T) {
 	rotate(256, 4<<10) // warm: the map is at its size
 	before := heap(t)
 	rotate(20000, 4<<10) // 80 MiB allocated, nothing retained beyond 256 entries
-	res := rules.Run(evidenceOf(before, heap(t)), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(before, heap(t))), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Errorf("stable heap reported: %+v", res.Findings)
 	}
@@ -201,7 +204,7 @@ func TestProfileCatchingUpWithTheGoalIsNotGrowth(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	ev.Profiles[evidence.Heap] = heap(t)
 	ev.MetricsEnd = runtimeMetrics()
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("the profile's lag read as growth: %+v", res.Findings[0])
 	}
 
@@ -273,9 +276,9 @@ func TestSeriesThatDrainsIsBacklog(t *testing.T) {
 }
 
 func TestNeedsTwoHeaps(t *testing.T) {
-	ev := evidence.New("test")
+	ev := evidence.NewBuilder("test").Evidence()
 	ev.Profiles[evidence.Heap] = heap(t)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "start and end") {
 		t.Errorf("%+v", res)
 	}
@@ -318,7 +321,7 @@ func TestProfilerAllocationsAreLeftOut(t *testing.T) {
 	if len(growth) != 0 || base != 2<<20 || total != 2<<20 {
 		t.Errorf("growth %v, totals %d → %d: the tracer's buffers counted", growth, base, total)
 	}
-	res := rules.Run(evidenceOf(start, end), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(evidenceOf(start, end)), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Errorf("finding on the profiler's own allocations: %+v", res.Findings[0])
 	}
@@ -389,7 +392,7 @@ func TestGrowthWithinOneCyclesAllocationIsInFlight(t *testing.T) {
 		ev := evidenceOf(heapAt("main.handle", t0, tc.allocStart, tc.inuseStart), heapAt("main.handle", t1, tc.allocEnd, tc.inuseEnd))
 		ev.MetricsStart = &bundle.RuntimeStats{Time: t0, NumGC: 1000, LastGC: uint64(t0.UnixNano())}
 		ev.MetricsEnd = &bundle.RuntimeStats{Time: t1, NumGC: 1100, LastGC: uint64(t1.UnixNano())}
-		res := rules.Run(ev, []*rules.Rule{Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 		if got := len(res.Findings) == 1; got != tc.fires {
 			t.Errorf("%s: fired=%v, want %v", tc.name, got, tc.fires)
 		}
@@ -413,14 +416,14 @@ func TestTinyHeapHighGCRateIsAtMostLow(t *testing.T) {
 	// The worst pair a curl of two snapshots could catch: the smallest, then the largest.
 	ev := evidenceOf(lo, hi)
 	ev.MetricsStart, ev.MetricsEnd = start, end
-	for _, f := range rules.Run(ev, []*rules.Rule{Rule}).Findings {
+	for _, f := range rules.Run(facts.New(ev), []*rules.Rule{Rule}).Findings {
 		if f.Severity > rules.Low {
 			t.Errorf("a healthy tiny heap at %.0f GC/s: %s %s", rate, f.Severity, f.Summary)
 		}
 	}
 	// A few MiB over a tiny heap (the 1 MiB -> 5.2 MiB) is never reported.
 	few := evidenceOf(heapOf(map[string]int64{"main.handle": 1 << 20}), heapOf(map[string]int64{"main.handle": 5<<20 + 200<<10}))
-	if res := rules.Run(few, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(few), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Errorf("1 MiB -> 5.2 MiB reported: %+v", res.Findings[0])
 	}
 }

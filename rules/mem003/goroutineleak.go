@@ -7,10 +7,11 @@ package mem003
 import (
 	"cmp"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/google/pprof/profile"
 

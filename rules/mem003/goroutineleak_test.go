@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -61,7 +63,7 @@ func observe(t *testing.T, act func()) *evidence.Evidence {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := evidence.New()
+	ev := evidence.NewBuilder().Evidence()
 	ev.Profiles = map[evidence.Kind]*profile.Profile{
 		evidence.GoroutineStart: start,
 		evidence.Goroutine:      goroutineProfile(t),
@@ -72,7 +74,7 @@ func observe(t *testing.T, act func()) *evidence.Evidence {
 }
 
 func run(ev *evidence.Evidence) rules.Result {
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 // leakySend is the casebook's bug: the caller stopped waiting, so the send
@@ -189,7 +191,7 @@ func TestLeakProfileIsProof(t *testing.T) {
 	defer release()
 	waitParked(t, 20)
 	end := goroutineProfile(t)
-	ev := evidence.New()
+	ev := evidence.NewBuilder().Evidence()
 	ev.Profiles = map[evidence.Kind]*profile.Profile{
 		evidence.Goroutine:     end,
 		evidence.GoroutineLeak: asLeakProfile(end, hasFunc(".leakySend")),
@@ -223,7 +225,7 @@ func TestRealLeakProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := evidence.New()
+	ev := evidence.NewBuilder().Evidence()
 	ev.Profiles = map[evidence.Kind]*profile.Profile{evidence.Goroutine: goroutineProfile(t), evidence.GoroutineLeak: leak}
 	res := run(ev)
 	if len(res.Findings) == 0 || res.Findings[0].Severity != rules.High {
@@ -232,7 +234,7 @@ func TestRealLeakProfile(t *testing.T) {
 }
 
 func TestNeedsAStartOrLeakProfile(t *testing.T) {
-	ev := evidence.New()
+	ev := evidence.NewBuilder().Evidence()
 	ev.Profiles = map[evidence.Kind]*profile.Profile{evidence.Goroutine: goroutineProfile(t)}
 	res := run(ev)
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "start of the window") {

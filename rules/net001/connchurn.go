@@ -5,6 +5,8 @@ package net001
 import (
 	"fmt"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -37,6 +39,7 @@ destination's sockets, or replies cross between them.`,
 		Refs:  []string{"https://pkg.go.dev/net/http#Transport"},
 	},
 	Needs: []rules.Input{rules.CPU},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -59,7 +62,7 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	dials, closes, inbound := cpu.Has(dialFrames), cpu.Has(closeFrames), cpu.Has(inboundClose)
 	churn := func(s evidence.Sample) bool { return dials(s) || (closes(s) && !inbound(s)) }
 	share := cpu.ShareWhere(churn)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -62,7 +64,7 @@ func pooled(dst *net.UDPAddr) func() {
 }
 
 func run(cpu *profile.Profile) rules.Result {
-	return rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu}), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
 }
 
 func TestFiresOnDialPerPacket(t *testing.T) {

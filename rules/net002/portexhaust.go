@@ -6,8 +6,9 @@ package net002
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
+
+	"github.com/perfdoctor/perfdoctor/facts"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
@@ -68,11 +69,9 @@ too, but on its own port and so without limiting its clients.`,
 	},
 	Needs: []rules.Input{rules.Host},
 	Uses:  []rules.Input{rules.Perf},
+	Facts: []facts.Key{facts.CPUStacks, facts.PerfStacks, facts.TimeWait},
 	Check: check,
 }
-
-// TimeWaitSeconds is TCP_TIMEWAIT_LEN, compiled into the kernel.
-const TimeWaitSeconds = 60
 
 // PortSearch is the kernel's search for a free local port in connect() and bind().
 var PortSearch = evidence.FuncPrefix("inet_csk_get_port", "__inet_hash_connect", "inet_hash_connect", "__inet_check_established", "inet_csk_find_open_port")
@@ -99,7 +98,7 @@ var connectPrefixes = evidence.FuncPrefix(
 // A process dialing fast enough for this rule to fire spends visible CPU in
 // connect, so an empty family in a non-empty profile is telling.
 func connectEvidence(pass *rules.Pass) *evidence.Stacks {
-	for _, st := range []*evidence.Stacks{pass.Evidence.CPUStacks(), pass.Evidence.PerfStacks()} {
+	for _, st := range []*evidence.Stacks{facts.Get(pass.Facts, facts.CPUStacks), facts.Get(pass.Facts, facts.PerfStacks)} {
 		if st != nil && len(st.Samples) > 0 {
 			return st
 		}
@@ -112,84 +111,16 @@ const (
 	minSearchShare    = 0.05
 )
 
-// Destination is one remote endpoint's pressure on the local ports.
-type Destination struct {
-	Addr       string
-	TimeWait   int     // at the end of the window
-	Growth     int     // TIME_WAIT growth over the window
-	Recent     int     // TIME_WAIT entries closed in the last RecentSeconds
-	Held       int     // sockets in any state at the end
-	SynSent    int     // connects in progress at the end
-	Rate       float64 // estimated new connections per second
-	Ceiling    float64 // usable ports / TIME_WAIT lifetime
-	Ports      int
-	Pressure   float64 // max(Rate/Ceiling, Held/Ports)
-	PortsTaken float64 // Held / Ports
-	// Own is the most sockets to the destination the target process held
-	// at either end; -1 when unknown (no target, or its descriptors unread).
-	Own int
-}
-
-// Destinations measures every remote endpoint in the end snapshot, worst first.
-func Destinations(d *evidence.SystemDelta) []Destination {
-	n := d.End.Net
-	if n == nil {
-		return nil
-	}
-	ports := n.Sysctls.EphemeralPorts()
-	if ports == 0 {
-		return nil
-	}
-	ceiling := float64(ports) / TimeWaitSeconds
-	// Without timers: no destination gets more new connections than the
-	// whole namespace opened, so TIME_WAIT left over from an earlier burst,
-	// no longer replenished, does not pass for a steady rate.
-	opened := math.Inf(1)
-	if v, ok := d.Counter("Tcp.ActiveOpens"); ok && d.Seconds > 0 {
-		opened = float64(v) / d.Seconds
-	}
-	var out []Destination
-	for _, r := range n.Remotes {
-		start, end := d.Remote(r.Addr)
-		tw := end.States["TIME_WAIT"]
-		growth := tw - start.States["TIME_WAIT"]
-		var rate float64
-		if n.TimeWaitAges {
-			// Connections closed in the last seconds of the window, dated
-			// by their TIME_WAIT timers: the current rate, whatever an
-			// earlier burst left behind.
-			rate = float64(end.RecentTimeWait) / bundle.RecentSeconds
-		} else {
-			rate = float64(tw) / TimeWaitSeconds
-			if d.Seconds > 0 {
-				rate = math.Max(rate, float64(growth)/d.Seconds)
-			}
-			rate = math.Min(rate, opened)
-		}
-		dst := Destination{Addr: r.Addr, TimeWait: tw, Growth: growth, Recent: end.RecentTimeWait, Held: r.Total, SynSent: end.States["SYN_SENT"],
-			Rate: rate, Ceiling: ceiling, Ports: ports, PortsTaken: float64(r.Total) / float64(ports)}
-		dst.Pressure = math.Max(rate/ceiling, dst.PortsTaken)
-		dst.Own = -1
-		if n.ProcessSockets && (d.Start.Net == nil || d.Start.Net.ProcessSockets) {
-			dst.Own = max(start.Process, end.Process)
-		}
-		out = append(out, dst)
-	}
-	// Remotes come sorted by sockets held; the rule wants pressure.
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Pressure > out[j].Pressure })
-	return out
-}
-
 func check(pass *rules.Pass) error {
 	d, _ := pass.Evidence.SystemDelta()
 	if d.End.Net == nil || d.End.Net.Sysctls.EphemeralPorts() == 0 {
 		pass.Skip("the system snapshots have no TCP sockets or ip_local_port_range")
 		return nil
 	}
-	dests := Destinations(d)
+	dests := facts.Get(pass.Facts, facts.TimeWait)
 	var search float64
 	var searchFrames []string
-	if st := pass.Evidence.PerfStacks(); st != nil {
+	if st := facts.Get(pass.Facts, facts.PerfStacks); st != nil {
 		search = st.Share(PortSearch)
 		searchFrames = st.Matched(PortSearch, 6)
 	}
@@ -206,7 +137,7 @@ func check(pass *rules.Pass) error {
 		ImpactBasis: "the busiest destination's new-connection rate against the ceiling of usable ports / 60 s TIME_WAIT " +
 			"(or its share of the ports held); at 100% connect() fails with EADDRNOTAVAIL",
 		Summary: fmt.Sprintf("New connections to %s at %.0f/s, %s of the ceiling of %.0f/s (%d ports / %d s TIME_WAIT); %d in TIME_WAIT",
-			w.Addr, w.Rate, human.Percent(w.Rate/w.Ceiling), w.Ceiling, w.Ports, TimeWaitSeconds, w.TimeWait),
+			w.Addr, w.Rate, human.Percent(w.Rate/w.Ceiling), w.Ceiling, w.Ports, facts.TimeWaitSeconds, w.TimeWait),
 		Evidence: []rules.Fact{
 			rules.Text("destination", w.Addr),
 			rules.Count("new connections per second (estimated)", w.Rate, "/s"),
@@ -294,5 +225,5 @@ func Ceiling(s *bundle.SystemSnapshot) float64 {
 	if s == nil || s.Net == nil {
 		return 0
 	}
-	return float64(s.Net.Sysctls.EphemeralPorts()) / TimeWaitSeconds
+	return float64(s.Net.Sysctls.EphemeralPorts()) / facts.TimeWaitSeconds
 }

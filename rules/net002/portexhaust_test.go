@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
@@ -14,7 +16,7 @@ import (
 
 func run(t *testing.T, name string, edit func(start, end *bundle.SystemSnapshot)) rules.Result {
 	t.Helper()
-	return rules.Run(testsys.Evidence(t, name, edit), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testsys.Evidence(t, name, edit)), []*rules.Rule{Rule})
 }
 
 func fact(f rules.Finding, name string) float64 {
@@ -89,7 +91,7 @@ func TestPortsHeldWithoutTimers(t *testing.T) {
 func TestNotCheckedWithoutTwoSnapshots(t *testing.T) {
 	ev := testsys.Evidence(t, "e2-bad", nil)
 	ev.SystemStart = nil
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 || res.NotChecked[0].Missing[0] != rules.Host {
 		t.Fatalf("got %+v", res)
 	}
@@ -127,7 +129,7 @@ func TestAnotherProcessesConnections(t *testing.T) {
 	ev := testsys.Evidence(t, "e2-bad", own(0))
 	delete(ev.Profiles, evidence.Perf)
 	ev.Profiles[evidence.CPU] = testprof.Build(testprof.Stack{Value: 500, Funcs: []string{"main.serve", "net/http.(*conn).serve"}})
-	f := rules.Run(ev, []*rules.Rule{Rule}).Findings
+	f := rules.Run(facts.New(ev), []*rules.Rule{Rule}).Findings
 	if len(f) != 1 || f[0].Severity != rules.Low || f[0].Impact > 0.05 || !strings.Contains(f[0].Summary, "pid 4242 neither holds a socket to it nor calls connect()") {
 		t.Errorf("another process's connections: %+v", f)
 	}
@@ -135,7 +137,7 @@ func TestAnotherProcessesConnections(t *testing.T) {
 	ev = testsys.Evidence(t, "e2-bad", own(0))
 	delete(ev.Profiles, evidence.Perf)
 	delete(ev.Profiles, evidence.CPU)
-	f = rules.Run(ev, []*rules.Rule{Rule}).Findings
+	f = rules.Run(facts.New(ev), []*rules.Rule{Rule}).Findings
 	if len(f) != 1 || f[0].Severity != rules.High || !strings.Contains(strings.Join(f[0].Caveats, " "), "may be another process's") {
 		t.Errorf("no stacks: %+v", f)
 	}

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
-	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is NET003.
@@ -58,6 +59,7 @@ count too unless the process is known.`,
 	},
 	Needs: []rules.Input{rules.Host},
 	Uses:  []rules.Input{rules.Perf},
+	Facts: []facts.Key{facts.CPUStacks, facts.KernelFrames, facts.PerfStacks},
 	Check: check,
 }
 
@@ -110,10 +112,10 @@ func check(pass *rules.Pass) error {
 	// commit, writeback, the disk driver) from network work: its share of
 	// the kernel samples is left out of the kernel share.
 	var storage float64
-	st := pass.Evidence.PerfStacks()
+	st := facts.Get(pass.Facts, facts.PerfStacks)
 	if st != nil {
-		isKernel := st.FrameHits(pass.Evidence.KernelFrames())
-		inStorage := st.Has(families.KernelStorage)
+		isKernel := st.FrameHits(facts.Get(pass.Facts, facts.KernelFrames))
+		inStorage := st.Has(frames.KernelStorage)
 		var kernelLeaf, storageLeaf int64
 		for _, s := range st.Samples {
 			if len(s.Frames) == 0 || !isKernel[s.Frames[0]] {
@@ -132,7 +134,7 @@ func check(pass *rules.Pass) error {
 		// Without perf, a Go CPU profile charges a system call's kernel time
 		// to the goroutine's stack in it: its samples in file system calls
 		// (fsync, file reads and writes) are the process's disk work.
-		if disk := pass.Evidence.CPUStacks().Share(families.DiskSyscall) * procCPU; disk > 0 {
+		if disk := facts.Get(pass.Facts, facts.CPUStacks).Share(frames.DiskSyscall) * procCPU; disk > 0 {
 			storage = min(disk/procKernel, 1)
 			kernel *= 1 - storage
 		}
@@ -182,8 +184,8 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Share("kernel samples in file system and block device work (left out)", storage))
 	}
 	if st != nil {
-		notStorage := st.Has(families.KernelStorage)
-		first := st.First(pass.Evidence.KernelFrames())
+		notStorage := st.Has(frames.KernelStorage)
+		first := st.First(facts.Get(pass.Facts, facts.KernelFrames))
 		top := st.TopSites(6, func(s evidence.Sample) *evidence.Frame {
 			if notStorage(s) {
 				return nil
@@ -199,8 +201,8 @@ func check(pass *rules.Pass) error {
 	// The kernel time a CPU profile sees is the samples inside system
 	// calls (and the kernel frames of perf stacks); connection setup or
 	// unbuffered writes that make those calls own them when they fire.
-	cpu := pass.Evidence.CPUStacks()
-	f.Claim = &rules.Claim{Level: rules.LevelKernel, CPU: cpu.Has(evidence.Any(goruntime.SyscallFrames, pass.Evidence.KernelFrames()))}
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	f.Claim = &rules.Claim{Level: rules.LevelKernel, CPU: cpu.Has(evidence.Any(frames.SyscallFrames, facts.Get(pass.Facts, facts.KernelFrames)))}
 	pass.Report(f)
 	return nil
 }

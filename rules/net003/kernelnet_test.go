@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -15,7 +18,7 @@ import (
 
 func run(t *testing.T, edit func(start, end *bundle.SystemSnapshot)) rules.Result {
 	t.Helper()
-	return rules.Run(testsys.Evidence(t, "e2-fixed", edit), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testsys.Evidence(t, "e2-fixed", edit)), []*rules.Rule{Rule})
 }
 
 // shares rewrites the end snapshot so that each CPU spent the window (its
@@ -105,7 +108,7 @@ func TestReadsTheProcesssOwnTimes(t *testing.T) {
 	runProc := func(edit func(start, end *bundle.SystemSnapshot)) rules.Result {
 		ev := testsys.Evidence(t, "e2-fixed", edit)
 		delete(ev.Profiles, evidence.Perf)
-		return rules.Run(ev, []*rules.Rule{Rule})
+		return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	}
 	heavy := shares(all(0.05), all(0.8), all(0.05))
 	if res := runProc(heavy); len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Summary, "sy 89%") {
@@ -155,7 +158,7 @@ func TestBlockDevicePathsAreNotNetwork(t *testing.T) {
 		900: {"iowrite16", "vp_notify", "virtqueue_notify", "virtio_queue_rq", "blk_mq_dispatch_rq_list", "ext4_writepages", "do_writepages", "file_write_and_wait_range", "ext4_sync_file", "__x64_sys_fdatasync", "do_syscall_64"},
 		100: {"tcp_sendmsg_locked", "tcp_sendmsg", "sock_write_iter", "vfs_write", "do_syscall_64"},
 	})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("disk work counted as network: %q", res.Findings[0].Summary)
 	}
@@ -164,7 +167,7 @@ func TestBlockDevicePathsAreNotNetwork(t *testing.T) {
 	ev.Profiles[evidence.Perf] = perfProfile(map[int64][]string{
 		1000: {"tcp_sendmsg_locked", "tcp_sendmsg", "sock_write_iter", "vfs_write", "do_syscall_64"},
 	})
-	res = rules.Run(ev, []*rules.Rule{Rule})
+	res = rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("network kernel time not reported: %+v", res)
 	}
@@ -185,20 +188,12 @@ func TestGoProfileSyncsAreNotNetwork(t *testing.T) {
 		testprof.Stack{Value: 800, Funcs: []string{"syscall.Syscall", "syscall.Fdatasync", "example.com/wal.(*Log).Append", "net/http.(*conn).serve"}},
 		testprof.Stack{Value: 200, Funcs: []string{"example.com/wal.encode", "net/http.(*conn).serve"}},
 	)
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Fatalf("fdatasync's system time counted as network: %q", res.Findings[0].Summary)
 	}
 }
 
-// The same on a recording: casebook L1's bad variant (an fdatasync per
-// request) under `perfdoctor load -c 8`, collected without perf on a 2-CPU
-// VM; before the fix this was a high kernel-network-overhead finding.
+// The same on a recording (testdata/l1-bad): casebook L1's bad variant.
 func TestSilentOnTheRecordedFsyncCase(t *testing.T) {
-	ev, err := evidence.Load("testdata/l1-bad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
-		t.Fatalf("the fsync case reported as network: %q", res.Findings[0].Summary)
-	}
+	ruletest.Run(t, "testdata", []*rules.Rule{Rule})
 }

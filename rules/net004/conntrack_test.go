@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/testsys"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -11,7 +13,7 @@ import (
 
 func run(t *testing.T, edit func(start, end *bundle.SystemSnapshot)) rules.Result {
 	t.Helper()
-	return rules.Run(testsys.Evidence(t, "e2-fixed", edit), []*rules.Rule{Rule})
+	return rules.Run(facts.New(testsys.Evidence(t, "e2-fixed", edit)), []*rules.Rule{Rule})
 }
 
 func TestSilentOnRecordedHost(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // fromBlock is the view without an execution trace: the block profile's
@@ -38,12 +38,12 @@ func fromBlock(pass *rules.Pass, why string) error {
 	waits := map[caller]time.Duration{}
 	byHandler := map[string]time.Duration{}
 	for _, s := range w.Sites {
-		if !s.HasFunc(families.DownstreamClient) || !s.HasFunc(families.InHandler) {
+		if !s.HasFunc(frames.DownstreamClient) || !s.HasFunc(frames.InHandler) {
 			continue // not a client call, or made by a goroutine of its own
 		}
 		c := caller{handler: handlerOf(s.Stack)}
 		for _, f := range s.Stack {
-			if rules.IsApplication(f.Func) && !families.DownstreamClient(f.Func) {
+			if rules.IsApplication(f.Func) && !frames.DownstreamClient(f.Func) {
 				c.at = f
 				break
 			}
@@ -79,7 +79,7 @@ func fromBlock(pass *rules.Pass, why string) error {
 		}
 	}
 	sortLocations(locs)
-	facts := []rules.Fact{
+	shown := []rules.Fact{
 		rules.Share("request time waiting for the downstream (estimated)", share),
 		rules.Count("requests waiting for it, on average (block profile)", waiting, ""),
 		rules.Count("requests in flight, on average (goroutine profiles)", inFlight, ""),
@@ -87,12 +87,12 @@ func fromBlock(pass *rules.Pass, why string) error {
 	}
 	name := "the request handlers"
 	if handler != "" {
-		facts = append(facts, rules.Text("handler", handler))
+		shown = append(shown, rules.Text("handler", handler))
 		name = rules.ShortFunc(handler)
 	}
 	summary := fmt.Sprintf("%s spends about %s of its request time waiting for a downstream (block profile)", name, human.Percent(share))
 	if peer := busiestPeer(ev); peer != "" {
-		facts = append(facts, rules.Text("peer (the process's busiest outbound endpoint)", peer))
+		shown = append(shown, rules.Text("peer (the process's busiest outbound endpoint)", peer))
 		summary += ", probably " + peer
 	}
 	if len(locs) > 0 {
@@ -104,7 +104,7 @@ func fromBlock(pass *rules.Pass, why string) error {
 		Resource:    "latency",
 		ImpactBasis: "time blocked in downstream calls on the request path per second (block profile) over the requests in flight (goroutine profiles); parallel, hedged calls cut p99 from 132 ms to 42 ms in case L2, about half of it",
 		Summary:     summary,
-		Evidence:    facts,
+		Evidence:    shown,
 		Fix:         pass.Rule.Doc.Fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     []string{pass.Rule.Doc.Caveats, "Estimated without an execution trace: the requests in flight come from goroutine snapshots, and clients that read the network on the request's own goroutine (most database and cache drivers) block in the network poller, which the block profile does not record."},
@@ -117,7 +117,7 @@ func fromBlock(pass *rules.Pass, why string) error {
 // first application frame leafward of the server's handler call.
 func handlerOf(stack []evidence.Frame) string {
 	for i := len(stack) - 1; i >= 0; i-- {
-		if !families.InHandler(stack[i].Func) {
+		if !frames.InHandler(stack[i].Func) {
 			continue
 		}
 		for j := i - 1; j >= 0; j-- {
@@ -146,7 +146,7 @@ func handlersInFlight(ev *evidence.Evidence, handler string) (float64, int) {
 			for i, id := range sm.Frames {
 				stack[i] = st.Frames[id]
 			}
-			if slices.ContainsFunc(stack, func(f evidence.Frame) bool { return families.InHandler(f.Func) }) && handlerOf(stack) == handler {
+			if slices.ContainsFunc(stack, func(f evidence.Frame) bool { return frames.InHandler(f.Func) }) && handlerOf(stack) == handler {
 				sum += float64(sm.Value)
 			}
 		}

@@ -5,14 +5,15 @@ package net006
 import (
 	"errors"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"sort"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/internal/human"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/families"
 )
 
 // Rule is NET006.
@@ -87,7 +88,7 @@ func check(pass *rules.Pass) error {
 	case err != nil:
 		return fromBlock(pass, "the execution trace could not be read: "+err.Error())
 	}
-	worst := s.WorstPath(func(w trace.WaitSite) bool { return w.HasFunc(families.DownstreamClient) }, minRequests)
+	worst := s.WorstPath(func(w trace.WaitSite) bool { return w.HasFunc(frames.DownstreamClient) }, minRequests)
 	best, bestWait, bestShare, isClient := worst.Path, worst.Wait, worst.Share, worst.Sites
 	if best == nil || bestShare < minShare {
 		return nil
@@ -106,7 +107,7 @@ func check(pass *rules.Pass) error {
 			proxied += w.Total
 		}
 		for _, f := range site.Stack {
-			if rules.IsApplication(f.Func) && !families.DownstreamClient(f.Func) {
+			if rules.IsApplication(f.Func) && !frames.DownstreamClient(f.Func) {
 				callers[f] += w.Total
 				break
 			}
@@ -119,7 +120,7 @@ func check(pass *rules.Pass) error {
 	sortLocations(locs)
 	n := best.Latency.Count
 	perRequest := bestWait / time.Duration(n)
-	facts := []rules.Fact{
+	shown := []rules.Fact{
 		rules.Share("request time waiting for the downstream", bestShare),
 		rules.Duration("downstream wait per request", perRequest),
 		rules.Count("downstream waits per request", float64(worst.Calls)/float64(n), ""),
@@ -132,7 +133,7 @@ func check(pass *rules.Pass) error {
 	}
 	peer := busiestPeer(pass.Evidence)
 	if peer != "" {
-		facts = append(facts, rules.Text("peer (the process's busiest outbound endpoint)", peer))
+		shown = append(shown, rules.Text("peer (the process's busiest outbound endpoint)", peer))
 	}
 	summary := fmt.Sprintf("%s spends %s of its request time waiting for a downstream, %s per request (p99 %s)",
 		rules.ShortFunc(best.Handler), human.Percent(bestShare), human.RoundDuration(perRequest), human.RoundDuration(best.Latency.P99))
@@ -148,7 +149,7 @@ func check(pass *rules.Pass) error {
 		Resource:    "latency",
 		ImpactBasis: "share of the request path's wall time spent waiting on downstream calls made one after another; parallel, hedged calls cut p99 from 132 ms to 42 ms in case L2, about half of it",
 		Summary:     summary,
-		Evidence:    facts,
+		Evidence:    shown,
 		Fix:         pass.Rule.Doc.Fix,
 		Example:     pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After,
 		Caveats:     []string{pass.Rule.Doc.Caveats},

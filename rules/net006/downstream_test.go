@@ -8,6 +8,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"runtime"
 	"runtime/pprof"
 	rtrace "runtime/trace"
@@ -86,7 +88,7 @@ func diagnose(t *testing.T, handler http.HandlerFunc) rules.Result {
 	}
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{})
 	ev.TraceSummary = sum
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func fetchURL(url string) {
@@ -190,7 +192,7 @@ func diagnoseFromBlock(t *testing.T, handler http.HandlerFunc) rules.Result {
 	}
 	block.DurationNanos = time.Since(start).Nanoseconds()
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.Block: block, evidence.Goroutine: snapshot})
-	return rules.Run(ev, []*rules.Rule{Rule})
+	return rules.Run(facts.New(ev), []*rules.Rule{Rule})
 }
 
 func readProfile(t *testing.T, name string) *profile.Profile {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is SCHED001.
@@ -48,6 +50,7 @@ to recover a fraction, not all of it.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.System},
+	Facts: []facts.Key{facts.CPUStacks, facts.CoresUsed},
 	Check: check,
 }
 
@@ -75,8 +78,8 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := pass.Evidence.CPUStacks()
-	share := cpu.Share(goruntime.SchedulerFrames)
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	share := cpu.Share(frames.SchedulerFrames)
 	s := pass.Evidence.Settings()
 	// The CPU the Ps compete for: the cgroup quota, or without one the CPUs
 	// the process may run on (a GOMAXPROCS forced above them oversubscribes
@@ -91,7 +94,7 @@ func check(pass *rules.Pass) error {
 	// Ps that outnumber the cores of work many times over spin looking
 	// for it, whatever the machine has, and fewer Ps is the fix.
 	procs, procsSrc := s.GOMAXPROCS, s.GOMAXPROCSSrc
-	used := goruntime.CoresUsed(pass.Evidence)
+	used := facts.Get(pass.Facts, facts.CoresUsed)
 	if limit == 0 {
 		if ts, err := pass.Evidence.Trace(); err == nil && ts.GOMAXPROCS > 0 {
 			procs, procsSrc = ts.GOMAXPROCS, "execution trace"
@@ -110,7 +113,7 @@ func check(pass *rules.Pass) error {
 		Impact:      share / 2,
 		ImpactBasis: "half of the scheduler's share of CPU: matching GOMAXPROCS to the quota and cutting goroutine handoffs removes the spinning, not the scheduling itself",
 		Evidence:    []rules.Fact{rules.Share("scheduler share of CPU", share)},
-		Frames:      cpu.Matched(goruntime.SchedulerFrames, 10),
+		Frames:      cpu.Matched(frames.SchedulerFrames, 10),
 		Summary:     fmt.Sprintf("The Go scheduler spends %s of CPU looking for work", human.Percent(share)),
 		Fix:         "Prefer fewer, longer-lived goroutines on the hot path; hand work to a bounded set of workers instead of a new goroutine per small task.",
 	}
@@ -142,7 +145,7 @@ func check(pass *rules.Pass) error {
 	}
 	// Oversubscription is a setting the user can change, so it owns the
 	// scheduler's time over the goroutine churn that also shows in it.
-	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(goruntime.SchedulerFrames),
+	f.Claim = &rules.Claim{Level: rules.LevelRuntime, CPU: cpu.Has(frames.SchedulerFrames),
 		Grade: func(impact float64) rules.Severity { return rules.Grade(2*impact, mediumShare, highShare) }}
 	if over {
 		f.Claim.Level, f.Claim.Grade = rules.LevelConfig, nil
@@ -171,18 +174,18 @@ func procsFor(limit float64, s evidence.Settings) int {
 // cgo, the runtime's threads) when the agent served them, else the thread
 // count of the /proc snapshot.
 func schedState(ev *evidence.Evidence) []rules.Fact {
-	var facts []rules.Fact
+	var shown []rules.Fact
 	rw, ok := ev.Runtime()
 	if ok && rw.Has(evidence.MetricGoroutinesRunnable) {
-		facts = append(facts,
+		shown = append(shown,
 			rules.Count("goroutines waiting for a P (runtime/metrics)", rw.Runnable, ""),
 			rules.Count("goroutines in system calls or cgo (runtime/metrics)", rw.NotInGo, ""))
 	}
 	switch {
 	case ok && rw.Has(evidence.MetricThreads):
-		facts = append(facts, rules.Count("OS threads (runtime/metrics)", rw.Threads, ""))
+		shown = append(shown, rules.Count("OS threads (runtime/metrics)", rw.Threads, ""))
 	case ev.SystemEnd != nil && ev.SystemEnd.Process != nil && ev.SystemEnd.Process.Threads > 0:
-		facts = append(facts, rules.Count("OS threads (/proc)", float64(ev.SystemEnd.Process.Threads), ""))
+		shown = append(shown, rules.Count("OS threads (/proc)", float64(ev.SystemEnd.Process.Threads), ""))
 	}
-	return facts
+	return shown
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -32,14 +34,14 @@ func withQuota(ev *evidence.Evidence, quota float64, env map[string]string) *evi
 }
 
 func TestFiresOnSchedulerShare(t *testing.T) {
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(22)}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(22)})), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.Medium {
 		t.Fatalf("22%% scheduler share: %+v", res.Findings)
 	}
 }
 
 func TestSilentOnNormalScheduling(t *testing.T) {
-	res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(3)}), []*rules.Rule{Rule})
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(3)})), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("3%% scheduler share reported: %+v", res.Findings[0])
 	}
@@ -47,7 +49,7 @@ func TestSilentOnNormalScheduling(t *testing.T) {
 
 func TestNoConfigFixWithoutOversubscription(t *testing.T) {
 	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(25)}), 64, nil)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Config != nil {
 		t.Fatalf("GOMAXPROCS within the quota: want a finding with no config fix, got %+v", res.Findings)
 	}
@@ -56,7 +58,7 @@ func TestNoConfigFixWithoutOversubscription(t *testing.T) {
 func TestGOMAXPROCSAboveQuota(t *testing.T) {
 	// Case A3: Go before 1.25 saw the host's 64 cores in a 7-core pod.
 	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 7, nil)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatal("no finding")
 	}
@@ -72,13 +74,13 @@ func TestGOMAXPROCSAboveQuota(t *testing.T) {
 func TestModernGoFollowsQuota(t *testing.T) {
 	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(3)}), 7, nil)
 	ev.SystemEnd.Process.GoVersion = "go1.26.8"
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Fatalf("Go 1.26 follows the quota by itself, yet: %+v", res.Findings[0])
 	}
 	// ...unless GOMAXPROCS is forced in the environment.
 	ev = withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(3)}), 7, map[string]string{"GOMAXPROCS": "32"})
 	ev.SystemEnd.Process.GoVersion = "go1.26.8"
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 1 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 1 {
 		t.Fatal("GOMAXPROCS=32 over a 7-core quota not reported")
 	}
 }
@@ -90,7 +92,7 @@ func TestGOMAXPROCSAboveTheCPUsWithoutQuota(t *testing.T) {
 		Machine: bundle.MachineInfo{NumCPU: 2},
 		Process: &bundle.ProcessInfo{PID: 1, GoVersion: "go1.26.8", CPUsAllowed: 2, GoEnv: map[string]string{"GOMAXPROCS": "256"}},
 	}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.High || !strings.Contains(res.Findings[0].Summary, "2 CPUs") {
 		t.Fatalf("got %+v", res.Findings)
 	}
@@ -101,7 +103,7 @@ func TestHealthyConcurrencyBandIsLow(t *testing.T) {
 	// measured up to 9% in the scheduler (casebook A3 fixed) and 12-13%
 	// when saturated by a load generator on the same two cores (E2 fixed).
 	for pct, want := range map[int64]rules.Severity{9: rules.Low, 13: rules.Low, 20: rules.Medium, 30: rules.High} {
-		res := rules.Run(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(pct)}), []*rules.Rule{Rule})
+		res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(pct)})), []*rules.Rule{Rule})
 		if len(res.Findings) != 1 || res.Findings[0].Severity != want {
 			t.Errorf("%d%% scheduler share: want one %s finding, got %+v", pct, want, res.Findings)
 		}
@@ -115,7 +117,7 @@ func TestHealthyConcurrencyBandIsLow(t *testing.T) {
 func TestPsFarAboveTheWorkWithoutProc(t *testing.T) {
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(30)}) // 1 core of work
 	ev.TraceSummary = &trace.Summary{GOMAXPROCS: 64}
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.High ||
 		!strings.Contains(res.Findings[0].Summary, "GOMAXPROCS=64 exceeds the 1 cores the process used") ||
 		res.Findings[0].Cost == nil || res.Findings[0].Cost.Level != rules.LevelConfig {
@@ -124,7 +126,7 @@ func TestPsFarAboveTheWorkWithoutProc(t *testing.T) {
 	// 4 Ps for a core of work is a healthy service between bursts.
 	ev = testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(13)})
 	ev.TraceSummary = &trace.Summary{GOMAXPROCS: 4}
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "exceeds") {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 1 || res.Findings[0].Severity != rules.Low || strings.Contains(res.Findings[0].Summary, "exceeds") {
 		t.Fatalf("4 Ps for one core: %+v", res.Findings)
 	}
 }
@@ -142,7 +144,7 @@ func TestReadsSchedulerStateMetrics(t *testing.T) {
 		evidence.MetricGoroutines: 40, evidence.MetricGoroutinesRunnable: 17,
 		evidence.MetricGoroutinesNotInGo: 3, evidence.MetricThreads: 9,
 	})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("%+v", res.Findings)
 	}
@@ -156,7 +158,7 @@ func TestReadsSchedulerStateMetrics(t *testing.T) {
 	// Without them (an older Go, or no agent), /proc's thread count.
 	ev = withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 0, nil)
 	ev.SystemEnd.Process.Threads = 12
-	res = rules.Run(ev, []*rules.Rule{Rule})
+	res = rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || !slices.ContainsFunc(res.Findings[0].Evidence, func(f rules.Fact) bool { return f.Name == "OS threads (/proc)" && f.Num == 12 }) {
 		t.Errorf("older target: %+v", res.Findings)
 	}
@@ -167,12 +169,12 @@ func TestReadsSchedulerStateMetrics(t *testing.T) {
 // oversubscription to fix.
 func TestQuotaBelowTwoCPUsPrescribesTwo(t *testing.T) {
 	ev := withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 1, map[string]string{"GOMAXPROCS": "256"})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 || res.Findings[0].Config == nil || res.Findings[0].Config.String() != "GOMAXPROCS=2" {
 		t.Fatalf("GOMAXPROCS=256 on a 1-core quota: %+v", res.Findings)
 	}
 	ev = withQuota(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu(15)}), 1, map[string]string{"GOMAXPROCS": "2"})
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) == 1 && res.Findings[0].Config != nil {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) == 1 && res.Findings[0].Config != nil {
 		t.Errorf("GOMAXPROCS=2 on a 1-core quota is Go's own default, yet: %s", res.Findings[0].Summary)
 	}
 }

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 // Rule is SCHED002.
@@ -66,6 +68,7 @@ pool: their churn means clients do not keep connections alive.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Goroutine, rules.Trace},
+	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
 
@@ -110,9 +113,9 @@ func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cpu := ev.CPUStacks()
-	churn := cpu.Share(goruntime.ChurnFrames)
-	sched := cpu.Share(goruntime.SchedulerFrames)
+	cpu := facts.Get(pass.Facts, facts.CPUStacks)
+	churn := cpu.Share(frames.ChurnFrames)
+	sched := cpu.Share(frames.SchedulerFrames)
 	ts, traceErr := ev.Trace()
 	var created float64
 	var p99 time.Duration
@@ -149,7 +152,7 @@ func check(pass *rules.Pass) error {
 			rules.Share("goroutine creation and exit share of CPU", churn),
 			rules.Share("scheduler share of CPU", sched),
 		},
-		Frames: cpu.Matched(goruntime.ChurnFrames, 10),
+		Frames: cpu.Matched(frames.ChurnFrames, 10),
 	}
 	if own > 0 {
 		f.Evidence = append(f.Evidence, rules.Share("share of CPU in the short-lived goroutines' hand-offs", own))
@@ -237,7 +240,7 @@ func check(pass *rules.Pass) error {
 	// The churn names the go statements that make it: a call site, which
 	// owns the scheduler's hand-offs unless a setting (GOMAXPROCS above
 	// the CPUs) explains them first.
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.Any(goruntime.ChurnFrames, goruntime.SchedulerFrames)),
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.Any(frames.ChurnFrames, frames.SchedulerFrames)),
 		Grade: func(impact float64) rules.Severity { return rules.Grade(impact, mediumShare, highShare) }}
 	pass.Report(f)
 	return nil
@@ -358,7 +361,7 @@ func shortWork(cpu *evidence.Stacks, sites []creator) float64 {
 // goroutines or a system call rather than their own computation.
 func handoff(fn string) bool {
 	return evidence.IsRuntime(fn) || strings.HasPrefix(fn, "sync.") || strings.HasPrefix(fn, "internal/sync.") ||
-		goruntime.SyscallFrames(fn)
+		frames.SyscallFrames(fn)
 }
 
 // goSite is the go statement in a creating stack: the first frame that is

@@ -10,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
-	"github.com/perfdoctor/perfdoctor/rules/goruntime"
 )
 
 const items = 64
@@ -98,9 +100,9 @@ func traced(t *testing.T, d time.Duration, work func()) string {
 }
 
 func TestFiresOnGoroutinePerItem(t *testing.T) {
-	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, 1500*time.Millisecond, 2, fanOut)})
-	ev.TracePath = traced(t, 100*time.Millisecond, fanOut)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	ev := testprof.WithTrace(t, testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, 1500*time.Millisecond, 2, fanOut)}),
+		traced(t, 100*time.Millisecond, fanOut))
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("want one goroutine-churn finding, got %d (not checked %v)", len(res.Findings), res.NotChecked)
 	}
@@ -120,9 +122,9 @@ func TestFiresOnGoroutinePerItem(t *testing.T) {
 func TestSilentOnWorkerPool(t *testing.T) {
 	p := newPool(2)
 	defer close(p.jobs)
-	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, 1500*time.Millisecond, 2, p.request)})
-	ev.TracePath = traced(t, 100*time.Millisecond, p.request)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	ev := testprof.WithTrace(t, testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.CPU(t, 1500*time.Millisecond, 2, p.request)}),
+		traced(t, 100*time.Millisecond, p.request))
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 {
 		t.Fatalf("a worker pool got %+v", res.Findings[0])
 	}
@@ -184,7 +186,7 @@ func TestCountsAndCostsBothNeeded(t *testing.T) {
 		if tc.created > 0 {
 			ev.TraceSummary = summaryOf(tc.created, tc.p99, tc.creator)
 		}
-		res := rules.Run(ev, []*rules.Rule{Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 		if got := len(res.Findings) == 1; got != tc.fires {
 			t.Errorf("%s: fired=%v, want %v", tc.name, got, tc.fires)
 			continue
@@ -204,7 +206,7 @@ func TestCountsAndCostsBothNeeded(t *testing.T) {
 
 func TestCPUAloneNamesTheGoStatement(t *testing.T) {
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpuOf(6, 3, "main.(*Limiter).Record")})
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatal("no finding")
 	}
@@ -226,11 +228,11 @@ func TestWrappersAreSkipped(t *testing.T) {
 		t.Errorf("go site = %+v", fr)
 	}
 	for _, fn := range []string{"runtime.newproc1", "runtime.goexit0", "runtime.gfget"} {
-		if !goruntime.ChurnFrames(fn) {
+		if !frames.ChurnFrames(fn) {
 			t.Errorf("%s not counted as churn", fn)
 		}
 	}
-	if goruntime.ChurnFrames("runtime.goexit") {
+	if frames.ChurnFrames("runtime.goexit") {
 		t.Error("runtime.goexit is the root of every stack, not churn")
 	}
 }
@@ -260,7 +262,7 @@ func TestShortGoroutinesOwnWorkCounts(t *testing.T) {
 		ev.TraceSummary = summaryOf(20000, time.Millisecond, "main.(*Limiter).Record")
 		site := &ev.TraceSummary.Goroutines.Sites[0]
 		site.Running = time.Duration(site.Created) * tc.running
-		res := rules.Run(ev, []*rules.Rule{Rule})
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 		if len(res.Findings) != 1 {
 			t.Fatalf("%s: %d findings", tc.name, len(res.Findings))
 		}
@@ -279,11 +281,11 @@ func TestCreationRateFromRuntimeMetrics(t *testing.T) {
 		return &bundle.RuntimeStats{Time: at, Runtime: &bundle.RuntimeMetrics{Time: at, Values: map[string]float64{evidence.MetricGoroutinesMade: made}}}
 	}
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpuOf(2, 4, "main.limit")})
-	if res := rules.Run(ev, []*rules.Rule{Rule}); len(res.Findings) != 0 {
+	if res := rules.Run(facts.New(ev), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 		t.Fatalf("no creation rate known: %+v", res.Findings)
 	}
 	ev.MetricsStart, ev.MetricsEnd = snap(t0, 1000), snap(t0.Add(5*time.Second), 11000)
-	res := rules.Run(ev, []*rules.Rule{Rule})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 1 {
 		t.Fatalf("2000 goroutines/s from runtime/metrics: %+v", res.Findings)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
 	"github.com/perfdoctor/perfdoctor/internal/human"
@@ -69,6 +71,7 @@ treated as its symptom: its estimate is capped at half of the cause's, so it ran
 	// Waiting for a CPU is usually the symptom of a CPU cost another rule
 	// names; running after the others lets it rank behind its cause.
 	Fallback: true,
+	Facts:    []facts.Key{facts.CoresUsed},
 	Check:    check,
 }
 
@@ -164,7 +167,7 @@ func check(pass *rules.Pass) error {
 	}
 	settings := pass.Evidence.Settings()
 	overQuota := settings.CPUQuota > 0 && s.GOMAXPROCS > 0 && float64(s.GOMAXPROCS) > settings.CPUQuota*1.25
-	host, haveHost := readHost(pass.Evidence, s.GOMAXPROCS, settings)
+	host, haveHost := readHost(pass.Evidence, facts.Get(pass.Facts, facts.CoresUsed), s.GOMAXPROCS, settings)
 	if haveHost {
 		f.Evidence = append(f.Evidence,
 			rules.Count("the service's CPU ("+host.procSrc+")", round2(host.proc), "cores"),
@@ -262,7 +265,7 @@ func (h host) contended() bool {
 
 // readHost compares the process's CPU (its /proc times, else the CPU
 // profile's samples) with the host's /proc/stat over the window.
-func readHost(ev *evidence.Evidence, gomaxprocs int, settings evidence.Settings) (host, bool) {
+func readHost(ev *evidence.Evidence, cores float64, gomaxprocs int, settings evidence.Settings) (host, bool) {
 	d, ok := ev.SystemDelta()
 	if !ok || len(d.CPUs) == 0 || d.Seconds <= 0 {
 		return host{}, false
@@ -272,12 +275,8 @@ func readHost(ev *evidence.Evidence, gomaxprocs int, settings evidence.Settings)
 	if a, b := d.Start.Process, d.End.Process; a != nil && b != nil && a.PID == b.PID {
 		h.proc = (b.UserCPUSeconds + b.SystemCPUSeconds - a.UserCPUSeconds - a.SystemCPUSeconds) / d.Seconds
 		h.procSrc = "/proc process times"
-	} else if p := ev.Profile(evidence.CPU); p != nil && p.DurationNanos > 0 {
-		st := ev.CPUStacks()
-		if st == nil || st.Unit != "nanoseconds" {
-			return host{}, false
-		}
-		h.proc = float64(st.Total) / float64(p.DurationNanos)
+	} else if cores > 0 {
+		h.proc = cores
 		h.procSrc = "CPU profile samples"
 	} else {
 		return host{}, false

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/facts"
+
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -41,7 +43,7 @@ func traceFile(t *testing.T, work func()) string {
 	return path
 }
 
-func run(ev *evidence.Evidence) rules.Result { return rules.Run(ev, []*rules.Rule{Rule}) }
+func run(ev *evidence.Evidence) rules.Result { return rules.Run(facts.New(ev), []*rules.Rule{Rule}) }
 
 // bare is evidence with a token CPU profile: the rule reads only the trace.
 func bare() *evidence.Evidence {
@@ -50,10 +52,8 @@ func bare() *evidence.Evidence {
 	})
 }
 
-func withTrace(path string) *evidence.Evidence {
-	ev := bare()
-	ev.TracePath = path
-	return ev
+func withTrace(t *testing.T, path string) *evidence.Evidence {
+	return testprof.WithTrace(t, bare(), path)
 }
 
 func spin(d time.Duration) {
@@ -123,7 +123,7 @@ func TestFiresOnSaturatedService(t *testing.T) {
 		clients.Wait()
 		wg.Wait()
 	})
-	res := run(withTrace(path))
+	res := run(withTrace(t, path))
 	if len(res.Findings) != 1 {
 		s, err := trace.SummarizeFile(path)
 		t.Fatalf("want one scheduling-latency finding, got %d (not checked %v; summary %v err %v)", len(res.Findings), res.NotChecked, s.SchedLatency, err)
@@ -147,7 +147,7 @@ func TestFiresOnSaturatedService(t *testing.T) {
 func TestSilentOnIdleService(t *testing.T) {
 	c := echoServer(t)
 	path := traceFile(t, func() { requests(t, c, 300*time.Millisecond, 100*time.Microsecond) })
-	res := run(withTrace(path))
+	res := run(withTrace(t, path))
 	if len(res.Findings) != 0 {
 		t.Fatalf("an idle service got %+v", res.Findings[0])
 	}
@@ -165,7 +165,7 @@ func TestWithoutTraceIsNotChecked(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("go 1.26 trace\x00\x00\x00\x01\x02"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res = run(withTrace(bad))
+	res = run(withTrace(t, bad))
 	if len(res.NotChecked) != 1 || !strings.Contains(res.NotChecked[0].Reason, "truncated or corrupt") {
 		t.Fatalf("corrupt trace: not checked %+v", res.NotChecked)
 	}
@@ -241,7 +241,7 @@ func TestRanksBehindTheCPUCostThatCausesIt(t *testing.T) {
 	}}
 	ev := bare()
 	ev.TraceSummary = summary(40*time.Millisecond, 0, 1000, 4, 3900*time.Millisecond, 2*time.Second)
-	res := rules.Run(ev, []*rules.Rule{Rule, cause})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule, cause})
 	if len(res.Findings) != 2 || res.Findings[0].Rule != "GC001" || res.Findings[1].Impact > 0.2 {
 		t.Fatalf("scheduling latency must rank behind its cause: %+v", res.Findings)
 	}
@@ -317,7 +317,7 @@ func TestHostContentionStillRanksBehindTheServiceOwnCost(t *testing.T) {
 	ev := bare()
 	ev.TraceSummary = summary(40*time.Millisecond, 0, 1000, 2, 850*time.Millisecond, 2800*time.Millisecond)
 	ev.SystemStart, ev.SystemEnd = hostSnapshots(0.44, 2, 0)
-	res := rules.Run(ev, []*rules.Rule{Rule, cost})
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule, cost})
 	if len(res.Findings) != 2 || res.Findings[0].Rule != "LIB003" || !strings.Contains(res.Findings[1].Fix, "Host contention") {
 		t.Fatalf("%+v", res.Findings)
 	}

@@ -3,9 +3,12 @@
 package jvmthreadstest
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/perfdoctor/perfdoctor/facts"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -15,7 +18,7 @@ import (
 func Load(t testing.TB, mode string) *evidence.Evidence {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	ev, err := evidence.Load(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "jfr", mode+".jfr.gz"))
+	ev, err := evidence.Load(context.Background(), evidence.LoadOptions{}, filepath.Join(filepath.Dir(file), "..", "..", "testdata", "jfr", mode+".jfr.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,5 +28,5 @@ func Load(t testing.TB, mode string) *evidence.Evidence {
 // Run checks the rules against the fixture recorded for mode.
 func Run(t testing.TB, mode string, rs ...*rules.Rule) rules.Result {
 	t.Helper()
-	return rules.Run(Load(t, mode), rs)
+	return rules.Run(facts.New(Load(t, mode)), rs)
 }

@@ -1,0 +1,134 @@
+// Package frames holds function families that several rules must agree
+// on, so that one cost is attributed to one finding: formatting under a
+// logger is logging-cost, not string-formatting; a logger's writes are not
+// syscall-per-write.
+package frames
+
+import (
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+)
+
+var (
+	// Loggers is every logging library's family: LoggerLibraries together.
+	Loggers = func() evidence.Matcher {
+		ms := make([]evidence.Matcher, len(LoggerLibraries))
+		for i, l := range LoggerLibraries {
+			ms[i] = l.Frames
+		}
+		return evidence.Any(ms...)
+	}()
+	// WriteSyscall is a write system call on a stream. UDP sends (WriteTo,
+	// WriteMsg) are one per datagram by nature and writev is already
+	// batched, so they are not in it: names match exactly.
+	WriteSyscall evidence.Matcher = func(fn string) bool {
+		switch fn {
+		case "internal/poll.(*FD).Write", "syscall.write", "syscall.Write", "golang.org/x/sys/unix.write", "golang.org/x/sys/unix.Write":
+			return true
+		}
+		return false
+	}
+)
+
+// Logger is one logging library, named as LIB008 reports it.
+type Logger struct {
+	Name   string
+	Frames evidence.Matcher
+}
+
+// LoggerLibraries are the logging libraries: standard log and slog,
+// logrus, zap, zerolog, klog, glog, go-kit, hclog; on the JVM log4j,
+// logback and SLF4J, java.util.logging.
+var LoggerLibraries = []Logger{
+	{"log", evidence.FuncPrefix("log.")},
+	{"log/slog", evidence.FuncPrefix("log/slog.")},
+	{"logrus", evidence.FuncPrefix("github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus.")},
+	{"zap", evidence.FuncPrefix("go.uber.org/zap")},
+	{"zerolog", evidence.FuncPrefix("github.com/rs/zerolog")},
+	{"klog/glog/go-kit/hclog", evidence.FuncPrefix("k8s.io/klog", "github.com/golang/glog.", "github.com/go-kit/log", "github.com/go-kit/kit/log", "github.com/hashicorp/go-hclog.")},
+	{"log4j", evidence.FuncPrefix("org.apache.logging.log4j.", "org.apache.log4j.")},
+	{"logback/SLF4J", evidence.FuncPrefix("ch.qos.logback.", "org.slf4j.")},
+	{"java.util.logging", evidence.FuncPrefix("java.util.logging.")},
+}
+
+// Native library families, as perf names their frames: by symbol when the
+// library has one, and as "[unknown] <library file>" when it is stripped
+// (Debian's libz.so keeps only its exported symbols; deflate_slow and
+// longest_match are static). Rules match both so that a stripped library
+// is still recognised by the file its time was spent in.
+var (
+	// NativeZlibDeflate is zlib's (and zlib-ng's) compressing half, when the
+	// frames are named.
+	NativeZlibDeflate = evidence.FuncPrefix("deflate", "longest_match", "fill_window", "compress_block", "_tr_", "send_tree",
+		"build_tree", "pqdownheap", "zng_deflate", "zng_longest_match")
+	// NativeZlib is zlib: its compressing half, or any time in a stripped
+	// libz.so, where the halves cannot be told apart.
+	NativeZlib = evidence.Any(inLibrary("libz.so"), NativeZlibDeflate)
+	// NativeZstdCompress, NativeBrotliEncode and NativeLZ4 are the other
+	// native codecs; only zstd's and brotli's encoders have a level to lower.
+	NativeZstdCompress = evidence.Any(inLibrary("libzstd.so"), evidence.FuncPrefix("ZSTD_compress", "ZSTD_compressBlock", "ZSTD_encode"))
+	NativeBrotliEncode = evidence.Any(inLibrary("libbrotlienc.so"), evidence.FuncPrefix("BrotliEncoder", "BrotliCompress"))
+	NativeLZ4          = evidence.Any(inLibrary("liblz4.so"), evidence.FuncPrefix("LZ4_compress", "LZ4_decompress"))
+
+	// NativeCompression is every native codec.
+	NativeCompression = evidence.Any(NativeZlib, NativeZstdCompress, NativeBrotliEncode, NativeLZ4, inLibrary("libdeflate.so"))
+
+	// Unsymbolized is a frame perf could not name: "[unknown]", with or
+	// without the file it was in.
+	Unsymbolized evidence.Matcher = func(fn string) bool { return strings.HasPrefix(fn, "[unknown]") }
+)
+
+// inLibrary matches unsymbolized frames in a shared library whose file name
+// starts with lib ("libz.so" matches "[unknown] libz.so.1.2.13").
+func inLibrary(lib string) evidence.Matcher {
+	prefix := "[unknown] " + lib
+	return func(fn string) bool { return strings.HasPrefix(fn, prefix) }
+}
+
+// LeafShare is the share of a profile whose leaf frame (where the time was
+// spent) m matches: for Unsymbolized, the time perf could not name.
+func LeafShare(st *evidence.Stacks, m evidence.Matcher) float64 {
+	if st == nil {
+		return 0
+	}
+	hit := st.FrameHits(m)
+	return st.ShareWhere(func(s evidence.Sample) bool { return len(s.Frames) > 0 && hit[s.Frames[0]] })
+}
+
+// SymbolizeAdvice says how to get names for unsymbolized frames.
+const SymbolizeAdvice = "install the debug symbols of the binaries and libraries involved (Debian's -dbgsym packages, " +
+	"or build with -g and do not strip), record with --call-graph dwarf when code lacks frame pointers, and for JIT " +
+	"runtimes write a perf map (/tmp/perf-PID.map: node --perf-basic-prof, -XX:+DumpPerfMapAtExit or async-profiler for the JVM)"
+
+// KernelStorage is the kernel's file system and block device work: page
+// cache writeback, journaling, fsync, the block layer and disk drivers
+// (virtio-blk's iowrite16 runs under ext4_writepages). Such time is disk,
+// never network.
+var KernelStorage = evidence.FuncPrefix(
+	"ext4_", "ext3_", "xfs_", "btrfs_", "f2fs_", "jbd2", "__jbd2", "iomap_", "filemap_fdatawrite", "filemap_write_and_wait",
+	"file_write_and_wait", "__filemap_fdatawrite", "do_writepages", "writeback_", "wb_writeback", "generic_perform_write",
+	"vfs_fsync", "do_fsync", "__x64_sys_fsync", "__x64_sys_fdatasync", "__arm64_sys_fsync", "__arm64_sys_fdatasync",
+	"submit_bio", "blk_", "__blk_", "bio_", "virtio_queue_rq", "virtblk_", "nvme_", "scsi_", "sd_", "ata_", "dm_",
+)
+
+// DiskSyscall is a Go program's file system calls as a CPU profile shows
+// them (the kernel time of a call is charged to the goroutine in it):
+// syncs, and reads and writes of files.
+var DiskSyscall = evidence.FuncPrefix(
+	"os.(*File).Sync", "syscall.Fsync", "syscall.Fdatasync", "internal/poll.(*FD).Fsync", "golang.org/x/sys/unix.Fsync",
+	"golang.org/x/sys/unix.Fdatasync", "os.(*File).Write", "os.(*File).WriteAt", "os.(*File).WriteString", "os.(*File).Read",
+	"os.(*File).ReadAt", "os.(*File).ReadFrom", "os.ReadFile", "os.WriteFile",
+)
+
+// SocketIO is work on network sockets as perf names it, on the CPU or
+// blocked: the kernel's socket calls and TCP/UDP paths, epoll, and libc's
+// wrappers. A native thread with samples in it serves connections; one
+// without (redis's bio threads, a WAL writer) works in the background.
+var SocketIO = evidence.Any(
+	evidence.FuncPrefix("tcp_", "udp_", "sock_", "inet_", "unix_stream_", "ep_poll", "do_epoll_", "__sys_send", "__sys_recv",
+		"__sys_accept", "__x64_sys_send", "__x64_sys_recv", "__x64_sys_accept", "__x64_sys_epoll_", "__arm64_sys_send",
+		"__arm64_sys_recv", "__arm64_sys_accept", "__arm64_sys_epoll_"),
+	exact("epoll_wait", "epoll_pwait", "epoll_pwait2", "accept", "accept4", "recv", "recvfrom", "recvmsg", "send", "sendto", "sendmsg",
+		"__libc_recv", "__libc_send", "__libc_recvfrom", "__libc_sendto"),
+)

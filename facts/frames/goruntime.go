@@ -1,0 +1,59 @@
+package frames
+
+// The Go runtime's frame families: what its functions mean, so that the
+// rules judging the collector, the allocator and the scheduler, and the
+// facts measuring them, agree on what a frame is.
+
+import "github.com/perfdoctor/perfdoctor/evidence"
+
+// GCFrames is the family of runtime functions that do collector work. It is
+// matched by prefix and spans Go versions: Go 1.26 marks through scanObject
+// and scanSpan where older releases show scanobject.
+var GCFrames = evidence.FuncPrefix(
+	"runtime.gcBgMarkWorker", "runtime.gcAssistAlloc", "runtime.gcDrain",
+	"runtime.bgsweep", "runtime.sweepone", "runtime.(*sweepLocked).sweep",
+	"runtime.deductSweepCredit", "runtime.(*mheap).reclaim",
+	"runtime.gcStart", "runtime.gcMarkDone", "runtime.gcMarkTermination",
+	"runtime.markroot", "runtime.scanobject", "runtime.scanObject", "runtime.scanSpan",
+	"runtime.tryDeferToSpanScan", "runtime.scanstack", "runtime.greyobject",
+	"runtime.gcmarknewobject", "runtime.wbBufFlush", "runtime.gcFlushBgCredit",
+	"runtime.GC",
+)
+
+// MallocFrames is the allocator's entry.
+var MallocFrames = evidence.FuncPrefix("runtime.mallocgc")
+
+// SchedulerFrames is the scheduler's work-finding family.
+var SchedulerFrames = evidence.FuncPrefix(
+	"runtime.schedule", "runtime.findRunnable", "runtime.findrunnable",
+	"runtime.stealWork", "runtime.runqgrab", "runtime.wakep",
+	"runtime.startm", "runtime.stopm",
+)
+
+// ChurnFrames is the runtime's goroutine creation and exit. runtime.goexit
+// itself (the root of every stack) is not one of them.
+var ChurnFrames = evidence.FuncPrefix(
+	"runtime.newproc", "runtime.goexit0", "runtime.goexit1", "runtime.gdestroy",
+	"runtime.gfget", "runtime.gfput", "runtime.malg",
+)
+
+// SyscallFrames are where a Go CPU profile charges the time a thread
+// spends in the kernel: the system call entry points (the profiling signal
+// counts kernel time to the user frame that made the call).
+var SyscallFrames = evidence.FuncPrefix(
+	"syscall.Syscall", "syscall.RawSyscall", "syscall.syscall", "syscall.rawsyscall",
+	"internal/runtime/syscall.Syscall", "runtime/internal/syscall.Syscall",
+	"golang.org/x/sys/unix.Syscall", "golang.org/x/sys/unix.RawSyscall",
+	"runtime.write1", "runtime.read", "runtime.futex", "runtime.usleep", "runtime.netpoll",
+)
+
+// ScanFrames is the collector's heap-scanning work, matched by prefix
+// across Go versions (scanobject before Go 1.26's span-based marking).
+var ScanFrames = evidence.FuncPrefix(
+	"runtime.scanobject", "runtime.scanObject", "runtime.scanSpan", "runtime.scanObjectsSmall",
+	"runtime.scanObjectSmall", "runtime.spanSetScans", "runtime.tryDeferToSpanScan",
+	"runtime.greyobject", "runtime.findObject", "runtime.markBits", "runtime.(*markBits)",
+	"runtime.(*mspan).markBitsForIndex", "runtime.(*gcBits)", "runtime.(*spanInlineMarkBits)",
+	"runtime.typePointers", "runtime.(*mspan).typePointersOf", "runtime.(*gcWork).tryGetSpan",
+	"runtime.extractHeapBitsSmall", "runtime.(*mspan).heapBitsSmallForAddr", "runtime.spanOf",
+)

@@ -1,0 +1,17 @@
+package frames
+
+import "testing"
+
+func TestGCFramesAcrossGoVersions(t *testing.T) {
+	// Go 1.26's collector marks through scanSpan/scanObject; older ones scanobject.
+	for _, fn := range []string{"runtime.scanSpan", "runtime.scanObject", "runtime.scanobject", "runtime.gcBgMarkWorker.func2", "runtime.gcAssistAlloc1", "runtime.bgsweep"} {
+		if !GCFrames(fn) {
+			t.Errorf("%s not recognised as GC work", fn)
+		}
+	}
+	for _, fn := range []string{"runtime.mallocgc", "main.gcHandler", "runtime.schedule"} {
+		if GCFrames(fn) {
+			t.Errorf("%s wrongly counted as GC work", fn)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package facts
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/human"
+)
+
+// Work is the unit of work and what one costs: what an engineer reads
+// first on an unfamiliar server. Zero fields are unknown.
+type Work struct {
+	// Unit is what a unit of work is ("request", "SET", "transaction"),
+	// Units how many the window served and PerSecond their rate; Source
+	// says where the count came from. Units is 0 when nothing counted them.
+	Unit      string  `json:"unit,omitempty"`
+	Units     float64 `json:"units,omitempty"`
+	PerSecond float64 `json:"per_second,omitempty"`
+	Source    string  `json:"source,omitempty"`
+	// Cores is the CPU the process used over the window and Available what
+	// it may use (CPUs it may run on, its quota, GOMAXPROCS for Go);
+	// CoresSource says how Cores was read.
+	Cores       float64 `json:"cores,omitempty"`
+	Available   float64 `json:"cores_available,omitempty"`
+	CoresSource string  `json:"cores_source,omitempty"`
+	// CPUPerUnit is the process's CPU time per unit.
+	CPUPerUnit time.Duration `json:"cpu_per_unit_ns,omitempty"`
+	// ReadsPerUnit and WritesPerUnit are the process's read and write
+	// system calls per unit (sockets, files and pipes; /proc/PID/io), and
+	// BytesInPerUnit, BytesOutPerUnit the bytes they moved.
+	ReadsPerUnit    float64 `json:"read_syscalls_per_unit,omitempty"`
+	WritesPerUnit   float64 `json:"write_syscalls_per_unit,omitempty"`
+	BytesInPerUnit  float64 `json:"bytes_read_per_unit,omitempty"`
+	BytesOutPerUnit float64 `json:"bytes_written_per_unit,omitempty"`
+	// NewConnsPerUnit is the TCP connections opened per unit, accepted and
+	// dialled, in the host's network namespace (/proc/net/snmp: the load
+	// generator's count too when it runs on the host); HasConns says it
+	// was measured (0 is a reading: connections are kept).
+	NewConnsPerUnit float64 `json:"new_connections_per_unit,omitempty"`
+	HasConns        bool    `json:"-"`
+}
+
+// Busy is the share of the available CPU the process used, 0 when unknown.
+func (w Work) Busy() float64 {
+	if w.Available <= 0 {
+		return 0
+	}
+	return w.Cores / w.Available
+}
+
+// Summary is the work in one line: "1.9 ms CPU, 2.0 reads and 2.0 writes,
+// 0.98 new connections per request (12,345 requests/s; 0.92 of 2 cores)",
+// or "" when no unit was counted and no CPU measured.
+func (w Work) Summary() string {
+	var per []string
+	if w.CPUPerUnit > 0 {
+		per = append(per, human.RoundDuration(w.CPUPerUnit).String()+" CPU")
+	}
+	if w.ReadsPerUnit > 0 || w.WritesPerUnit > 0 {
+		per = append(per, fmt.Sprintf("%s reads and %s writes", count(w.ReadsPerUnit), count(w.WritesPerUnit)))
+	}
+	if w.HasConns {
+		per = append(per, count(w.NewConnsPerUnit)+" new connections")
+	}
+	var s string
+	if len(per) > 0 {
+		s = strings.Join(per, ", ") + " per " + w.Unit
+	}
+	var ctx []string
+	if w.PerSecond > 0 {
+		ctx = append(ctx, fmt.Sprintf("%s %ss/s", human.Number(w.PerSecond), w.Unit))
+	}
+	if w.Cores > 0 {
+		c := fmt.Sprintf("%.2f cores", w.Cores)
+		if w.Available > 0 {
+			c = fmt.Sprintf("%.2f of %s cores", w.Cores, human.Number(w.Available))
+		}
+		ctx = append(ctx, c)
+	}
+	switch {
+	case s == "" && len(ctx) == 0:
+		return ""
+	case s == "":
+		return strings.Join(ctx, "; ")
+	case len(ctx) == 0:
+		return s
+	}
+	return s + " (" + strings.Join(ctx, "; ") + ")"
+}
+
+// count is a per-unit count for reading: 2.0, 0.98, 0.013.
+func count(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2g", v)
+}
+
+// WorkDone is the work accounting of the window: the units served (from the
+// load that ran), the process's CPU and what one unit costs.
+var WorkDone = &Fact[Work]{
+	Name:     "work",
+	Doc:      "The unit of work and its cost: units served in the window (the load's results), the process's CPU over the window (/proc, else the CPU profile) against the cores it may use, and per unit its CPU time, read and write system calls, bytes, and new TCP connections.",
+	Requires: []Key{CoresUsed},
+	Compute:  func(p *Pass) Work { return workDone(p.Evidence, Get(p, CoresUsed)) },
+}
+
+func workDone(ev *evidence.Evidence, profileCores float64) Work {
+	var w Work
+	window := ev.Window().Seconds()
+	if l := ev.Load; l != nil && l.Throughput > 0 {
+		w.Unit, w.PerSecond, w.Source = l.Unit, l.Throughput, "load results"
+		if w.Unit == "" {
+			w.Unit = "request"
+		}
+		if window > 0 {
+			w.Units = l.Throughput * window
+		}
+	}
+	d, haveDelta := ev.SystemDelta()
+	sameProcess := haveDelta && d.Seconds > 0 && d.Start.Process != nil && d.End.Process != nil && d.Start.Process.PID == d.End.Process.PID
+	var used float64 // the process's CPU seconds over the window
+	if sameProcess {
+		p, q := d.Start.Process, d.End.Process
+		used = q.UserCPUSeconds + q.SystemCPUSeconds - p.UserCPUSeconds - p.SystemCPUSeconds
+	}
+	switch {
+	case used > 0:
+		w.Cores, w.CoresSource = used/d.Seconds, "/proc process times"
+	case profileCores > 0 && ev.JVM != nil:
+		w.Cores, w.CoresSource = profileCores, "the JVM's CPU load (JFR)"
+	case profileCores > 0:
+		w.Cores, w.CoresSource = profileCores, "CPU profile samples"
+	}
+	s := ev.Settings()
+	for _, limit := range []float64{float64(s.NumCPU), s.CPUQuota, float64(s.GOMAXPROCS)} {
+		if limit > 0 && (w.Available == 0 || limit < w.Available) {
+			w.Available = limit
+		}
+	}
+	if w.PerSecond <= 0 {
+		return w
+	}
+	if w.Cores > 0 {
+		w.CPUPerUnit = time.Duration(w.Cores / w.PerSecond * float64(time.Second))
+	}
+	if haveDelta && d.Seconds > 0 {
+		rate := func(v uint64) float64 { return float64(v) / d.Seconds / w.PerSecond }
+		if p, q := d.Start.Process, d.End.Process; sameProcess && p.IO != nil && q.IO != nil {
+			w.ReadsPerUnit = rate(sub(q.IO.ReadSyscalls, p.IO.ReadSyscalls))
+			w.WritesPerUnit = rate(sub(q.IO.WriteSyscalls, p.IO.WriteSyscalls))
+			w.BytesInPerUnit = rate(sub(q.IO.ReadChars, p.IO.ReadChars))
+			w.BytesOutPerUnit = rate(sub(q.IO.WriteChars, p.IO.WriteChars))
+		}
+		active, ok1 := d.Counter("Tcp.ActiveOpens")
+		passive, ok2 := d.Counter("Tcp.PassiveOpens")
+		if ok1 && ok2 {
+			// A connection on loopback counts twice, dialled and accepted:
+			// the larger of the two is the connections made.
+			opened := float64(active)
+			if passive > active {
+				opened = float64(passive)
+			}
+			w.NewConnsPerUnit, w.HasConns = opened/d.Seconds/w.PerSecond, true
+		}
+	}
+	if math.IsNaN(w.NewConnsPerUnit) || math.IsInf(w.NewConnsPerUnit, 0) {
+		w.NewConnsPerUnit, w.HasConns = 0, false
+	}
+	return w
+}
+
+func sub(b, a uint64) uint64 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}
