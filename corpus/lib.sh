@@ -192,7 +192,7 @@ go_built_with() {
 # the scenario says; the date is today's), so the figures always match the
 # recording.
 record_verify() {
-	cp "$1/verify.json" "$2/verify.json"
+	[ "$1/verify.json" -ef "$2/verify.json" ] || cp "$1/verify.json" "$2/verify.json"
 	python3 - "$2/verify.json" "$2/scenario.json" <<'PY'
 import datetime, json, sys
 v = json.load(open(sys.argv[1]))
@@ -200,7 +200,8 @@ path = sys.argv[2]
 try:
     s = json.load(open(path))
 except FileNotFoundError:
-    s = {}
+    print(f"{path} is not written yet: write it, then run record_verify again on the kept verify.json", file=sys.stderr)
+    sys.exit(0)
 m = s.setdefault("measured", {})
 names = {"throughput": "throughput", "CPU/request": "cpu_per_unit", "CPU/unit": "cpu_per_unit"}
 for r in v.get("ratios", []):
