@@ -7,10 +7,10 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 )
 
-// The recorded cases: the ingest service in testdata/ingest taking one
-// sample per POST and the same samples 1000 per POST (record.sh); redis
-// answering one GET per round trip and 16 commands per round trip, through
-// perf (record-redis.sh). Their want.txt say what each must show.
+// The recorded cases (testdata/record.sh): the ingest service in
+// testdata/ingest and VictoriaMetrics taking one item per POST and 1000 per
+// POST; redis answering one GET per round trip and 16 commands per round
+// trip, through perf. Their want.txt say what each must show.
 func TestRecorded(t *testing.T) {
 	res := ruletest.Run(t, "testdata", []*rules.Rule{Rule})
 	fs := res["one-per-post"].Findings
