@@ -5,6 +5,7 @@ package catalog
 import (
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/bld001"
+	"github.com/perfdoctor/perfdoctor/rules/cfg001"
 	"github.com/perfdoctor/perfdoctor/rules/cpu001"
 	"github.com/perfdoctor/perfdoctor/rules/disk001"
 	"github.com/perfdoctor/perfdoctor/rules/disk002"
@@ -61,6 +62,7 @@ import (
 func All() []*rules.Rule {
 	return []*rules.Rule{
 		bld001.Rule,   // BLD001 pgo-not-used
+		cfg001.Rule,   // CFG001 configuration
 		cpu001.Rule,   // CPU001 hot-function
 		disk001.Rule,  // DISK001 sync-disk-write
 		disk002.Rule,  // DISK002 disk-io-wait
