@@ -34,8 +34,7 @@ cost (gc-pressure, logging-cost, hot-function) are its symptoms.`,
 		Evidence: `The settings as written (facts.Configuration: the command line from /proc,
 a JVM's options and arguments from JFR, the Go tuning variables of the
 environment), the runtime's own GOGC and GOMEMLIMIT (runtime/metrics), the
-live heap, the load's requests in flight, and the CPU samples each setting
-drives. Figures below are verify's (paired rounds, 95% intervals) on svc
+live heap, and the CPU samples each setting drives. Figures below are verify's (paired rounds, 95% intervals) on svc
 (testdata/svc, written for this rule; record.sh) and the real-server corpus.
 
 GC settings. The effective GOGC is GOGC, or under a memory limit that binds,
@@ -74,15 +73,9 @@ info. Spring Boot at logging.level.root=DEBUG: 20% predicted, 1.74x
 [1.42, 2.14] measured: 32 threads also queued on the console appender's
 lock, which CPU samples do not show.
 
-A pool of one or two (threads.max, maximum-pool-size, max-open-conns,
-workers), set where perfdoctor sees it, with at least four times as many
-requests in flight, in a process using at most half the CPU it may use
-(significance's busy line): the rest of the requests wait, so a pool sized
-to them serves up to in-flight/size times as many, bounded by the CPU left
-(cores available / cores used). Spring Boot with HikariCP's pool at 1 and
-32 clients on 0.2 of 2 cores: 9.8x predicted, 10.8x [10.6, 11.0] measured
-at 10; Tomcat's threads.max=2 on 0.4 cores: 5.0x predicted, 5.2x [5.1, 5.3]
-at 200. Where the requests wait is pool-queueing's to show.`,
+
+A pool of one or two threads or connections is pool-queueing's (POOL001),
+which reads the pool's setting with its waits; this rule does not repeat it.`,
 		Fix: `Change the setting; perfdoctor try proves a setting of the environment or a
 JVM option by starting the service with it and measuring both (perfdoctor
 try --cmd ... --report report.json --only CFG001), and perfdoctor verify
@@ -100,7 +93,7 @@ memory, stated with the fix.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.System, rules.JVM, rules.Metrics, rules.Heap},
-	Facts: []facts.Key{facts.CPUStacks, facts.Configuration, facts.WorkDone, facts.GCCost},
+	Facts: []facts.Key{facts.CPUStacks, facts.Configuration, facts.GCCost},
 	Check: check,
 }
 
@@ -114,12 +107,6 @@ const (
 	minComputeShare = 0.30
 	// minLogShare is the logging a debug level must explain.
 	minLogShare = 0.05
-	// maxTinyPool is the largest pool called tiny; a pool is judged only
-	// with at least minQueued times its size in requests in flight, in a
-	// process using at most maxBusy of the CPU it may use.
-	maxTinyPool = 2
-	minQueued   = 4
-	maxBusy     = 0.5
 )
 
 func check(pass *rules.Pass) error {
@@ -131,7 +118,6 @@ func check(pass *rules.Pass) error {
 	gcSetting(pass, cfg, cpu)
 	cacheOff(pass, cfg, cpu)
 	debugLogging(pass, cfg, cpu)
-	tinyPool(pass, cfg)
 	return nil
 }
 
@@ -460,59 +446,3 @@ func sat(a, b uint64) uint64 {
 }
 
 func round(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
-
-// isPoolSize says whether a setting's key sizes a pool of threads or
-// connections: Tomcat's threads.max/maxThreads, HikariCP's
-// maximum-pool-size, a Go service's -max-open-conns or -workers.
-func isPoolSize(key string) bool {
-	if containsAny(key, "idle", "min", "queue", "timeout", "lifetime", "accept") {
-		return false
-	}
-	last := key[strings.LastIndex(key, ".")+1:]
-	return containsAny(key, "poolsize", "maxthreads", "threads.max", "maxconns", "maxopenconns", "maxconnections", "connections.max") ||
-		strings.Contains(key, "pool") && containsAny(last, "size", "max") ||
-		last == "threads" || last == "workers" || last == "concurrency"
-}
-
-// tinyPool reports a pool of one or two threads or connections, set where
-// perfdoctor sees it, in front of more requests in flight than it admits
-// while the CPUs idle: the requests queue for the pool. Waiting itself is
-// pool-queueing's to measure; this names the setting behind it.
-func tinyPool(pass *rules.Pass, cfg facts.Config) {
-	l := pass.Evidence.Load
-	w := facts.Get(pass.Facts, facts.WorkDone)
-	if l == nil || l.Concurrency <= 0 || w.Available <= 0 || w.Cores <= 0 || w.Busy() > maxBusy {
-		return
-	}
-	for _, s := range cfg.Where(isPoolSize) {
-		size, err := strconv.Atoi(strings.TrimSpace(s.Value))
-		if err != nil || size < 1 || size > maxTinyPool || l.Concurrency < minQueued*size {
-			continue
-		}
-		// With the pool full, concurrency requests are in flight and size
-		// are served: the rest wait. A pool as large as the requests in
-		// flight serves them all, until the CPU is the limit.
-		byPool := float64(l.Concurrency) / float64(size)
-		byCPU := w.Available / w.Cores
-		times := min(byPool, byCPU)
-		share := 1 - 1/times
-		f := rules.Finding{
-			Resource:    "latency",
-			Impact:      share,
-			Severity:    rules.SeverityFor(share),
-			ImpactBasis: fmt.Sprintf("%d requests in flight for %d in the pool: the rest wait, so a pool sized to them serves up to %.1fx as many, bounded by the CPU left (%.2f of %s cores used: %.1fx); the next bound (a database's own limit) may come first", l.Concurrency, size, byPool, w.Cores, human.Number(w.Available), byCPU),
-			Summary: fmt.Sprintf("%s (%s) leaves %d of every %d requests in flight waiting for the pool while the process uses %s of its CPU",
-				s.Written(), sourcePlace(s), l.Concurrency-size, l.Concurrency, human.Percent(w.Busy())),
-			Evidence: []rules.Fact{
-				rules.Text("setting", s.Written()+" ("+s.Source+")"),
-				rules.Count("requests in flight (load)", float64(l.Concurrency), ""),
-				rules.Count("cores used", round(w.Cores), "cores"),
-				rules.Count("cores available", w.Available, "cores"),
-			},
-			Fix: fmt.Sprintf("Raise %s to the requests in flight (%d here) or to what the backend behind the pool allows (a database's connection limit: HikariCP's default is 10), in %s; prove it with perfdoctor verify, the service started with each setting under the same load.",
-				s.Name, l.Concurrency, sourcePlace(s)),
-			Caveats: []string{"Only the setting is read here; the pool's own waits (pool-queueing) show where the requests queue."},
-		}
-		pass.Report(f)
-	}
-}
