@@ -129,9 +129,10 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	if s.GOGC == 0 || s.GOGC < 0 && s.GOMEMLIMIT == 0 {
 		return // GOGC unknown, or off without a limit: no cycles to count
 	}
-	gcShare, basis := cpu.Share(frames.GCFrames), "share of CPU samples with a GC frame"
-	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricGCCPU) && rw.Has(evidence.MetricTotalCPU) && rw.GCShare > 0 {
-		gcShare, basis = rw.GCShare, "GC share of the process's CPU over the window (runtime/metrics)"
+	gcShare, exact := goruntime.GCShare(ev, cpu)
+	basis := "share of CPU samples with a GC frame"
+	if exact {
+		basis = "GC share of the process's CPU over the window (runtime/metrics)"
 	}
 	if gcShare < minGCShare {
 		return

@@ -108,6 +108,14 @@ func TestGOMEMLIMITAtTheLiveHeap(t *testing.T) {
 	if f.Config == nil || f.Config.String() != "GOMEMLIMIT=105MiB" {
 		t.Errorf("config fix %v", f.Config)
 	}
+	// GOGC=off leaves the limit alone to pace the collector.
+	fs = run(t, service("/srv/api", map[string]string{"GOGC": "off", "GOMEMLIMIT": "50MiB"}, 48<<20, map[*[]string]int64{&gcWork: 500}))
+	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "death spiral") {
+		t.Fatalf("GOGC=off at the limit: %+v", fs)
+	}
+	if fs := run(t, service("/srv/api", map[string]string{"GOGC": "off", "GOMEMLIMIT": "1GiB"}, 48<<20, map[*[]string]int64{&gcWork: 500})); len(fs) != 0 {
+		t.Errorf("GOGC=off under a generous limit: %s", fs[0].Summary)
+	}
 	// 90 MiB over a 76 MiB live heap (the etcd): the limit leaves
 	// room for an effective GOGC of 18, not a spiral, still the cause.
 	fs = run(t, service("/srv/api", map[string]string{"GOMEMLIMIT": "90MiB"}, 76<<20, map[*[]string]int64{&gcWork: 500}))

@@ -75,14 +75,12 @@ func check(pass *rules.Pass) error {
 	}
 	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	profShare := cpu.Share(frames.GCFrames)
-	gcShare := profShare
 	basis := "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it"
 	// The runtime's own CPU accounting, when the target serves
 	// runtime/metrics, is exact over the window where samples estimate.
-	rw, haveRW := ev.Runtime()
-	exact := haveRW && rw.Has(evidence.MetricGCCPU) && rw.Has(evidence.MetricTotalCPU) && rw.GCShare > 0
+	gcShare, exact := goruntime.GCShare(ev, cpu)
+	rw, _ := ev.Runtime()
 	if exact {
-		gcShare = rw.GCShare
 		basis = "GC share of the CPU the process used over the window, from runtime/metrics (/cpu/classes/gc/total over /cpu/classes/total minus idle); cutting allocations and giving the GC headroom together can recover most of it"
 	}
 	if gcShare < lowShare {

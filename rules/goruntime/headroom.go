@@ -11,6 +11,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -106,4 +107,14 @@ func LiveHeap(ev *evidence.Evidence) uint64 {
 		return m.HeapAlloc
 	}
 	return 0
+}
+
+// GCShare is the collector's share of the process's CPU over the window:
+// the runtime's own accounting when the target serves runtime/metrics
+// (exact), else the share of CPU samples with a GC frame on the stack.
+func GCShare(ev *evidence.Evidence, cpu *evidence.Stacks) (share float64, exact bool) {
+	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricGCCPU) && rw.Has(evidence.MetricTotalCPU) && rw.GCShare > 0 {
+		return rw.GCShare, true
+	}
+	return cpu.Share(frames.GCFrames), false
 }
