@@ -170,13 +170,24 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	if live > 0 {
 		f.Evidence = append(f.Evidence, rules.Bytes("live heap", live))
 	}
-	written := func(name string, fallback string) string {
-		if st, ok := cfg.Last(strings.ToLower(name)); ok && st.Source == facts.SourceEnv {
+	// A value the runtime reports but the environment does not hold was
+	// set in code (debug.SetGCPercent, SetMemoryLimit): try's environment
+	// would not change it.
+	fromEnv := func(name string) bool {
+		st, ok := cfg.Last(strings.ToLower(name))
+		return ok && st.Source == facts.SourceEnv
+	}
+	written := func(name, value, call string) string {
+		if fromEnv(name) {
+			st, _ := cfg.Last(strings.ToLower(name))
 			return st.Written() + " (environment)"
 		}
-		return fallback
+		return fmt.Sprintf("%s=%s (set in code, %s, or by a library: not in the environment)", name, value, call)
 	}
 	tryIt := "perfdoctor try starts the service with the new setting and measures both (--only CFG001)."
+	if !fromEnv("GOGC") && !fromEnv("GOMEMLIMIT") {
+		tryIt = "Change it where the code sets it; perfdoctor verify compares the two builds under the same load."
+	}
 	if byLimit {
 		limit := s.GOMEMLIMIT
 		f.Evidence = append(f.Evidence, rules.Bytes("GOMEMLIMIT", limit))
@@ -189,10 +200,10 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 			cap, capName = s.MemTotal/2, "half the machine's memory"
 		}
 		f.Summary = fmt.Sprintf("%s leaves the %s live heap %s of headroom: the collector runs as if GOGC were %.0f and takes %s of CPU",
-			written("GOMEMLIMIT", "GOMEMLIMIT="+goruntime.GoMemLimit(limit)), human.Bytes(live), human.Bytes(sat(limit, live)), effective, human.Percent(gcShare))
+			written("GOMEMLIMIT", goruntime.GoMemLimit(limit), "debug.SetMemoryLimit"), human.Bytes(live), human.Bytes(sat(limit, live)), effective, human.Percent(gcShare))
 		if spiral {
 			f.Summary = fmt.Sprintf("%s is at the %s live heap: the collector runs back to back (a GC death spiral) and takes %s of CPU",
-				written("GOMEMLIMIT", "GOMEMLIMIT="+goruntime.GoMemLimit(limit)), human.Bytes(live), human.Percent(gcShare))
+				written("GOMEMLIMIT", goruntime.GoMemLimit(limit), "debug.SetMemoryLimit"), human.Bytes(live), human.Percent(gcShare))
 		}
 		if cap > 0 && want > cap {
 			f.Fix = fmt.Sprintf("The live heap (%s) needs about %s at GOGC=%d, more than %s (%s): cut the live heap (smaller caches, fewer pointers) or give the service more memory, then raise GOMEMLIMIT. %s",
@@ -200,19 +211,23 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		} else {
 			f.Fix = fmt.Sprintf("Raise GOMEMLIMIT to at least GOMEMLIMIT=%s (the live heap × %.1f at GOGC=%d, and a tenth for the runtime's own memory), or unset it; the heap then peaks near %s. %s",
 				goruntime.GoMemLimit(want), 1+float64(target)/100, target, human.Bytes(uint64(float64(live)*(1+float64(target)/100))), tryIt)
-			f.Config = &rules.ConfigFix{Gain: f.Impact, Changes: []rules.ConfigChange{
-				{Kind: rules.ConfigEnv, Name: "GOMEMLIMIT", Value: goruntime.GoMemLimit(want), Now: goruntime.GoMemLimit(limit)}}}
+			if fromEnv("GOMEMLIMIT") {
+				f.Config = &rules.ConfigFix{Gain: f.Impact, Changes: []rules.ConfigChange{
+					{Kind: rules.ConfigEnv, Name: "GOMEMLIMIT", Value: goruntime.GoMemLimit(want), Now: goruntime.GoMemLimit(limit)}}}
+			}
 			f.Example = fmt.Sprintf("GOMEMLIMIT=%s ./service   # was %s", goruntime.GoMemLimit(want), goruntime.GoMemLimit(limit))
 		}
 		f.ImpactBasis = fmt.Sprintf("%s; a limit with room for GOGC=%d makes cycles %s as rare (GC CPU follows the cycle count over a steady live heap), so at least %s of the GC's share goes, at most all of it and the allocation slow path",
 			basis, target, timesRarer(effective, target), human.Percent(removed))
 	} else {
 		f.Summary = fmt.Sprintf("%s makes the collector run %s as often as the default and take %s of CPU",
-			written("GOGC", fmt.Sprintf("GOGC=%d", gogc)), timesRarer(effective, target), human.Percent(gcShare))
+			written("GOGC", strconv.Itoa(gogc), "debug.SetGCPercent"), timesRarer(effective, target), human.Percent(gcShare))
 		f.Fix = fmt.Sprintf("Unset GOGC (the default is %d), or set the value your memory allows: the heap peaks near the live heap × (1 + GOGC/100)%s. Put GOMEMLIMIT beside it to cap memory instead of a low GOGC. %s",
 			target, peakNote(live, gogc, target), tryIt)
-		f.Config = &rules.ConfigFix{Gain: f.Impact, Changes: []rules.ConfigChange{
-			{Kind: rules.ConfigEnv, Name: "GOGC", Value: strconv.Itoa(target), Now: strconv.Itoa(gogc)}}}
+		if fromEnv("GOGC") {
+			f.Config = &rules.ConfigFix{Gain: f.Impact, Changes: []rules.ConfigChange{
+				{Kind: rules.ConfigEnv, Name: "GOGC", Value: strconv.Itoa(target), Now: strconv.Itoa(gogc)}}}
+		}
 		f.Example = fmt.Sprintf("GOGC=%d ./service   # was GOGC=%d", target, gogc)
 		f.ImpactBasis = fmt.Sprintf("%s; GOGC=%d makes cycles %s as rare (GC CPU follows the cycle count over a steady live heap), so at least %s of the GC's share goes, at most all of it and the allocation slow path",
 			basis, target, timesRarer(effective, target), human.Percent(removed))

@@ -108,6 +108,13 @@ func TestGOMEMLIMITAtTheLiveHeap(t *testing.T) {
 	if f.Config == nil || f.Config.String() != "GOMEMLIMIT=105MiB" {
 		t.Errorf("config fix %v", f.Config)
 	}
+	// A limit set in code: named as such, and nothing for try to apply.
+	ev := service("/srv/api", map[string]string{}, 48<<20, map[*[]string]int64{&gcWork: 500})
+	ev.MetricsEnd.Runtime = &bundle.RuntimeMetrics{GOGC: 100, GOMEMLIMIT: 48 << 20}
+	fs = run(t, ev)
+	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "set in code") || fs[0].Config != nil {
+		t.Fatalf("a limit set in code: %+v", fs)
+	}
 	// GOGC=off leaves the limit alone to pace the collector.
 	fs = run(t, service("/srv/api", map[string]string{"GOGC": "off", "GOMEMLIMIT": "50MiB"}, 48<<20, map[*[]string]int64{&gcWork: 500}))
 	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "death spiral") {
