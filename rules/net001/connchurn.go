@@ -4,6 +4,7 @@ package net001
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/perfdoctor/perfdoctor/facts"
 
@@ -25,7 +26,20 @@ fast service's CPU and eventually exhausts ephemeral ports.`,
 		Evidence: `CPU share of samples under the net package's dial path (net.Dial*,
 (*Dialer).DialContext, internetSocket, (*netFD).connect) or under an outbound
 connection's Close, excluding the HTTP server closing its own inbound
-connections. The calling application frames are named. Reports from 3%.`,
+connections. The calling application frames are named. Reports from 3%.
+
+Native and JVM code the same way, by the frames any language reaches: the
+connect system call (libc's connect, the kernel's __sys_connect and
+tcp_v4_connect; the JDK's sun.nio.ch.Net.connect and Socket.connect, Netty's
+doConnect), socket creation (__sys_socket), and a socket's close in the kernel
+(sock_close, inet_release) or the JDK (SocketChannelImpl's close). Closes count
+only where the process also dials (connect holds at least 1% of CPU): a server
+that only accepts and closes is serving clients that do not keep their
+connections, which is the clients' fix. Where the load counted its units, the
+new TCP connections per unit (/proc/net/snmp) are quoted: one per unit means
+nothing is reused. On a C client dialling per 64-byte request (rules/net001/
+testdata/native-churn), connect, socket and close hold 25-30% of CPU; the same
+program keeping its connection, 0.`,
 		Fix: `Reuse connections. HTTP: one shared http.Client for the process, keep-alive
 on, Transport.MaxIdleConnsPerHost sized to the concurrency (the default is 2),
 and always drain and close response bodies. UDP: keep connected sockets, e.g.
@@ -39,7 +53,7 @@ destination's sockets, or replies cross between them.`,
 		Refs:  []string{"https://pkg.go.dev/net/http#Transport"},
 	},
 	Needs: []rules.Input{rules.CPU},
-	Facts: []facts.Key{facts.CPUStacks},
+	Facts: []facts.Key{facts.CPUStacks, facts.WorkDone, facts.SystemFrames},
 	Check: check,
 }
 
@@ -54,6 +68,20 @@ var (
 	inboundClose = evidence.FuncPrefix("net/http.(*conn).close", "net/http.(*conn).serve.func1", "net.(*TCPListener)")
 	httpClient   = evidence.FuncPrefix("net/http.(*Transport)")
 	udpDial      = evidence.FuncPrefix("net.DialUDP", "net.(*sysDialer).dialUDP")
+
+	// Any language reaches the kernel's connect and a socket's close; the
+	// JDK and Netty have their own names above them.
+	connectFrames = evidence.FuncPrefix(
+		"__libc_connect", "__sys_connect", "__x64_sys_connect", "tcp_v4_connect", "tcp_v6_connect", "__inet_stream_connect",
+		"__sys_socket", "__x64_sys_socket",
+		"sun.nio.ch.Net.connect", "java.net.Socket.connect", "sun.nio.ch.SocketChannelImpl.connect", "sun.nio.ch.NioSocketImpl.connect",
+		"io.netty.channel.socket.nio.NioSocketChannel.doConnect", "io.netty.channel.epoll.AbstractEpollChannel.doConnect",
+	)
+	socketCloseFrames = evidence.FuncPrefix(
+		"sock_close", "inet_release", "__sock_release",
+		"sun.nio.ch.SocketChannelImpl.implCloseSelectableChannel", "sun.nio.ch.NioSocketImpl.close", "java.net.Socket.close",
+	)
+	goFrames = evidence.FuncPrefix("net.", "net/http.", "runtime.")
 )
 
 const minShare = 0.03
@@ -64,13 +92,24 @@ func check(pass *rules.Pass) error {
 	}
 	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	dials, closes, inbound := cpu.Has(dialFrames), cpu.Has(closeFrames), cpu.Has(inboundClose)
-	churn := func(s evidence.Sample) bool { return dials(s) || (closes(s) && !inbound(s)) }
+	connects, socketCloses, inGo := cpu.Has(connectFrames), cpu.Has(socketCloseFrames), cpu.Has(goFrames)
+	// Native and JVM code: connect anywhere, and a socket's close where the
+	// process dials at all (see Doc.Evidence); Go's own frames decide for Go.
+	nativeDials := cpu.ShareWhere(func(s evidence.Sample) bool { return connects(s) && !inGo(s) }) >= 0.01
+	native := func(s evidence.Sample) bool {
+		return !inGo(s) && (connects(s) || (nativeDials && socketCloses(s)))
+	}
+	churn := func(s evidence.Sample) bool { return dials(s) || (closes(s) && !inbound(s)) || native(s) }
 	share := cpu.ShareWhere(churn)
 	if share < minShare {
 		return nil
 	}
 	dialShare := cpu.Share(dialFrames)
 	kind, fix, example := "TCP", "Keep connections open and reuse them: a pool of connections per destination.", ""
+	if nativeShare := cpu.ShareWhere(native); nativeShare > share/2 {
+		dialShare = cpu.ShareWhere(func(s evidence.Sample) bool { return connects(s) && !inGo(s) })
+		fix, example = nativeFix(pass, cpu)
+	}
 	udp, viaHTTP := cpu.Has(udpDial), cpu.Has(httpClient)
 	switch {
 	case cpu.ShareWhere(func(s evidence.Sample) bool { return dials(s) && udp(s) }) > dialShare/2:
@@ -82,7 +121,12 @@ func check(pass *rules.Pass) error {
 		fix = "Share one http.Client (one Transport) for the process, set Transport.MaxIdleConnsPerHost to the request concurrency (the default is 2), and always read response bodies to EOF and close them so connections return to the pool."
 		example = "var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}} // one per process"
 	}
-	appFrame := cpu.First(rules.IsApplication)
+	// The caller is the first frame of the program's own: above the
+	// kernel and the shared libraries for native code.
+	system := facts.Get(pass.Facts, facts.SystemFrames)
+	appFrame := cpu.First(func(fn string) bool {
+		return rules.IsApplication(fn) && !system(fn) && !strings.HasPrefix(fn, "[unknown]")
+	})
 	callers := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !churn(s) {
 			return nil
@@ -108,10 +152,39 @@ func check(pass *rules.Pass) error {
 	if kind == "UDP" {
 		f.Caveats = append(f.Caveats, pass.Rule.Doc.Caveats)
 	}
+	if w := facts.Get(pass.Facts, facts.WorkDone); w.HasConns && w.Unit != "" {
+		f.Evidence = append(f.Evidence, rules.Text("new TCP connections per "+w.Unit+" (host)", fmt.Sprintf("%.2f", w.NewConnsPerUnit)))
+	}
 	if len(callers) > 0 {
 		f.Summary += " (from " + rules.ShortFunc(callers[0].Func) + ")"
 	}
 	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: churn}
 	pass.Report(f)
 	return nil
+}
+
+// nativeFix is the reuse a native or JVM program's dialling calls for, by
+// the program where it is a known server.
+func nativeFix(pass *rules.Pass, cpu *evidence.Stacks) (fix, example string) {
+	comm := ""
+	if s := pass.Evidence.SystemEnd; s != nil && s.Process != nil {
+		comm = s.Process.Comm
+	}
+	java := cpu.Share(evidence.FuncPrefix("java.", "sun.", "jdk.", "io.netty.")) > 0
+	switch {
+	case comm == "nginx":
+		return "nginx opens a connection to the upstream for every proxied request: keep them with an upstream block's " +
+				"keepalive (idle connections per worker), HTTP/1.1 and an empty Connection header toward it.",
+			"upstream backend {\n    server 127.0.0.1:8080;\n    keepalive 32;\n}\nlocation / {\n    proxy_pass http://backend;\n    proxy_http_version 1.1;\n    proxy_set_header Connection \"\";\n}"
+	case comm == "haproxy":
+		return "haproxy closes the server side after each request: use option http-keep-alive (the default mode) instead of " +
+				"option http-server-close or httpclose, and let http-reuse (safe, the default) share idle server connections.",
+			"option http-server-close\n->\noption http-keep-alive\nhttp-reuse safe"
+	case java:
+		return "Reuse connections: one pooled client per process (java.net.http.HttpClient shared, Apache HttpClient's " +
+			"PoolingHttpClientConnectionManager, OkHttp's ConnectionPool, a JDBC pool such as HikariCP), responses read " +
+			"to the end and closed so their connections return to the pool.", ""
+	}
+	return "Keep connections open and reuse them: a pool of connections per destination, HTTP keep-alive, or one long-lived " +
+		"connection multiplexing requests (HTTP/2, a pipelined protocol).", ""
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 
 	"github.com/google/pprof/profile"
 
@@ -107,4 +108,10 @@ func TestServerClosingInboundConnectionsIsNotChurn(t *testing.T) {
 	if res := run(cpu); len(res.Findings) != 0 {
 		t.Fatalf("server-side close reported as churn: %+v", res.Findings[0])
 	}
+}
+
+// Native code through perf: a C client dialling per request fires, the
+// same client keeping its connection does not (testdata/native/record.sh).
+func TestNativeChurn(t *testing.T) {
+	ruletest.Run(t, "testdata/native", []*rules.Rule{Rule})
 }
