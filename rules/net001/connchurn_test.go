@@ -1,7 +1,12 @@
 package net001
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -114,4 +119,44 @@ func TestServerClosingInboundConnectionsIsNotChurn(t *testing.T) {
 // same client keeping its connection does not (testdata/native/record.sh).
 func TestNativeChurn(t *testing.T) {
 	ruletest.Run(t, "testdata/native", []*rules.Rule{Rule})
+}
+
+// proxied returns a request through a real httputil.ReverseProxy to a
+// loopback backend; keepAlive says whether the proxy keeps its upstream
+// connections. The client keeps its own connection to the proxy, so any
+// dialling is the proxy's.
+func proxied(t *testing.T, keepAlive bool) func() {
+	t.Helper()
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(backend.Close)
+	target, _ := url.Parse(backend.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{DisableKeepAlives: !keepAlive, MaxIdleConnsPerHost: 8}
+	front := httptest.NewServer(rp)
+	t.Cleanup(front.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	t.Cleanup(client.CloseIdleConnections)
+	return func() {
+		resp, err := client.Get(front.URL)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// A reverse proxy without upstream keep-alive is told to turn it on in
+// its transport; the same proxy keeping its upstream connections is quiet.
+func TestReverseProxyWithoutKeepAlive(t *testing.T) {
+	res := run(testprof.CPU(t, 2*time.Second, 2, proxied(t, false)))
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a connection-churn finding, got %d (%v)", len(res.Findings), res.NotChecked)
+	}
+	if f := res.Findings[0]; !strings.Contains(f.Summary, "reverse proxy") || !strings.Contains(f.Fix, "keep-alive to upstreams") {
+		t.Errorf("want the proxy's upstream keep-alive: %q\n%s", f.Summary, f.Fix)
+	}
+	if res := run(testprof.CPU(t, 2*time.Second, 2, proxied(t, true))); len(res.Findings) != 0 {
+		t.Errorf("a proxy keeping its upstream connections reported: %+v", res.Findings[0])
+	}
 }
