@@ -179,6 +179,8 @@ func TestDebugLogLevel(t *testing.T) {
 // measured was changing it, and nothing of this rule above low elsewhere.
 func TestCorpusServers(t *testing.T) {
 	for scenario, want := range map[string]string{
+		"go-prometheus-gogc-20": `top CFG001 high "GOGC=20" "5x"
+after GC001 CFG001`,
 		"go-victoriametrics-cache-disabled": `top CFG001 high "-search.disableCache"
 after CPU001 CFG001`,
 		"jvm-springboot-debug-logging": `top CFG001 medium "logging.level.root=DEBUG"
@@ -188,6 +190,7 @@ after LIB008 CFG001`,
 		"jvm-springboot-tomcat-threads-2": `never CFG001`,
 		// Saturated cores (a pool cannot be what waits) and nothing set.
 		"go-caddy-encode-gzip-9":           `never CFG001`,
+		"go-coredns-forward-no-cache":      `never CFG001`,
 		"jvm-jetty-static-healthy":         `never CFG001`,
 		"jvm-tomcat-jsp-healthy":           `never CFG001`,
 		"jvm-zookeeper-reads-healthy":      `never CFG001`,
