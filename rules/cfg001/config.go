@@ -69,7 +69,7 @@ render (200 hashing rounds beside 2000 objects a request) showed 46% and
 measured 0.98x [0.86, 1.11] with the cache on (see Caveats).
 
 A debug log level: a level setting (log.level, logging.level.*, loggerLevel,
-log4j2.level) at debug, trace or all, with the loggers and the facades that
+log4j2.level) at debug, trace or all, or klog's -v at 4 or more, with the loggers and the facades that
 format for them (LIB008's family, Spring's LogFormatUtils, commons-logging)
 at 5% of CPU or more. At INFO a debug record costs a level comparison: all
 of that share goes, and at most the GC it drove. svc at -log-level debug:
@@ -358,9 +358,10 @@ func loadRepeats(ev *evidence.Evidence) string {
 	return fmt.Sprintf("%s requests for one URL: the answers repeat", human.Number(float64(l.Requests)))
 }
 
-// logLevelKeys are the settings that set a log level.
+// isLogLevel says whether a setting sets a log level (klog's -v among
+// them).
 func isLogLevel(key string) bool {
-	return strings.HasSuffix(key, "loglevel") || strings.HasSuffix(key, "log.level") || strings.HasSuffix(key, "loggerlevel") ||
+	return key == "v" || strings.HasSuffix(key, "loglevel") || strings.HasSuffix(key, "log.level") || strings.HasSuffix(key, "loggerlevel") ||
 		strings.HasPrefix(key, "logging.level") || key == "log4j2.level" || key == "org.slf4j.simplelogger.defaultloglevel"
 }
 
@@ -386,7 +387,8 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		if s.Alone {
 			v = s.Next
 		}
-		if verbose(v) {
+		// klog's -v counts verbosity: 4 and up is its debug level.
+		if n, err := strconv.Atoi(v); s.Key == "v" && err == nil && n >= 4 || s.Key != "v" && verbose(v) {
 			set, found = s, true
 		}
 	}

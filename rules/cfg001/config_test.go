@@ -164,9 +164,13 @@ func TestDebugLogLevel(t *testing.T) {
 	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "-log-level debug") || !near(fs[0].Impact, 0.3) {
 		t.Fatalf("want the debug level named at 30%%: %+v", fs)
 	}
+	if fs := run(t, service("/srv/api -v=5", nil, 0, map[*[]string]int64{&logWork: 300})); len(fs) != 1 {
+		t.Errorf("klog -v=5: %d findings", len(fs))
+	}
 	for name, ev := range map[string]*evidence.Evidence{
 		"info level":         service("/srv/api -log-level info", nil, 0, map[*[]string]int64{&logWork: 300}),
 		"debug, little logs": service("/srv/api --log.level=debug", nil, 0, map[*[]string]int64{&logWork: 40}),
+		"klog -v=2":          service("/srv/api -v=2", nil, 0, map[*[]string]int64{&logWork: 300}),
 	} {
 		if fs := run(t, ev); len(fs) != 0 {
 			t.Errorf("%s: %s", name, fs[0].Summary)
