@@ -9,6 +9,7 @@ var Classes = []string{
 	"pgo-not-used",
 	"configuration",
 	"hot-function",
+	"redone-work",
 	"sync-disk-write",
 	"disk-io-wait",
 	"gc-pressure",

@@ -46,7 +46,17 @@ its transport's own goroutines; when its request path is in the profile, the
 dialling is to its upstreams and the fix is its transport's keep-alive, a setting
 of the proxy. Caddy with keepalive off (corpus go-caddy-proxy-keepalive-off):
 dial and close 37% of CPU, 1.01 new connections per request; keep-alive measured
-1.63x, the finding predicts 1.57x.`,
+1.63x, the finding predicts 1.57x.
+
+A server closing its connection after every response shows in the work
+accounting: perfdoctor's load keeps connections alive and dials again only when a
+response closes one, so new TCP connections per request (/proc/net/snmp) of 0.5 or
+more under its HTTP load, with accept, set-up and close frames at 3% of CPU or
+more, say the server closes them. Healthy corpus servers: 0.0099 new connections
+per request at most; Tomcat with maxKeepAliveRequests=1 (corpus
+jvm-tomcat-keepalive-off): 1.01, accept/set-up/close 14% of CPU, keep-alive
+measured 3.0x. The frames miss the kernel's handshakes in soft interrupts and the
+client's side, so the estimate is a floor.`,
 		Fix: `Reuse connections. HTTP: one shared http.Client for the process, keep-alive
 on, Transport.MaxIdleConnsPerHost sized to the concurrency (the default is 2),
 and always drain and close response bodies. UDP: keep connected sockets, e.g.
@@ -113,6 +123,7 @@ func check(pass *rules.Pass) error {
 	churn := func(s evidence.Sample) bool { return dials(s) || (closes(s) && !inbound(s)) || native(s) }
 	share := cpu.ShareWhere(churn)
 	if share < minShare {
+		checkServerClose(pass, cpu)
 		return nil
 	}
 	dialShare := cpu.Share(dialFrames)
@@ -211,4 +222,88 @@ func nativeFix(pass *rules.Pass, cpu *evidence.Stacks) (fix, example string) {
 	}
 	return "Keep connections open and reuse them: a pool of connections per destination, HTTP keep-alive, or one long-lived " +
 		"connection multiplexing requests (HTTP/2, a pipelined protocol).", ""
+}
+
+// Connections the server accepts and closes: the listener's accept, a
+// socket's close, and a JVM server's set-up of each new connection.
+var inboundLifecycle = evidence.FuncPrefix(
+	"__sys_accept", "__x64_sys_accept", "inet_csk_accept", "do_accept", "sock_close", "inet_release", "__sock_release",
+	"net.(*TCPListener).accept", "net.(*netFD).accept", "net.(*conn).Close", "net/http.(*conn).close",
+	"sun.nio.ch.ServerSocketChannelImpl.accept", "sun.nio.ch.Net.accept", "sun.nio.ch.NioSocketImpl.accept",
+	"sun.nio.ch.SocketChannelImpl.implCloseSelectableChannel", "sun.nio.ch.NioSocketImpl.close",
+	"org.apache.tomcat.util.net.Acceptor.run", "org.apache.tomcat.util.net.NioEndpoint.setSocketOptions",
+	"org.apache.tomcat.util.net.NioEndpoint$NioSocketWrapper.doClose", "org.apache.tomcat.util.net.NioChannel.close",
+	"org.eclipse.jetty.server.ServerConnector.accept", "org.eclipse.jetty.io.ManagedSelector$Accept",
+	"io.netty.channel.socket.nio.NioServerSocketChannel.doReadMessages",
+)
+
+// minNewConnsPerUnit is where a keep-alive load's new connections say the
+// server closes them: perfdoctor's load keeps every connection open and
+// dials again only when a response closes it, so a server that honours
+// keep-alive shows about 0 per request (every healthy corpus scenario:
+// 0.0099 at most) and one closing after every response 1.0 (Tomcat with
+// maxKeepAliveRequests=1: 1.01). Half the requests is far from both. The
+// counters are the host's: at a few requests per second another program's
+// connections weigh (0.42 at 22 pushes/s on a busy machine), which is why
+// the accepting and closing must also hold minShare of the CPU.
+const minNewConnsPerUnit = 0.5
+
+// checkServerClose reports a server closing its connections after each
+// response, when the load kept them alive: the new connections per request
+// come from the host's TCP counters, and what accepting and closing them
+// costs from the profile.
+func checkServerClose(pass *rules.Pass, cpu *evidence.Stacks) {
+	l := pass.Evidence.Load
+	w := facts.Get(pass.Facts, facts.WorkDone)
+	httpLoad := l != nil && (l.Method != "" || strings.HasPrefix(l.URL, "http://") || strings.HasPrefix(l.URL, "https://"))
+	if !httpLoad || l.Mode == "command" || !w.HasConns || w.NewConnsPerUnit < minNewConnsPerUnit {
+		return
+	}
+	lifecycle := cpu.Has(inboundLifecycle)
+	share := cpu.ShareWhere(lifecycle)
+	if share < minShare {
+		return
+	}
+	f := rules.Finding{
+		Severity: rules.SeverityFor(share),
+		Impact:   share,
+		Resource: "cpu",
+		ImpactBasis: "share of CPU accepting, setting up and closing connections; keep-alive removes nearly all of it, and with it " +
+			"the TCP handshakes and teardowns the kernel handles in soft interrupts and the client's connects, which these frames do not show: read it as a floor",
+		Summary: fmt.Sprintf("The server closes its connection after each response: %.2f new connections per %s under a load that keeps them alive; "+
+			"accepting and closing them is %s of CPU", w.NewConnsPerUnit, w.Unit, human.Percent(share)),
+		Evidence: []rules.Fact{
+			rules.Text("new TCP connections per "+w.Unit+" (host)", fmt.Sprintf("%.2f", w.NewConnsPerUnit)),
+			rules.Text("the load", "keeps its connections open; it dials again only when a response closes one"),
+			rules.Share("accept, set-up and close share of CPU", share),
+		},
+		Fix:    serverKeepAliveFix(pass, cpu),
+		Frames: cpu.Matched(inboundLifecycle, 12),
+	}
+	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: lifecycle}
+	pass.Report(f)
+}
+
+// serverKeepAliveFix names the keep-alive settings of the server seen.
+func serverKeepAliveFix(pass *rules.Pass, cpu *evidence.Stacks) string {
+	comm := ""
+	if s := pass.Evidence.SystemEnd; s != nil && s.Process != nil {
+		comm = s.Process.Comm
+	}
+	const general = "Let connections carry many requests: "
+	switch {
+	case cpu.Share(evidence.FuncPrefix("org.apache.tomcat.", "org.apache.catalina.", "org.apache.coyote.")) > 0:
+		return general + "Tomcat's Connector maxKeepAliveRequests (default 100; -1 for no limit; 1 closes after every response) and keepAliveTimeout in server.xml."
+	case cpu.Share(evidence.FuncPrefix("org.eclipse.jetty.")) > 0:
+		return general + "Jetty's connector idleTimeout well above the gap between a client's requests, and no Connection: close set by the application."
+	case comm == "nginx":
+		return general + "nginx's keepalive_timeout (not 0) and keepalive_requests (default 1000)."
+	case comm == "apache2" || comm == "httpd":
+		return general + "Apache's KeepAlive On, MaxKeepAliveRequests (default 100; 0 for no limit) and KeepAliveTimeout."
+	case comm == "haproxy":
+		return general + "haproxy's option http-keep-alive (the default) instead of option httpclose, and timeout http-keep-alive."
+	case cpu.Share(evidence.FuncPrefix("net/http.")) > 0:
+		return general + "net/http keeps them by default: remove SetKeepAlivesEnabled(false) and any Connection: close the handlers set, and keep IdleTimeout above the clients' gaps."
+	}
+	return general + "turn the server's keep-alive on (its idle timeout above the gap between a client's requests, and no limit of one request per connection)."
 }

@@ -160,3 +160,23 @@ func TestReverseProxyWithoutKeepAlive(t *testing.T) {
 		t.Errorf("a proxy keeping its upstream connections reported: %+v", res.Findings[0])
 	}
 }
+
+// A real server closing after every response (Tomcat, maxKeepAliveRequests=1,
+// from the corpus) is told to keep connections; healthy corpus servers
+// under the same load are not.
+func TestServerCloseOnCorpus(t *testing.T) {
+	for dir, want := range map[string]string{
+		"../../corpus/jvm-tomcat-keepalive-off/bad": `top NET001 medium "closes its connection after each response" "maxKeepAliveRequests"`,
+		"../../corpus/jvm-tomcat-jsp-healthy/bad":   `never NET001`,
+		"../../corpus/jvm-jetty-static-healthy/bad": `never NET001`,
+	} {
+		exp, err := ruletest.Parse(strings.NewReader(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, res := ruletest.Diagnose(t, dir, []*rules.Rule{Rule})
+		for _, v := range ruletest.Violations(res, exp) {
+			t.Errorf("%s: %s", dir, v)
+		}
+	}
+}
