@@ -258,7 +258,8 @@ func peakNote(live uint64, now, target int) string {
 }
 
 // cacheFlag finds a setting that turns a cache off: disableCache and the
-// like given as true, cache.enabled=false, a cache size of 0.
+// like given as true, cache.enabled=false, a cache size of 0, a cache type
+// of none.
 func cacheFlag(cfg facts.Config) (facts.Setting, bool) {
 	for _, s := range cfg.Settings {
 		k := s.Key
@@ -280,6 +281,8 @@ func cacheFlag(cfg facts.Config) (facts.Setting, bool) {
 		case !turnsOff && turnsOn && isBool && !v && !s.Alone:
 			return s, true
 		case sized && isZero(s.Value):
+			return s, true
+		case strings.HasSuffix(k, "cache.type") && strings.EqualFold(s.Value, "none"): // Spring's spring.cache.type=none
 			return s, true
 		}
 	}

@@ -147,12 +147,12 @@ func TestCacheTurnedOffByAFlag(t *testing.T) {
 		t.Errorf("computation at 25%%: %s", fs[0].Summary)
 	}
 	// Caches left on, however they are spelled.
-	for _, cmd := range []string{"/srv/api -cache-size=512MB", "/srv/api --query.cache.enabled=true", "/srv/api -disableCache=false", "/srv/api -cacheDir /var/cache/api"} {
+	for _, cmd := range []string{"/srv/api -cache-size=512MB", "/srv/api --query.cache.enabled=true", "/srv/api -disableCache=false", "/srv/api -cacheDir /var/cache/api", "/srv/java -jar app.jar --spring.cache.type=caffeine"} {
 		if fs := run(t, service(cmd, nil, 0, nil)); len(fs) != 0 {
 			t.Errorf("%s: %s", cmd, fs[0].Summary)
 		}
 	}
-	for _, cmd := range []string{"/srv/api --no-cache", "/srv/api --query.cache.enabled=false", "/srv/api -cache.size=0", "/srv/api -disable-cache true"} {
+	for _, cmd := range []string{"/srv/api --no-cache", "/srv/api --query.cache.enabled=false", "/srv/api -cache.size=0", "/srv/api -disable-cache true", "/srv/java -jar app.jar --spring.cache.type=none"} {
 		if fs := run(t, service(cmd, nil, 0, nil)); len(fs) != 1 {
 			t.Errorf("%s: %d findings, want the cache named", cmd, len(fs))
 		}
