@@ -7,7 +7,9 @@ package rules
 // meaning once released.
 var Classes = []string{
 	"pgo-not-used",
+	"configuration",
 	"hot-function",
+	"redone-work",
 	"sync-disk-write",
 	"disk-io-wait",
 	"gc-pressure",
