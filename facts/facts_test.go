@@ -95,6 +95,8 @@ func readAny(p *facts.Pass, k facts.Key) {
 		facts.Get(p, f)
 	case *facts.Fact[*facts.Path]:
 		facts.Get(p, f)
+	case *facts.Fact[facts.Config]:
+		facts.Get(p, f)
 	default:
 		panic("a fact of a type this test does not know: add it to readAny")
 	}
