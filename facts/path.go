@@ -279,6 +279,19 @@ func (p *Path) ChainText() string {
 	return strings.Join(parts, " -> ")
 }
 
+// ChainTo is the chain in short names down to fn, where a cost under the
+// path is (a library call the program makes): the chain stops at fn when
+// fn is on it, and goes on to it when not.
+func (p *Path) ChainTo(fn string) string {
+	for i, s := range p.Chain {
+		if s.Func == fn {
+			short := &Path{Chain: p.Chain[:i+1], java: p.java}
+			return short.ChainText()
+		}
+	}
+	return p.ChainText() + " -> " + p.Name(fn)
+}
+
 // Text is the chain with the subtree's share of all CPU and the costliest
 // callees of its end.
 func (p *Path) Text() string {

@@ -1,10 +1,8 @@
 package cpu002
 
 import (
-	"regexp"
-	"strings"
-
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 )
 
 // kind is what makes a family's work redundant, which decides its fix.
@@ -20,8 +18,6 @@ const (
 	// gather is a whole collection gathered, sorted or walked for every
 	// request when the request touches a part of it.
 	gather
-	// scan is a database reading every row of a table to find a few.
-	scan
 )
 
 // family is one kind of redone work, recognised by its frames.
@@ -130,26 +126,8 @@ var families = []family{
 			"std::_Rb_tree_increment",
 		),
 	)},
-
-	// A table read row by row to find a few: H2's table filter walking a
-	// cursor and testing the condition on each row, PostgreSQL's and
-	// MySQL's sequential scans, SQLite stepping through a b-tree.
-	{kind: scan, name: "scanning a table row by row", frames: evidence.FuncPrefix(
-		"org.h2.table.TableFilter.next", "org.h2.command.query.Select.isConditionMet",
-		"ExecSeqScan", "SeqNext", "heap_getnextslot", "heapgettup_pagemode", "heapgettup",
-		"rr_sequential", "handler::ha_rnd_next", "ha_innobase::rnd_next",
-		"sqlite3BtreeNext", "modernc.org/sqlite/lib.Xsqlite3BtreeNext", "modernc.org/sqlite/lib.Xsqlite3BtreeFirst",
-		"org.sqlite.core.NativeDB.step",
-	)},
 }
 
 // startup is code that runs once, at initialisation: work under it is
 // done once by definition.
-var startup = func(fn string) bool {
-	return strings.HasPrefix(fn, "runtime.doInit") || strings.HasPrefix(fn, "sync.(*Once).doSlow") || strings.HasPrefix(fn, "sync.OnceValue") ||
-		strings.HasPrefix(fn, "sync.OnceFunc") || goInit.MatchString(fn) || strings.HasSuffix(fn, ".<clinit>")
-}
-
-// goInit matches package initialisers and their closures: "pkg.init",
-// "pkg.init.0", "pkg.init.0.func1"; not methods named init.
-var goInit = regexp.MustCompile(`^[^()]*\.init(\.\d+)?(\.func\d+.*)?$`)
+var startup = frames.Startup
