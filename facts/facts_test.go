@@ -91,6 +91,10 @@ func readAny(p *facts.Pass, k facts.Key) {
 		facts.Get(p, f)
 	case *facts.Fact[facts.Work]:
 		facts.Get(p, f)
+	case *facts.Fact[*facts.ProgramCode]:
+		facts.Get(p, f)
+	case *facts.Fact[*facts.Path]:
+		facts.Get(p, f)
 	case *facts.Fact[facts.Config]:
 		facts.Get(p, f)
 	default:

@@ -7,6 +7,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/bld001"
 	"github.com/perfdoctor/perfdoctor/rules/cfg001"
 	"github.com/perfdoctor/perfdoctor/rules/cpu001"
+	"github.com/perfdoctor/perfdoctor/rules/cpu002"
 	"github.com/perfdoctor/perfdoctor/rules/db001"
 	"github.com/perfdoctor/perfdoctor/rules/disk001"
 	"github.com/perfdoctor/perfdoctor/rules/disk002"
@@ -66,6 +67,7 @@ func All() []*rules.Rule {
 		bld001.Rule,   // BLD001 pgo-not-used
 		cfg001.Rule,   // CFG001 configuration
 		cpu001.Rule,   // CPU001 hot-function
+		cpu002.Rule,   // CPU002 redone-work
 		db001.Rule,    // DB001 redone-work
 		disk001.Rule,  // DISK001 sync-disk-write
 		disk002.Rule,  // DISK002 disk-io-wait
