@@ -25,7 +25,7 @@ const recorded = "../../casebook/testdata/recorded/go1.26"
 
 // mcpSession starts `perfdoctor mcp` (this test binary acting as the CLI)
 // as a subprocess and connects the SDK's client to it over its stdio.
-func mcpSession(t *testing.T, roots ...string) *mcp.ClientSession {
+func mcpSession(t *testing.T, opts *mcp.ClientOptions, roots ...string) *mcp.ClientSession {
 	t.Helper()
 	args := []string{"mcp"}
 	for _, r := range roots {
@@ -34,7 +34,7 @@ func mcpSession(t *testing.T, roots ...string) *mcp.ClientSession {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), asCLI+"=1")
 	cmd.Stderr = os.Stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "perfdoctor-test", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "perfdoctor-test", Version: "1"}, opts)
 	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connecting to perfdoctor mcp: %v", err)
@@ -42,6 +42,9 @@ func mcpSession(t *testing.T, roots ...string) *mcp.ClientSession {
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }
+
+// largestAnswer is the largest structured answer seen, for the log.
+var largestAnswer int
 
 // callTool calls a tool that must succeed, checks its answer is within
 // the bound, and decodes it.
@@ -61,6 +64,7 @@ func callTool[T any](t *testing.T, cs *mcp.ClientSession, name string, args map[
 	if len(b) > mcpserver.MaxAnswer || len(text(res)) > mcpserver.MaxAnswer {
 		t.Errorf("%s %v: answer of %d bytes (text %d), over the %d-byte bound", name, args, len(b), len(text(res)), mcpserver.MaxAnswer)
 	}
+	largestAnswer = max(largestAnswer, len(b))
 	var out T
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("%s: decoding %s: %v", name, b, err)
@@ -164,7 +168,7 @@ func largestRecorded(t *testing.T) string {
 func TestMCPRecorded(t *testing.T) {
 	bad := largestRecorded(t)
 	fixed := strings.TrimSuffix(bad, "-bad") + "-fixed"
-	cs := mcpSession(t, t.TempDir(), filepath.Dir(bad))
+	cs := mcpSession(t, nil, t.TempDir(), filepath.Dir(bad))
 
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -305,6 +309,7 @@ func TestMCPRecorded(t *testing.T) {
 	if err == nil && !res.IsError {
 		t.Errorf("top with n a string: accepted")
 	}
+	t.Logf("%s: the largest answer was %d bytes (bound %d)", filepath.Base(bad), largestAnswer, mcpserver.MaxAnswer)
 }
 
 // wantTop reads the rule a want.txt expects first ("top NAME ...").
@@ -346,7 +351,10 @@ func TestMCPLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := mcpSession(t, out, repo)
+	progress := make(chan *mcp.ProgressNotificationParams, 100)
+	cs := mcpSession(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		progress <- req.Params
+	}}, out, repo)
 
 	c := callTool[struct {
 		Bundle string
@@ -391,12 +399,35 @@ func TestMCPLive(t *testing.T) {
 		t.Errorf("source of the demo's search: %+v", src)
 	}
 
-	v := callTool[struct {
+	// verify lasts at least 2 rounds × 2 sides × 2 s: longer than the
+	// server's progress interval, so a client that asked hears from it.
+	params := &mcp.CallToolParams{Name: "verify", Arguments: map[string]any{"before": appURL, "after": appURL + "?v=2",
+		"rounds": 2, "duration_seconds": 1, "warmup_seconds": 1, "concurrency": 2}}
+	params.SetProgressToken("verify-1")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("verify: %s", text(res))
+	}
+	var v struct {
 		Verdict string
 		Rounds  int
 		Ratios  []struct{ Figure string }
-	}](t, cs, "verify", map[string]any{"before": appURL, "after": appURL + "?v=2", "rounds": 2, "duration_seconds": 1, "warmup_seconds": 1, "concurrency": 2})
+	}
+	if b, err := json.Marshal(res.StructuredContent); err != nil || json.Unmarshal(b, &v) != nil || len(b) > mcpserver.MaxAnswer {
+		t.Errorf("verify answer: %v, %d bytes", err, len(b))
+	}
 	if v.Rounds != 2 || len(v.Ratios) == 0 || v.Verdict == "" {
 		t.Errorf("verify: %+v", v)
+	}
+	select {
+	case p := <-progress:
+		if p.ProgressToken != "verify-1" || p.Progress <= 0 {
+			t.Errorf("progress: %+v", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("verify sent no progress to a client that asked for it")
 	}
 }

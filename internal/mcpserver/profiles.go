@@ -366,16 +366,10 @@ func (s *server) neighbours(ctx context.Context, in neighboursInput, dir int) (*
 			}
 		}
 	}
-	if len(matched) == 0 {
-		return nil, fmt.Errorf("no function in the %s profile matches %q; top lists its functions", sp.head.Kind, in.Function)
+	names, err := rankMatches(matched, sp.head.Kind, in.Function)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, 0, len(matched))
-	for fn := range matched {
-		names = append(names, fn)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		return matched[names[i]] > matched[names[j]] || (matched[names[i]] == matched[names[j]] && names[i] < names[j])
-	})
 	for _, fn := range names[:min(len(names), 5)] {
 		a.Matched = append(a.Matched, clip(fn, factChars))
 	}
@@ -410,6 +404,22 @@ func functionMatcher(sp *stackProfile, name string) (func(string) bool, error) {
 		return nil, fmt.Errorf("function %q is neither a name in the %s profile nor a regular expression: %w", name, sp.head.Kind, err)
 	}
 	return re.MatchString, nil
+}
+
+// rankMatches orders the functions a pattern matched by their value,
+// largest first, or says that none matched.
+func rankMatches(values map[string]int64, kind, pattern string) ([]string, error) {
+	if len(values) == 0 {
+		return nil, fmt.Errorf("no function in the %s profile matches %q; top lists its functions", kind, pattern)
+	}
+	names := make([]string, 0, len(values))
+	for fn := range values {
+		names = append(names, fn)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return values[names[i]] > values[names[j]] || (values[names[i]] == values[names[j]] && names[i] < names[j])
+	})
+	return names, nil
 }
 
 // Bounds of the source answer.
@@ -450,16 +460,10 @@ func (s *server) source(ctx context.Context, in sourceInput) (*sourceAnswer, err
 			}
 		}
 	}
-	if len(cumByFn) == 0 {
-		return nil, fmt.Errorf("no function in the %s profile matches %q; top lists its functions", sp.head.Kind, in.Function)
+	names, err := rankMatches(cumByFn, sp.head.Kind, in.Function)
+	if err != nil {
+		return nil, err
 	}
-	names := make([]string, 0, len(cumByFn))
-	for fn := range cumByFn {
-		names = append(names, fn)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		return cumByFn[names[i]] > cumByFn[names[j]] || (cumByFn[names[i]] == cumByFn[names[j]] && names[i] < names[j])
-	})
 	fn := names[0]
 	a := &sourceAnswer{profileHead: sp.head, Function: clip(fn, factChars), File: clip(files[fn], 2*factChars), Cum: cumByFn[fn], Lines: []sourceLine{}}
 	for _, o := range names[1:min(len(names), 4)] {

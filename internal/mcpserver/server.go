@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -122,7 +123,8 @@ func (s *server) register(srv *mcp.Server) {
 // whose errors reach the model as one line.
 func addTool[In, Out any](srv *mcp.Server, name, description string, h func(context.Context, In) (Out, error)) {
 	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: description},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+			defer keepAlive(ctx, req)()
 			out, err := h(ctx, in)
 			if err != nil {
 				var zero Out
@@ -139,6 +141,38 @@ func addTool[In, Out any](srv *mcp.Server, name, description string, h func(cont
 			}
 			return nil, out, nil
 		})
+}
+
+// progressEvery is how often a long call tells a client that asked for
+// progress that it is still working: collections and loads last seconds
+// to minutes, and some clients time a silent call out.
+const progressEvery = 5 * time.Second
+
+// keepAlive sends progress notifications while a call runs, when the
+// client gave a progress token; the returned func stops them.
+func keepAlive(ctx context.Context, req *mcp.CallToolRequest) (stop func()) {
+	if req == nil || req.Session == nil || req.Params == nil || req.Params.GetProgressToken() == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for start := time.Now(); ; {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				elapsed := now.Sub(start).Round(time.Second)
+				// A client that went away ends the call through ctx.
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(),
+					Progress: elapsed.Seconds(), Message: fmt.Sprintf("%s: working for %s", req.Params.Name, elapsed)})
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // readPath resolves a path the client gave (absolute, or relative to the
