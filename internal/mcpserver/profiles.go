@@ -336,13 +336,16 @@ func (s *server) neighbours(ctx context.Context, in neighboursInput, dir int) (*
 	values := map[string]int64{}
 	for _, smp := range sp.samples {
 		hit := false
-		seen := map[string]bool{}
+		seen, counted := map[string]bool{}, map[string]bool{}
 		for i, f := range smp.frames {
 			if !match(f.function) {
 				continue
 			}
+			if !counted[f.function] { // once per sample, recursive or not
+				counted[f.function] = true
+				matched[f.function] += smp.value
+			}
 			hit = true
-			matched[f.function] += smp.value
 			j := i + dir
 			var next string
 			switch {
