@@ -72,12 +72,21 @@ func ObserveWindow(ctx context.Context, o WindowOptions) (*Window, error) {
 	}
 	var wg sync.WaitGroup
 	if o.Perf {
+		// The tree again, just before perf attaches: a child forked since
+		// the snapshot (a database's backend for a client that just
+		// connected) would be neither listed nor inherited.
+		perfTree := tree
+		if o.PID > 0 && !o.NoChildren {
+			if now, err := system.Descendants(o.Roots, o.PID); err == nil {
+				perfTree = now
+			}
+		}
 		wg.Go(func() {
-			w.Perf, w.PerfErr = perf.Record(ctx, perf.Options{PID: o.PID, Also: tree, OnlyPID: o.NoChildren, Duration: o.Duration, SourceLines: o.SourceLines, Logger: o.Logger})
+			w.Perf, w.PerfErr = perf.Record(ctx, perf.Options{PID: o.PID, Also: perfTree, OnlyPID: o.NoChildren, Duration: o.Duration, SourceLines: o.SourceLines, Logger: o.Logger})
 		})
 		if o.PID > 0 {
 			wg.Go(func() {
-				w.OffCPU, w.OffCPUErr = perf.RecordOffCPU(ctx, perf.Options{PID: o.PID, Also: tree, OnlyPID: o.NoChildren, Duration: o.Duration, Logger: o.Logger})
+				w.OffCPU, w.OffCPUErr = perf.RecordOffCPU(ctx, perf.Options{PID: o.PID, Also: perfTree, OnlyPID: o.NoChildren, Duration: o.Duration, Logger: o.Logger})
 			})
 		}
 	}

@@ -126,11 +126,19 @@ func TestProcessTreePostgres(t *testing.T) {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
 	// Select-only clients for longer than both windows; pgbench stops by itself.
-	bench := exec.Command(pgbench, args("-S", "-c", "4", "-j", "2", "-T", "12")...)
+	bench := exec.Command(pgbench, args("-S", "-c", "4", "-j", "2", "-T", "25")...)
 	if err := bench.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bench.Process.Kill(); bench.Wait() })
+	// Under pgbench: its four backends are there before the window.
+	for i := 0; i < 100; i++ {
+		out, _ := exec.Command("ps", "-o", "args=", "--ppid", strconv.Itoa(pg.PID)).Output()
+		if strings.Count(string(out), "postgres: perfdoctor postgres") >= 4 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	treeChecks(t, pg.PID, regexp.MustCompile(`its \d+ descendants [0-9.]+ cores?: [0-9.]+ in \d+ process(es)? 'postgres: perfdoctor postgres 127\.0\.0\.1 `))
 }
 

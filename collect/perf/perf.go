@@ -158,15 +158,31 @@ func record(ctx context.Context, perf, data string, opt Options) error {
 	}
 }
 
-// alive keeps the processes that still exist.
+// alive keeps the processes that still exist and have not exited: a
+// zombie (exited, not yet reaped by its parent) still answers kill(0) but
+// makes perf fail to attach.
 func alive(pids []int) []int {
 	var out []int
 	for _, p := range pids {
-		if err := syscall.Kill(p, 0); err == nil || errors.Is(err, syscall.EPERM) {
+		if err := syscall.Kill(p, 0); (err == nil || errors.Is(err, syscall.EPERM)) && !zombie(p) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// zombie reports whether /proc says the process has exited ("Z" or "X"
+// after the command's closing parenthesis in its stat line).
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false // no /proc: kill(0) alone decides
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // pidList is perf's -p argument: PID and, unless OnlyPID, Also.

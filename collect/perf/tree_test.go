@@ -69,7 +69,13 @@ func startForker(t *testing.T) (int, func(string) int) {
 func TestRecordTree(t *testing.T) {
 	parent, child := startForker(t)
 	child("first")
-	tree := descendants(t, parent) // timeout, and the shell it runs
+	// timeout, the busy shell it runs and the parent's sleep: the busy
+	// shell may start a moment after timeout's PID is written.
+	tree := descendants(t, parent)
+	for i := 0; len(tree) < 3 && i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+		tree = descendants(t, parent)
+	}
 	p, err := Record(context.Background(), Options{PID: parent, Also: tree, Duration: 2500 * time.Millisecond})
 	if err != nil {
 		if strings.Contains(err.Error(), "not permitted") {
@@ -186,5 +192,25 @@ func descendants(t *testing.T, pid int) []int {
 // a SIGKILL to the shell or a timeout alone would leave its busy child running.
 func killGroup(cmd *exec.Cmd) {
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+}
+
+// A child that exited but was not reaped answers kill(0) yet is gone for
+// perf: alive leaves it out.
+func TestAliveLeavesZombiesOut(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	for range 100 { // until it has exited; it stays a zombie until Wait
+		if zombie(pid) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := alive([]int{pid, os.Getpid()}); !slices.Equal(got, []int{os.Getpid()}) {
+		t.Errorf("alive = %v, want only this process %d (the zombie %d left out)", got, os.Getpid(), pid)
+	}
 	cmd.Wait()
 }

@@ -210,12 +210,12 @@ func check(pass *rules.Pass) error {
 			return first(s)
 		})
 		if len(top) > 0 {
-			f.Evidence = append(f.Evidence, rules.Text("kernel functions in perf (scheduler artefacts left out)", rules.SiteList(top, 6)),
+			f.Evidence = append(f.Evidence, rules.Text("kernel functions in perf", rules.SiteList(top, 6)),
 				rules.Share("perf samples in network soft interrupts", st.Share(softirqFrames)))
 			f.Frames = st.Matched(softirqFrames, 8)
 		}
 		if a := frames.LeafShare(st, frames.SchedulerArtefacts); a >= 0.05 {
-			f.Evidence = append(f.Evidence, rules.Share("perf samples ending in scheduler artefacts", a))
+			f.Evidence = append(f.Evidence, rules.Share("perf samples ending in scheduler artefacts (left out of the kernel functions)", a))
 			f.Caveats = append(f.Caveats, fmt.Sprintf("%s of perf's samples end in finish_task_switch or _raw_spin_unlock_irqrestore: "+
 				"on a software clock (a VM without hardware counters) samples taken with interrupts off land there. They say a thread "+
 				"was switched or woken, not what it did: read them as time in the system call above them (by system call, above).", human.Percent(a)))
