@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/output"
 )
 
 // FormatVersion is bumped when a bundle's layout changes incompatibly.
@@ -196,27 +198,16 @@ func ReadManifest(dir string) (*Manifest, error) {
 
 // WriteFileAtomic writes data to path through a temporary name in the same
 // directory and renames it into place, so a reader never sees half a file.
+// Bundle files are private (0600): snapshots hold command lines.
 func WriteFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return output.WriteFile(path, output.Private, data)
 }
 
 // WriteJSONAtomic marshals v with indentation and writes it atomically.
 func WriteJSONAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
 	return WriteFileAtomic(path, append(b, '\n'))
 }

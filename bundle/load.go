@@ -5,7 +5,12 @@ package bundle
 // them. The load package writes it from its Result; the evidence package
 // reads it; reports show it. Latencies are float milliseconds.
 type LoadResult struct {
-	URL          string           `json:"url"`
+	URL string `json:"url"`
+	// Method is the HTTP method of every request ("" for UDP and command
+	// loads) and BodyBytes the size of each request's body or datagram:
+	// what a unit of work carries.
+	Method       string           `json:"method,omitempty"`
+	BodyBytes    int              `json:"body_bytes,omitempty"`
 	Mode         string           `json:"mode"` // "closed" or "open"
 	Concurrency  int              `json:"concurrency"`
 	Rate         float64          `json:"rate,omitempty"`

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/internal/output"
 )
 
 // Writer assembles a bundle the one way every producer (collect, collect
@@ -28,22 +31,32 @@ type Writer struct {
 }
 
 // Create starts a bundle that Finish renames to final. final must not exist
-// or be an empty directory; its parent is created if need be.
+// or be an empty directory; its parent is created if need be. A symbolic
+// link at final is followed: the bundle goes where it points.
 func Create(final string) (*Writer, error) {
 	if err := CheckDestination(final); err != nil {
 		return nil, err
 	}
-	return NewWriter(filepath.Dir(final), filepath.Base(final)+".partial-")
+	target, err := output.Resolve(final)
+	if err != nil {
+		return nil, fmt.Errorf("output directory %s: %w", final, err)
+	}
+	return NewWriter(filepath.Dir(target), filepath.Base(target)+".partial-")
 }
 
 // CheckDestination fails unless final is free for a bundle: missing or an
-// empty directory. Producers call it before slow work, so a bad --output
-// fails at once and leaves nothing behind.
+// empty directory (or a link to one). Producers call it before slow work,
+// so a bad --output fails at once and leaves nothing behind.
 func CheckDestination(final string) error {
+	if final == output.Stdout {
+		return fmt.Errorf("output directory %s: a bundle is a directory; it cannot go to standard output", final)
+	}
 	ents, err := os.ReadDir(final)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("output directory %s exists and is not a directory", final)
 	case err != nil:
 		return fmt.Errorf("output directory %s: %w", final, err)
 	case len(ents) > 0:
@@ -134,18 +147,32 @@ func (w *Writer) Complete(m *Manifest) {
 }
 
 // Finish writes manifest (a Manifest, or a value embedding one) last and
-// renames the bundle to final. An empty directory at final is replaced; a
-// non-empty one is never clobbered. On error the bundle stays at Dir, which
-// the error names.
+// renames the bundle to final, or to where a symbolic link at final points
+// (the link stays). An empty directory at final is replaced; a non-empty
+// one, or anything that is not a directory, is never touched. On error the
+// bundle stays at Dir, which the error names.
 func (w *Writer) Finish(manifest any, final string) error {
 	if err := WriteJSONAtomic(w.Path(ManifestFile), manifest); err != nil {
 		return fmt.Errorf("writing manifest (incomplete bundle left in %s): %w", w.dir, err)
 	}
-	// os.Remove refuses a non-empty directory, so one filled meanwhile is kept.
-	if err := os.Remove(final); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	target, err := output.Resolve(final)
+	if err != nil {
 		return fmt.Errorf("bundle left in %s: %w", w.dir, err)
 	}
-	if err := os.Rename(w.dir, final); err != nil {
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("bundle left in %s: %w", w.dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("bundle left in %s: %s exists and is not a directory", w.dir, final)
+	default:
+		// os.Remove refuses a non-empty directory, so one filled meanwhile is kept.
+		if err := os.Remove(target); err != nil {
+			return fmt.Errorf("bundle left in %s: %w", w.dir, err)
+		}
+	}
+	if err := os.Rename(w.dir, target); err != nil {
 		return fmt.Errorf("bundle left in %s: %w", w.dir, err)
 	}
 	return nil
@@ -161,7 +188,7 @@ func WriteProfile(path string, p *profile.Profile) (int64, error) {
 		return 0, fmt.Errorf("encoding %s: %w", filepath.Base(path), err)
 	}
 	if err := WriteFileAtomic(path, buf.Bytes()); err != nil {
-		return 0, fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+		return 0, err // it names the path
 	}
 	return int64(buf.Len()), nil
 }

@@ -74,3 +74,60 @@ func TestWriterNeverClobbersABundle(t *testing.T) {
 		t.Errorf("the bundle left aside has no manifest: %v", err)
 	}
 }
+
+// TestWriterFollowsLinks: a link at the destination, to an empty directory
+// or to nothing yet, receives the bundle where it points and stays a link.
+func TestWriterFollowsLinks(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "empty"), 0o755)
+	os.Symlink("empty", filepath.Join(dir, "to-empty"))
+	os.Symlink("later", filepath.Join(dir, "to-later"))
+	for link, target := range map[string]string{"to-empty": "empty", "to-later": "later"} {
+		final := filepath.Join(dir, link)
+		w, err := Create(final)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &Manifest{Tool: "test"}
+		w.Complete(m)
+		if err := w.Finish(m, final); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.Readlink(final); err != nil || got != target {
+			t.Errorf("%s now reads %q (%v), want it left a link to %s", link, got, err, target)
+		}
+		if _, err := ReadManifest(filepath.Join(dir, target)); err != nil {
+			t.Errorf("no bundle where %s points: %v", link, err)
+		}
+	}
+}
+
+// TestWriterLeavesWhatIsNoDirectory: a file (or device) at the destination
+// is refused at Create and, if it appears by Finish, kept.
+func TestWriterLeavesWhatIsNoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("kept"), 0o644)
+	if _, err := Create(file); err == nil || err.Error() != "output directory "+file+" exists and is not a directory" {
+		t.Errorf("Create over a file: %v", err)
+	}
+	if _, err := Create("-"); err == nil || !strings.Contains(err.Error(), "cannot go to standard output") {
+		t.Errorf(`Create("-"): %v`, err)
+	}
+	final := filepath.Join(dir, "b")
+	w, err := Create(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(final, []byte("kept"), 0o644)
+	m := &Manifest{}
+	w.Complete(m)
+	if err := w.Finish(m, final); err == nil || !strings.Contains(err.Error(), "exists and is not a directory") {
+		t.Errorf("Finish onto a file: %v", err)
+	}
+	for _, p := range []string{file, final} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != "kept" {
+			t.Errorf("%s holds %q (%v)", p, b, err)
+		}
+	}
+}

@@ -455,7 +455,7 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 	}
 	// The original bytes are kept: `go tool pprof` reads them as served.
 	if err := bundle.WriteFileAtomic(path, body); err != nil {
-		return 0, nil, fmt.Errorf("writing %s: %w", it.file, err)
+		return 0, nil, err // it names the file
 	}
 	return int64(len(body)), p, nil
 }
@@ -526,7 +526,7 @@ func (c *collector) recordOffCPU(ctx context.Context, it item, path string) (int
 
 func writeJSON(path string, v any) (int64, *profile.Profile, error) {
 	if err := bundle.WriteJSONAtomic(path, v); err != nil {
-		return 0, nil, fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+		return 0, nil, err // it names the file
 	}
 	st, err := os.Stat(path)
 	if err != nil {

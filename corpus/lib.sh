@@ -291,14 +291,14 @@ jvm_record() {
 }
 
 # pd_verify BEFORE_URL AFTER_URL SCENARIO_DIR [VERIFY-FLAGS...]: perfdoctor
-# verify between two running services; its verify.json goes into the
-# scenario's folder and its text report to stderr.
+# verify between two running services; its verify.json and ratios go into
+# the scenario's folder (record_verify) and its text report to stderr.
 pd_verify() {
 	local before=$1 after=$2 dir=$3 tmp
 	shift 3
 	tmp=$(mktemp -d)
 	"$PD" verify --before "$before" --after "$after" --out "$tmp" "$@" >&2 || [ $? -eq 4 ]
-	cp "$tmp/verify.json" "$dir/verify.json"
+	record_verify "$tmp" "$dir"
 	rm -rf "$tmp"
 }
 
@@ -310,29 +310,19 @@ warm() {
 	"$PD" load "$url" -c 16 -d "${secs}s" "$@" >/dev/null
 }
 
-# set_measured SCENARIO_DIR BY: writes verify.json's throughput and CPU per
-# unit ratios (after/before, 95% intervals), its rounds and today's date
-# into scenario.json's "measured", with BY (throughput or cpu_per_unit)
-# naming the scenario's gain; the rest of scenario.json is left as written.
+# set_measured SCENARIO_DIR BY: names which ratio is the scenario's gain in
+# scenario.json's "measured" (throughput or cpu_per_unit); the ratios
+# themselves come from verify.json through record_verify.
 set_measured() {
-	python3 - "$1" "$2" <<'PY'
-import datetime, json, sys
-d, by = sys.argv[1], sys.argv[2]
-v = json.load(open(f"{d}/verify.json"))
-names = {"throughput": "throughput", "CPU/request": "cpu_per_unit", "CPU/unit": "cpu_per_unit"}
-m = {"by": by}
-for r in v["ratios"]:
-    key = names.get(r["figure"])
-    if key:
-        m[key] = {"ratio": round(r["ratio"], 3), "lo": round(r["ci95_low"], 3), "hi": round(r["ci95_high"], 3)}
+	python3 - "$1/scenario.json" "$2" <<'PY'
+import json, sys
+path, by = sys.argv[1], sys.argv[2]
+s = json.load(open(path))
+m = s.setdefault("measured", {})
 if by not in m:
-    sys.exit(f"verify.json has no {by} ratio")
-m["rounds"] = len(v["rounds"])
-m["date"] = datetime.date.today().isoformat()
-p = f"{d}/scenario.json"
-s = json.load(open(p))
-s["measured"] = m
-with open(p, "w") as f:
+    sys.exit(f"{path}: measured has no {by} ratio")
+s["measured"] = {"by": by, **{k: v for k, v in m.items() if k != "by"}}
+with open(path, "w") as f:
     json.dump(s, f, indent=2, ensure_ascii=False)
     f.write("\n")
 PY

@@ -166,7 +166,8 @@ func (e *Evidence) Heaps() []*profile.Profile {
 	return out
 }
 
-// WindowAllocs returns the allocations made during the window, and whether
+// WindowAllocs computes the allocations made during the window (readers
+// take facts.WindowAllocs, computed once per diagnosis), and whether
 // they are limited to it. The allocs profile counts from process start, so a
 // service that built a large cache at startup would name its loader as the
 // top allocation site; subtracting the start heap profile's alloc counts

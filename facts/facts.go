@@ -31,11 +31,13 @@ type Fact[T any] struct {
 // Key is any fact, whatever its type: what Requires and Needs list.
 type Key interface {
 	factName() string
+	factDoc() string
 	requires() []Key
 	eval(*Pass) any
 }
 
 func (f *Fact[T]) factName() string { return f.Name }
+func (f *Fact[T]) factDoc() string  { return f.Doc }
 func (f *Fact[T]) requires() []Key  { return f.Requires }
 func (f *Fact[T]) eval(p *Pass) any { return f.Compute(p) }
 
@@ -117,6 +119,9 @@ func (s *Set) get(k Key) any {
 
 // Name is a fact's name, for messages and docs.
 func Name(k Key) string { return k.factName() }
+
+// Doc is what a fact is, for docs.
+func Doc(k Key) string { return k.factDoc() }
 
 // Requires is what a fact declares it reads.
 func Requires(k Key) []Key { return k.requires() }

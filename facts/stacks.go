@@ -107,13 +107,22 @@ func isSystemObject(file string) bool {
 	return base == "[vdso]" || strings.HasSuffix(base, ".so") || strings.Contains(base, ".so.")
 }
 
-// CoresUsed is the CPU the process used over the CPU profile, in cores; 0
-// when the profile's unit is not time.
+// CoresUsed is the CPU the process used over the window, in cores, as its
+// profile says: the CPU profile's time over its duration (pprof's and perf's
+// samples are CPU time of every thread), or for a JVM the JVM's own CPU
+// load (JFR's execution sampler takes a few Java threads at a time: its
+// samples are not the process's CPU time). 0 when unknown.
 var CoresUsed = &Fact[float64]{
 	Name:     "cores-used",
-	Doc:      "The CPU the process used over the CPU profile's window, in cores (samples' time over the profile's duration).",
+	Doc:      "The CPU the process used over the window, in cores: the CPU profile's samples over its duration, or for a JVM its jdk.CPULoad times its hardware threads.",
 	Requires: []Key{CPUStacks},
 	Compute: func(p *Pass) float64 {
+		if j := p.Evidence.JVM; j != nil {
+			if j.JVMCPU > 0 && j.HWThreads > 0 {
+				return j.JVMCPU * float64(j.HWThreads)
+			}
+			return 0
+		}
 		prof := p.Evidence.Profile(evidence.CPU)
 		st := Get(p, CPUStacks)
 		if prof == nil || prof.DurationNanos <= 0 || st == nil || st.Unit != "nanoseconds" {

@@ -135,6 +135,8 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 	switch {
 	case used > 0:
 		w.Cores, w.CoresSource = used/d.Seconds, "/proc process times"
+	case profileCores > 0 && ev.JVM != nil:
+		w.Cores, w.CoresSource = profileCores, "the JVM's CPU load (JFR)"
 	case profileCores > 0:
 		w.Cores, w.CoresSource = profileCores, "CPU profile samples"
 	}

@@ -115,6 +115,8 @@ type Second struct {
 // would hide the server's real latency.
 type Result struct {
 	URL         string
+	Method      string // the HTTP method, or "" for UDP and command loads
+	BodyBytes   int    // each request's body (or UDP payload)
 	Mode        string // "closed" or "open"
 	Concurrency int
 	Rate        float64       // open loop: the requested rate

@@ -49,6 +49,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.scheme == "udp" {
+		cfg.Method = "" // a datagram has none
+	}
 	newConn := func() conn { return newUDPConn(cfg, t) }
 	var loop func(context.Context, []*worker, *counters)
 	if t.scheme != "udp" {
@@ -345,6 +348,8 @@ func run(parent context.Context, cfg Config, newConn func() conn, loop func(cont
 		Mode:         modeClosed,
 		URL:          cfg.URL,
 		Concurrency:  cfg.Concurrency,
+		Method:       cfg.Method,
+		BodyBytes:    len(cfg.Body),
 		Duration:     elapsed,
 		ErrorsByKind: map[string]int64{},
 		Unfinished:   cnt.unfinished.Load(),

@@ -6,7 +6,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -184,25 +184,11 @@ func Write(w io.Writer, format string, r *Report) error {
 	return f(w, r)
 }
 
-// Output renders to path, written whole or not at all (a reader never sees
-// half a report), or with no path to w.
-func Output(w io.Writer, path string, render func(io.Writer) error) error {
-	if path == "" {
-		return render(w)
-	}
-	var b bytes.Buffer
-	if err := render(&b); err != nil {
-		return err
-	}
-	if err := bundle.WriteFileAtomic(path, b.Bytes()); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-// Save writes r in the named format to path, or with no path to w.
+// Save writes r in the named format to path (whole or not at all, never
+// over what path points at: see internal/output), or with no path or "-"
+// to w.
 func Save(w io.Writer, path, format string, r *Report) error {
-	return Output(w, path, func(w io.Writer) error { return Write(w, format, r) })
+	return output.Write(path, w, output.Shared, func(w io.Writer) error { return Write(w, format, r) })
 }
 
 // FormatNames lists the formats for help texts and errors.

@@ -200,7 +200,7 @@ type Result struct {
 
 // engineFacts are what the engine itself reads: to arbitrate claims on
 // CPU samples and allocated bytes, and to say whose code a finding names.
-var engineFacts = []facts.Key{facts.CPUStacks, facts.AllocStacks, facts.Owners}
+var engineFacts = []facts.Key{facts.CPUStacks, facts.AllocStacks, facts.Owners, facts.WorkDone}
 
 // Run checks every rule against the evidence of set, the facts every rule
 // shares, and ranks the findings.
@@ -272,6 +272,7 @@ func Run(set *facts.Set, catalog []*Rule) Result {
 	}
 	engine := set.For("the rules engine", engineFacts)
 	attribute(facts.Get(engine, facts.CPUStacks), facts.Get(engine, facts.AllocStacks), res.Findings)
+	weighCores(facts.Get(engine, facts.WorkDone), res.Findings)
 	markForeignCode(facts.Get(engine, facts.Owners), res.Findings)
 	Rank(res.Findings)
 	return res

@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"strings"
+
+	"github.com/perfdoctor/perfdoctor/internal/output"
 )
 
 // Markers delimit the generated table in casebook/README.md.
@@ -93,5 +95,5 @@ func Splice(file, table string) error {
 		return fmt.Errorf("%s: no calibration markers (%q ... %q)", file, BeginMarker, EndMarker)
 	}
 	doc = doc[:i+len(BeginMarker)] + "\n" + table + doc[j:]
-	return os.WriteFile(file, []byte(doc), 0o644)
+	return output.WriteFile(file, output.Shared, []byte(doc))
 }

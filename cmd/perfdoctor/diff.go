@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 	"github.com/perfdoctor/perfdoctor/report"
 )
 
@@ -53,7 +54,7 @@ or cumulative share grew by more than PCT percentage points.`,
 			}
 			d.Tool = a.tool()
 			regressed := failOn && d.CheckRegression(failPct/100)
-			if err := report.Output(a.stdout, out, func(w io.Writer) error { return write(w, d) }); err != nil {
+			if err := output.Write(out, a.stdout, output.Shared, func(w io.Writer) error { return write(w, d) }); err != nil {
 				return err
 			}
 			if regressed {

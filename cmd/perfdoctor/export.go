@@ -13,7 +13,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/export"
 	"github.com/perfdoctor/perfdoctor/formats/folded"
-	"github.com/perfdoctor/perfdoctor/report"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 )
 
 func (a *app) exportCommand() *cobra.Command {
@@ -58,7 +58,7 @@ folded file comes out in the same form as a Go profile.`,
 			if err := export.Write(&buf, format, p, sampleType); err != nil {
 				return err
 			}
-			return report.Output(a.stdout, out, func(w io.Writer) error {
+			return output.Write(out, a.stdout, output.Shared, func(w io.Writer) error {
 				_, err := w.Write(buf.Bytes())
 				return err
 			})
@@ -67,7 +67,7 @@ folded file comes out in the same form as a Go profile.`,
 	cmd.Flags().StringVarP(&format, "format", "f", "folded", "output format: "+strings.Join(export.Formats, ", "))
 	cmd.Flags().StringVar(&kind, "kind", "", "which profile: cpu, perf, allocs, heap, mutex, block, goroutine, exceptions, wall (default cpu, else the only one)")
 	cmd.Flags().StringVar(&sampleType, "type", "", "sample type to weight stacks by, e.g. samples, cpu, alloc_space (default: the profile's default)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout (a device, FIFO or link's target is written through, never replaced)")
 	cmd.Flags().StringVar(&weights, "folded-weights", "auto", "what counts in folded input are: auto, samples or nanoseconds")
 	return cmd
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/report/loadtext"
@@ -184,6 +184,9 @@ Ctrl-C stops the run and still reports what was measured.`,
 			if target == "" && f.loadCmd == "" {
 				return usageError{errors.New("load needs a URL, or --load-cmd CMD --units N")}
 			}
+			if err := output.Check(out); err != nil { // before the run, not after
+				return err
+			}
 			cfgs, restore, err := f.configure(cmd, target)
 			if err != nil {
 				return err
@@ -204,13 +207,11 @@ Ctrl-C stops the run and still reports what was measured.`,
 			if err != nil {
 				return err
 			}
-			if err := writeResult(a.stdout, format, res); err != nil {
+			if err := writeResult(a.display(out), format, res); err != nil {
 				return err
 			}
-			if out != "" {
-				if err := bundle.WriteJSONAtomic(out, res); err != nil {
-					return fmt.Errorf("saving results: %w", err)
-				}
+			if err := a.saveJSON(out, res); err != nil {
+				return err
 			}
 			for _, w := range res.Warnings {
 				fmt.Fprintf(a.stderr, "perfdoctor: warning: %s\n", w)
@@ -220,7 +221,7 @@ Ctrl-C stops the run and still reports what was measured.`,
 	}
 	f.register(cmd, 10*time.Second)
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "also save the results as JSON to this file")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "also save the results as JSON to this file (- for stdout, the results shown then going to stderr)")
 	cmd.Flags().BoolVar(&findMax, "find-max", false, "step the rate up to find the highest one meeting --slo")
 	cmd.Flags().StringVar(&slo, "slo", "p99<200ms", "latency objective for --find-max: pNN<DURATION, optionally ',errors<1%'")
 	cmd.Flags().IntVar(&steps, "steps", 12, "--find-max: at most this many steps")
@@ -268,16 +269,14 @@ func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int
 		return err
 	}
 	if format == "json" {
-		if err := writeJSON(a.stdout, c); err != nil {
+		if err := writeJSON(a.display(out), c); err != nil {
 			return err
 		}
 	} else {
-		loadtext.WriteCapacity(a.stdout, c)
+		loadtext.WriteCapacity(a.display(out), c)
 	}
-	if out != "" {
-		if err := bundle.WriteJSONAtomic(out, c); err != nil {
-			return fmt.Errorf("saving results: %w", err)
-		}
+	if err := a.saveJSON(out, c); err != nil {
+		return err
 	}
 	if cmd.Context().Err() != nil {
 		return errInterrupted
@@ -286,6 +285,24 @@ func (a *app) findMax(cmd *cobra.Command, cfg load.Config, slo string, steps int
 		return fmt.Errorf("no rate met %s (lowest tried %g req/s)", obj, c.LowestRate())
 	}
 	return nil
+}
+
+// display is where a command that also saves to out shows its results:
+// stdout, unless out is stdout (-o -), which then holds the saved JSON alone.
+func (a *app) display(out string) io.Writer {
+	if out == output.Stdout {
+		return a.stderr
+	}
+	return a.stdout
+}
+
+// saveJSON saves v as JSON to out, if named. Results hold the target's URL
+// as typed, credentials and all, so a new file is private.
+func (a *app) saveJSON(out string, v any) error {
+	if out == "" {
+		return nil
+	}
+	return output.Write(out, a.stdout, output.Private, func(w io.Writer) error { return writeJSON(w, v) })
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -114,12 +114,20 @@ func TestLoadJSON(t *testing.T) {
 	if b, err := os.ReadFile(saved); err != nil || !bytes.Contains(b, []byte(`"percentiles"`)) {
 		t.Errorf("saved file: %v", err)
 	}
-	// Text output: the table and the timeline.
-	code, stdout, _ = perfdoctor(t, "load", srv.URL, "-X", "POST", "-H", "X-Key: k", "-c", "2", "-d", "1100ms")
+	// The URL is saved as typed, credentials and all: the file is private.
+	if fi, err := os.Stat(saved); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("saved file's mode %v (%v), want none for group and others", fi.Mode(), err)
+	}
+	// Text output: the table and the timeline; with -o - they go to stderr,
+	// stdout holding the JSON alone.
+	code, stdout, stderr = perfdoctor(t, "load", srv.URL, "-X", "POST", "-H", "X-Key: k", "-c", "2", "-d", "1100ms", "-o", "-")
 	for _, want := range []string{"closed loop, 2 workers", "p99.99", "second      ok/s"} {
-		if code != 0 || !strings.Contains(stdout, want) {
-			t.Errorf("text output lacks %q:\n%s", want, stdout)
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("text output lacks %q:\n%s", want, stderr)
 		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Mode != "closed" {
+		t.Errorf("-o -: stdout is not the results' JSON (%v):\n%.300s", err, stdout)
 	}
 }
 

@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 	"github.com/perfdoctor/perfdoctor/pgo"
 )
 
@@ -42,8 +43,11 @@ instances and windows of a service count together.
 			if err := res.Profile.Write(&b); err != nil {
 				return fmt.Errorf("pgo: %w", err)
 			}
-			if err := bundle.WriteFileAtomic(out, b.Bytes()); err != nil {
-				return fmt.Errorf("writing %s: %w", out, err)
+			if err := output.Write(out, a.stdout, output.Shared, func(w io.Writer) error {
+				_, err := w.Write(b.Bytes())
+				return err
+			}); err != nil {
+				return err
 			}
 			var samples int64
 			var seconds float64
@@ -52,13 +56,17 @@ instances and windows of a service count together.
 				seconds += s.Seconds
 				fmt.Fprintf(a.stderr, "perfdoctor: %s: %d CPU samples (%.1fs of CPU)\n", s.Path, s.Samples, s.Seconds)
 			}
-			fmt.Fprintf(a.stdout, "%s: %d CPU samples (%.1fs of CPU) from %d profiles, for go build -pgo=%s\n\n%s\n", out, samples, seconds, len(res.Sources), out, pgo.Advice)
+			use := fmt.Sprintf("%s: %d CPU samples (%.1fs of CPU) from %d profiles, for go build -pgo=%s", out, samples, seconds, len(res.Sources), out)
+			if out == output.Stdout {
+				use = fmt.Sprintf("standard output: %d CPU samples (%.1fs of CPU) from %d profiles, for go build -pgo", samples, seconds, len(res.Sources))
+			}
+			fmt.Fprintf(a.display(out), "%s\n\n%s\n", use, pgo.Advice)
 			for _, w := range res.Warnings {
 				fmt.Fprintf(a.stderr, "perfdoctor: warning: %s\n", w)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the profile to write (default.pgo in the main package's directory is used by go build by itself)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the profile to write, - for stdout (default.pgo in the main package's directory is used by go build by itself)")
 	return cmd
 }

@@ -7,7 +7,6 @@ package fleetreport
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/perfdoctor/perfdoctor/internal/human"
 	"html/template"
 	"io"
 	"path/filepath"
@@ -16,7 +15,8 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/fleet"
-	"github.com/perfdoctor/perfdoctor/report"
+	"github.com/perfdoctor/perfdoctor/internal/human"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 )
 
 // Formats maps each output format to its writer.
@@ -51,7 +51,7 @@ func Write(w io.Writer, format string, r *fleet.Report) error {
 // fleet.html in the run's directory, each whole or not at all.
 func WriteFiles(r *fleet.Report) error {
 	for _, f := range []struct{ name, format string }{{"fleet.json", "json"}, {"fleet.html", "html"}} {
-		if err := report.Output(nil, filepath.Join(r.Dir, f.name), func(w io.Writer) error { return Write(w, f.format, r) }); err != nil {
+		if err := output.Write(filepath.Join(r.Dir, f.name), nil, output.Shared, func(w io.Writer) error { return Write(w, f.format, r) }); err != nil {
 			return err
 		}
 	}

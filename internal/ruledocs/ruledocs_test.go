@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/rules from the rules' docs")
+var update = flag.Bool("update", false, "rewrite docs/rules and docs/facts.md from the code's docs")
+
+var factsPage = filepath.Join("..", "..", "docs", "facts.md")
 
 // TestDocsUpToDate fails when a rule's doc changed without regenerating its page.
 func TestDocsUpToDate(t *testing.T) {
@@ -28,7 +31,13 @@ func TestDocsUpToDate(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if err := os.WriteFile(factsPage, []byte(Facts(facts.All(), catalog.All())), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return
+	}
+	if got, err := os.ReadFile(factsPage); err != nil || string(got) != Facts(facts.All(), catalog.All()) {
+		t.Errorf("docs/facts.md is stale; run go test ./internal/ruledocs -update")
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != len(want) {

@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/human"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 	"github.com/perfdoctor/perfdoctor/verify"
 )
 
@@ -261,7 +261,8 @@ func Write(w io.Writer, format string, v *verify.Result, title string) error {
 }
 
 // Save writes verify.json, verify.md and verify.html into dir (created if
-// needed), each file atomically, and returns their paths.
+// needed), each file atomically, and returns their paths. They are private
+// (0600) when new: they name the targets' URLs as typed, credentials and all.
 func Save(dir string, v *verify.Result, title string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("verify report: %w", err)
@@ -273,8 +274,8 @@ func Save(dir string, v *verify.Result, title string) ([]string, error) {
 			return paths, err
 		}
 		p := filepath.Join(dir, f.name)
-		if err := bundle.WriteFileAtomic(p, b.Bytes()); err != nil {
-			return paths, fmt.Errorf("verify report: %w", err)
+		if err := output.WriteFile(p, output.Private, b.Bytes()); err != nil {
+			return paths, err
 		}
 		paths = append(paths, p)
 	}

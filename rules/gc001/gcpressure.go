@@ -53,12 +53,15 @@ not objects. Without GOMEMLIMIT a high GOGC can run a growing heap out of memory
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs, rules.Heap, rules.Metrics, rules.System},
-	Facts: []facts.Key{facts.CPUStacks, facts.GCCost},
+	Facts: []facts.Key{facts.CPUStacks, facts.GCCost, facts.WindowAllocs},
 	Check: check,
 }
 
 const (
-	lowShare = 0.05
+	// fewSamples is 10 s of one core at 100 Hz: below it a window's GC
+	// share is held to the runtime's own accounting.
+	fewSamples = 1000
+	lowShare   = 0.05
 	// Healthy services on two cores measured 5-9% (fixed variants) and up
 	// to 21% with a tiny heap at ~150 cycles/s (R6): medium is above that.
 	mediumShare = 0.25
@@ -92,6 +95,15 @@ func check(pass *rules.Pass) error {
 	}
 	mallocOnly := scan.Malloc
 
+	// A quiet window's share rests on few samples: where the runtime's
+	// own accounting since start disagrees by more than threefold, the
+	// window's share is reported as what it is, not as the service's GC cost.
+	samples := evidence.SampleCount(ev.Profile(evidence.CPU))
+	var quiet string
+	if m := ev.MetricsEnd; !exact && samples < fewSamples && m != nil && m.GCCPUFraction > 0 && gcShare > 3*m.GCCPUFraction {
+		quiet = fmt.Sprintf(" in %d CPU samples, where the runtime's own GC CPU fraction since start is %s: too quiet a window to judge the service by",
+			samples, human.Percent(m.GCCPUFraction))
+	}
 	f := rules.Finding{
 		Severity:    grade(gcShare),
 		Impact:      gcShare,
@@ -127,7 +139,7 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Share("GC CPU fraction since process start (runtime)", m.GCCPUFraction))
 	}
 
-	sites, sinceStart := allocSites(ev)
+	sites, sinceStart := allocSites(facts.Get(pass.Facts, facts.WindowAllocs))
 	f.Locations = rules.Locations(sites, "allocation site (share of objects allocated)")
 
 	settings := ev.Settings()
@@ -145,6 +157,11 @@ func check(pass *rules.Pass) error {
 		rate = fmt.Sprintf(", %.1f GC cycles/s", gc.CyclesPerSec)
 	}
 	f.Summary = fmt.Sprintf("The garbage collector uses %s of CPU%s", human.Percent(gcShare), rate)
+	if quiet != "" {
+		f.Summary = fmt.Sprintf("The garbage collector took %s of CPU%s", human.Percent(gcShare), quiet)
+		f.Severity = min(f.Severity, rules.Low)
+		f.ImpactBasis += "; at most low: " + strings.TrimPrefix(quiet, " ")
+	}
 	if len(sites) > 0 {
 		f.Summary += fmt.Sprintf("; top allocation site %s", rules.ShortFunc(sites[0].Func))
 	}
@@ -197,8 +214,8 @@ func grade(share float64) rules.Severity {
 // allocSites names where objects are allocated during the window: the first
 // frame above the runtime (application or library), by object count. It
 // reports whether the counts run since process start instead.
-func allocSites(ev *evidence.Evidence) (sites []evidence.Site, sinceStart bool) {
-	p, inWindow := ev.WindowAllocs()
+func allocSites(window facts.Allocations) (sites []evidence.Site, sinceStart bool) {
+	p, inWindow := window.Profile, window.InWindow
 	st := evidence.NewStacks(p, "alloc_objects")
 	return st.TopSites(5, st.First(func(fn string) bool { return !evidence.IsRuntime(fn) })), p != nil && !inWindow
 }

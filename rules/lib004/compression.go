@@ -73,7 +73,7 @@ caddy's encode and file_server precompressed) rather than a code edit.`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs},
-	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.Owners, facts.SystemFrames},
+	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.Owners, facts.SystemFrames, facts.WindowAllocs},
 	Check: check,
 }
 
@@ -190,9 +190,9 @@ const (
 // freshWriters is the share of the allocs profile's bytes allocated by new
 // compressors: a writer built per call (flate.NewWriter, gzip's first Write
 // without Reset) allocates ~1 MB of hash tables at levels 2-9.
-func freshWriters(ev *evidence.Evidence) (float64, bool) {
+func freshWriters(ev *evidence.Evidence, window facts.Allocations) (float64, bool) {
 	p := ev.Profile(evidence.Allocs)
-	if w, ok := ev.WindowAllocs(); ok {
+	if w, ok := window.Profile, window.InWindow; ok {
 		p = w
 	}
 	st := evidence.NewStacks(p, "alloc_space")
@@ -237,7 +237,7 @@ func check(pass *rules.Pass) error {
 	if setup > 0 {
 		shown = append(shown, rules.Share("CPU in compressor set-up (NewWriter per call)", setup))
 	}
-	fresh, haveAllocs := freshWriters(ev)
+	fresh, haveAllocs := freshWriters(ev, facts.Get(pass.Facts, facts.WindowAllocs))
 	if fresh > 0 {
 		shown = append(shown, rules.Share("allocated bytes in new compressors (allocs profile)", fresh))
 	}

@@ -51,7 +51,7 @@ func valid(s string) bool { return slug.MatchString(s) }`,
 	},
 	Needs: []rules.Input{rules.CPU},
 	Uses:  []rules.Input{rules.Allocs},
-	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.SystemFrames},
+	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.SystemFrames, facts.WindowAllocs},
 	Check: check,
 }
 
@@ -106,7 +106,7 @@ func check(pass *rules.Pass) error {
 
 	allocShare := -1.0
 	if pass.Has(rules.Allocs) {
-		allocs, _ := pass.Evidence.WindowAllocs()
+		allocs := facts.Get(pass.Facts, facts.WindowAllocs).Profile
 		if st := evidence.NewStacks(allocs, "alloc_objects"); st != nil {
 			ain, ainit := st.Has(Frames), st.Has(initFrames)
 			allocShare = st.ShareWhere(func(s evidence.Sample) bool { return ain(s) && !ainit(s) })

@@ -50,7 +50,7 @@ judged here.`,
 	},
 	Needs: []rules.Input{rules.Allocs},
 	Uses:  []rules.Input{rules.Heap, rules.Metrics, rules.CPU},
-	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks},
+	Facts: []facts.Key{facts.AllocStacks, facts.CPUStacks, facts.WindowAllocs},
 	Check: check,
 }
 
@@ -76,7 +76,7 @@ func (s *site) perAlloc() float64 { return float64(s.bytes) / float64(s.objects)
 
 func check(pass *rules.Pass) error {
 	ev := pass.Evidence
-	p, _ := ev.WindowAllocs()
+	p := facts.Get(pass.Facts, facts.WindowAllocs).Profile
 	space := evidence.NewStacks(p, "alloc_space")
 	objs := objectCounts(p)
 	if space == nil || space.Total == 0 || len(objs) != len(space.Samples) {

@@ -5,6 +5,7 @@ package mem002
 
 import (
 	"fmt"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"math"
 	"sort"
 	"strings"
@@ -84,6 +85,7 @@ stops.`,
 	},
 	Needs: []rules.Input{rules.Heap},
 	Uses:  []rules.Input{rules.Goroutine, rules.Metrics, rules.Trace},
+	Facts: []facts.Key{facts.WindowAllocs},
 	Check: check,
 }
 
@@ -212,8 +214,8 @@ func Diff(base, p *profile.Profile) (growth []Growth, baseTotal, endTotal int64)
 // what it allocates cycle after cycle, so its growth over a window of
 // several cycles exceeds one cycle's allocation. It needs the window's
 // allocations and at least two cycles in the window.
-func withoutInFlight(ev *evidence.Evidence, growth []Growth) ([]Growth, int64) {
-	allocs, inWindow := ev.WindowAllocs()
+func withoutInFlight(ev *evidence.Evidence, window facts.Allocations, growth []Growth) ([]Growth, int64) {
+	allocs, inWindow := window.Profile, window.InWindow
 	gc, haveGC := ev.GC()
 	if !inWindow || !haveGC || gc.Cycles < 2 {
 		return growth, 0
@@ -302,7 +304,7 @@ func check(pass *rules.Pass) error {
 	}
 	first, last := series[0], series[len(series)-1]
 	growth, base, end := Diff(first, last)
-	growth, inFlight := withoutInFlight(ev, growth)
+	growth, inFlight := withoutInFlight(ev, facts.Get(pass.Facts, facts.WindowAllocs), growth)
 	total := end - base - inFlight
 	if total < minGrowth || base <= 0 || float64(total) < minRelGrowth*float64(base) {
 		return nil

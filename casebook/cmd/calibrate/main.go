@@ -29,6 +29,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/casebook/calibrate"
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
+	"github.com/perfdoctor/perfdoctor/internal/output"
 )
 
 // recorded is where the results the README's table shows are kept.
@@ -110,7 +111,7 @@ func run() error {
 	}
 	if *out != "" {
 		b, _ := json.MarshalIndent(results, "", "  ")
-		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+		if err := output.WriteFile(*out, output.Shared, append(b, '\n')); err != nil {
 			return err
 		}
 	}
