@@ -70,3 +70,12 @@ var PoolAcquire = func() evidence.Matcher {
 	}
 	return evidence.Any(ms...)
 }()
+
+// CallGoroutines are the go statements a client library runs on its
+// caller's behalf for each call (database/sql watches a query's or a
+// transaction's context in a goroutine of its own). They come and go with
+// the calls: their churn is the calls' cost, not goroutines the service
+// starts and could bound.
+var CallGoroutines = evidence.FuncPrefix(
+	"database/sql.(*Rows).initContextClose", "database/sql.(*DB).beginDC",
+)
