@@ -51,6 +51,7 @@ var Classes = []string{
 	"conntrack-pressure",
 	"listen-backlog",
 	"downstream-wait",
+	"pool-queueing",
 	"scheduler-overhead",
 	"goroutine-churn",
 	"scheduling-latency",
