@@ -93,6 +93,8 @@ func readAny(p *facts.Pass, k facts.Key) {
 		facts.Get(p, f)
 	case *facts.Fact[facts.Queue]:
 		facts.Get(p, f)
+	case *facts.Fact[facts.Config]:
+		facts.Get(p, f)
 	default:
 		panic("a fact of a type this test does not know: add it to readAny")
 	}

@@ -7,6 +7,7 @@ package rules
 // meaning once released.
 var Classes = []string{
 	"pgo-not-used",
+	"configuration",
 	"hot-function",
 	"redone-work",
 	"sync-disk-write",

@@ -5,6 +5,7 @@ package catalog
 import (
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/bld001"
+	"github.com/perfdoctor/perfdoctor/rules/cfg001"
 	"github.com/perfdoctor/perfdoctor/rules/cpu001"
 	"github.com/perfdoctor/perfdoctor/rules/db001"
 	"github.com/perfdoctor/perfdoctor/rules/disk001"
@@ -63,6 +64,7 @@ import (
 func All() []*rules.Rule {
 	return []*rules.Rule{
 		bld001.Rule,   // BLD001 pgo-not-used
+		cfg001.Rule,   // CFG001 configuration
 		cpu001.Rule,   // CPU001 hot-function
 		db001.Rule,    // DB001 redone-work
 		disk001.Rule,  // DISK001 sync-disk-write
