@@ -95,6 +95,8 @@ func readAny(p *facts.Pass, k facts.Key) {
 		facts.Get(p, f)
 	case *facts.Fact[*facts.Path]:
 		facts.Get(p, f)
+	case *facts.Fact[facts.Queue]:
+		facts.Get(p, f)
 	case *facts.Fact[facts.Config]:
 		facts.Get(p, f)
 	default:

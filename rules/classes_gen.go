@@ -54,6 +54,7 @@ var Classes = []string{
 	"listen-backlog",
 	"downstream-wait",
 	"small-requests",
+	"pool-queueing",
 	"scheduler-overhead",
 	"goroutine-churn",
 	"scheduling-latency",

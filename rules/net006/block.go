@@ -41,6 +41,9 @@ func fromBlock(pass *rules.Pass, why string) error {
 		if !s.HasFunc(frames.DownstreamClient) || !s.HasFunc(frames.InHandler) {
 			continue // not a client call, or made by a goroutine of its own
 		}
+		if forSlot(blockFuncs(s.Stack)) {
+			continue // queueing for a pool's slot, not the downstream's time
+		}
 		c := caller{handler: handlerOf(s.Stack)}
 		for _, f := range s.Stack {
 			if rules.IsApplication(f.Func) && !frames.DownstreamClient(f.Func) {
@@ -155,4 +158,12 @@ func handlersInFlight(ev *evidence.Evidence, handler string) (float64, int) {
 		return 0, 0
 	}
 	return sum / float64(n), n
+}
+
+func blockFuncs(stack []evidence.Frame) []string {
+	out := make([]string, len(stack))
+	for i, f := range stack {
+		out[i] = f.Func
+	}
+	return out
 }

@@ -34,7 +34,10 @@ request's wall time from reading it to waiting for the next one on its
 connection, by handler, and the time the request's own goroutine waited
 inside a client call (net/http's Transport, database/sql, gRPC, redis,
 pgx, MySQL, MongoDB, etcd, memcache clients). Waiting on a goroutine of its
-own (calls made in parallel) is not counted. Reports from 10% of the path's
+own (calls made in parallel) is not counted, nor waiting for a pool's slot
+before the call (database/sql's connection, net/http's per-host limit):
+that is queueing for the pool (POOL001), where more calls in parallel only
+queue more. Reports from 10% of the path's
 wall time at 20 requests or more: medium from 25%, high from 50%. The peer
 is the process's busiest outbound TCP endpoint from /proc, when known.
 Without a trace, the block profile is the second source: time blocked per
@@ -88,7 +91,9 @@ func check(pass *rules.Pass) error {
 	case err != nil:
 		return fromBlock(pass, "the execution trace could not be read: "+err.Error())
 	}
-	worst := s.WorstPath(func(w trace.WaitSite) bool { return w.HasFunc(frames.DownstreamClient) }, minRequests)
+	worst := s.WorstPath(func(w trace.WaitSite) bool {
+		return w.HasFunc(frames.DownstreamClient) && !forSlot(funcs(w.Stack))
+	}, minRequests)
 	best, bestWait, bestShare, isClient := worst.Path, worst.Wait, worst.Share, worst.Sites
 	if best == nil || bestShare < minShare {
 		return nil
@@ -203,4 +208,27 @@ func busiestPeer(ev *evidence.Evidence) string {
 		}
 	}
 	return best
+}
+
+// forSlot reports whether a waiting stack (leaf first) waits for a pool's
+// slot (database/sql's connection, net/http's per-host limit): its first
+// frame past the blocking mechanics is the pool's acquire. That wait is
+// queueing for the pool, POOL001's; calls made in parallel only queue more
+// on the same slots.
+func forSlot(stack []string) bool {
+	for _, fn := range stack {
+		if trace.WaitMechanics(fn) {
+			continue
+		}
+		return frames.PoolAcquire(fn)
+	}
+	return false
+}
+
+func funcs(stack []trace.Frame) []string {
+	out := make([]string, len(stack))
+	for i, f := range stack {
+		out[i] = f.Func
+	}
+	return out
 }

@@ -59,7 +59,10 @@ for _, k := range keys { g.Go(func() error { return writeRateLimit(ctx, k) }) }
 and cheap it adds a channel hand-off and gains nothing (case A5, where a
 goroutine pool library gave no gain), so this rule stays silent then.
 Goroutines the HTTP server starts per connection are not the service's to
-pool: their churn means clients do not keep connections alive.`,
+pool: their churn means clients do not keep connections alive. Nor are those
+a client library starts per call (database/sql's goroutine watching each
+query's context): they come with the calls, and fewer or larger calls are
+the fix, where a pool-queueing or small-requests finding names it.`,
 		Since: "0.1",
 		Refs: []string{
 			"https://pkg.go.dev/golang.org/x/sync/errgroup#Group.SetLimit",
@@ -71,6 +74,10 @@ pool: their churn means clients do not keep connections alive.`,
 	Facts: []facts.Key{facts.CPUStacks},
 	Check: check,
 }
+
+// notTheServices reports whether a go statement is a server's per
+// connection or a client library's per call.
+func notTheServices(fn string) bool { return serverSites(fn) || frames.CallGoroutines(fn) }
 
 // wrappers start goroutines on their callers' behalf: the site is the caller.
 var wrappers = evidence.FuncPrefix(
@@ -137,7 +144,7 @@ func check(pass *rules.Pass) error {
 
 	sites, serverShare := creators(cpu, ts)
 	if serverShare >= 0.8 {
-		return nil // the server's per-connection goroutines: not a pool's job
+		return nil // the server's per-connection or a library's per-call goroutines: not a pool's job
 	}
 	own := shortWork(cpu, sites)
 	cost := churn + sched/2 + own
@@ -248,7 +255,9 @@ func check(pass *rules.Pass) error {
 
 // creators names the go statements, from the trace when there is one
 // (counts), else from the CPU profile (the caller of runtime.newproc). It
-// also returns the share of creations that come from server accept loops.
+// also returns the share of creations that come from server accept loops
+// and from client libraries' per-call goroutines (frames.CallGoroutines),
+// none of them the service's to bound.
 func creators(cpu *evidence.Stacks, ts *trace.Summary) ([]creator, float64) {
 	var out []creator
 	var server float64
@@ -261,7 +270,7 @@ func creators(cpu *evidence.Stacks, ts *trace.Summary) ([]creator, float64) {
 			if !ok {
 				continue
 			}
-			if serverSites(fr.Func) {
+			if notTheServices(fr.Func) {
 				server += float64(s.Created) / total
 				continue
 			}
@@ -310,7 +319,7 @@ func creators(cpu *evidence.Stacks, ts *trace.Summary) ([]creator, float64) {
 	})
 	for _, s := range sites {
 		share := float64(s.Value) / float64(total)
-		if serverSites(s.Func) {
+		if notTheServices(s.Func) {
 			server += share
 			continue
 		}

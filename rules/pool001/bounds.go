@@ -1,0 +1,292 @@
+package pool001
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
+)
+
+// bound is a bounded resource the evidence shows with its size: a group of
+// worker threads, the connections the process holds to one peer, a
+// setting on its command line. Requests queue for it when it is as large
+// as the requests the service works on at once.
+type bound struct {
+	kind string // threads, connections, setting, goroutines
+	// name is the resource as the finding names it: the thread pool's
+	// name, the peer, the setting as written.
+	name string
+	size int
+	// what is what it is, when known ("Tomcat's connector executor").
+	what string
+	// resize says how its size is set.
+	resize string
+	// cores is the CPU its threads used (thread groups).
+	cores float64
+}
+
+// matches reports whether b's size is what the service served at once:
+// the slots of a saturated bound are all busy, so throughput × service
+// time is its size; the fastest request is a lower bound on the mean
+// service time, so the reading is at most the size, and at least half of
+// it where holds vary (measured: 0.89-0.94 on the corpus's pools, 1.04-1.14
+// on the Go and JVM services written for the rule, where a hand-off adds to
+// the fastest request).
+func (b bound) matches(inService float64) bool {
+	if b.size <= 0 {
+		return false
+	}
+	r := inService / float64(b.size)
+	return r >= minMatch && r <= maxMatch
+}
+
+const (
+	minMatch = 0.5
+	maxMatch = 1.15
+	// minGroupCPU is the part of the process's CPU a thread group must use
+	// to be where requests run, not a housekeeping pool of the same size
+	// (Tomcat's Catalina-utility: 1% of the JVM's CPU; its exec pool 30%).
+	minGroupCPU = 0.10
+)
+
+// jvmPool names a thread pool from its threads' names.
+type jvmPool struct {
+	name   *regexp.Regexp
+	what   string
+	resize string
+}
+
+var jvmPools = []jvmPool{
+	{regexp.MustCompile(`^(https?|ajp)-(nio2?|apr|jsse-nio)-.*-exec$`), "Tomcat's connector executor",
+		"maxThreads on the Connector in server.xml (Spring Boot: server.tomcat.threads.max, default 200)"},
+	{regexp.MustCompile(`^qtp\d+$`), "Jetty's QueuedThreadPool",
+		"the QueuedThreadPool's maxThreads (jetty.threadPool.maxThreads, default 200)"},
+	{regexp.MustCompile(`^XNIO-\d+ task$`), "Undertow's worker pool",
+		"Undertow's worker threads (Spring Boot: server.undertow.threads.worker)"},
+	{regexp.MustCompile(`^((nio|epoll|kqueue|io_uring)EventLoopGroup-\d+|reactor-http-(nio|epoll))$`), "a Netty event loop group",
+		"the EventLoopGroup's thread count (Reactor Netty: -Dreactor.netty.ioWorkerCount); move blocking calls off the event loop"},
+	{regexp.MustCompile(`^pool-\d+-thread$`), "an executor made by java.util.concurrent.Executors",
+		"the thread count given to Executors.newFixedThreadPool"},
+	{regexp.MustCompile(`^ForkJoinPool\.commonPool-worker$`), "the common ForkJoinPool",
+		"-Djava.util.concurrent.ForkJoinPool.common.parallelism, or a pool of its own for blocking work"},
+	{regexp.MustCompile(`^ForkJoinPool-\d+-worker$`), "a ForkJoinPool", "the pool's parallelism"},
+}
+
+// threadGroups are the JVM's groups of threads named alike, as bounds:
+// any implementation, recognised by its threads' names and their CPU.
+func threadGroups(s *jfr.Summary, processCores float64) []bound {
+	if s == nil {
+		return nil
+	}
+	cpus := float64(max(s.HWThreads, 1))
+	var out []bound
+	for _, p := range s.Threading.Pools {
+		b := bound{kind: "threads", name: p.Name, size: p.Threads, cores: p.CPU * cpus,
+			what: "a pool of threads named alike", resize: "the pool's thread count"}
+		if processCores > 0 && b.cores < minGroupCPU*processCores {
+			continue
+		}
+		for _, k := range jvmPools {
+			if k.name.MatchString(p.Name) {
+				b.what, b.resize = k.what, k.resize
+				break
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// connPools name the library holding a JVM's connections from its threads.
+var connPools = []struct {
+	thread *regexp.Regexp
+	what   string
+	resize string
+}{
+	{regexp.MustCompile(`^HikariPool-\d+`), "HikariCP's connection pool",
+		"HikariCP's maximumPoolSize (Spring Boot: spring.datasource.hikari.maximum-pool-size, default 10)"},
+	{regexp.MustCompile(`^C3P0PooledConnectionPoolManager`), "c3p0's connection pool", "c3p0's maxPoolSize"},
+	{regexp.MustCompile(`^Druid-ConnectionPool-`), "Druid's connection pool", "Druid's maxActive"},
+	{regexp.MustCompile(`^commons-pool-evictor`), "Commons DBCP's connection pool", "DBCP's maxTotal"},
+}
+
+// connections are the process's sockets to each peer, as bounds: a
+// connection pool holds as many as its size when it is saturated. The
+// peer is named from a URL on the command line that points at it.
+func connections(ev *evidence.Evidence, args []string) []bound {
+	snap := ev.SystemEnd
+	if snap == nil || snap.Net == nil || !snap.Net.ProcessSockets {
+		return nil
+	}
+	lib, resize := "a connection pool", "the client's connection pool size"
+	if s := ev.JVM; s != nil {
+	threads:
+		for _, t := range s.Threads {
+			for _, c := range connPools {
+				if c.thread.MatchString(t.Name) {
+					lib, resize = c.what, c.resize
+					break threads
+				}
+			}
+		}
+	}
+	var out []bound
+	for _, r := range snap.Net.Remotes {
+		if r.Process <= 0 {
+			continue
+		}
+		b := bound{kind: "connections", name: r.Addr, size: r.Process, what: lib, resize: resize}
+		if u := peerURL(r.Addr, args); u != "" {
+			b.name = u
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// peerURL is the command-line URL that points at addr (host:port), with
+// credentials and query left out, or "".
+func peerURL(addr string, args []string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	for _, a := range args {
+		if _, v, ok := strings.Cut(a, "="); ok && strings.Contains(v, "://") {
+			a = v
+		}
+		i := strings.Index(a, "://")
+		if i < 0 {
+			continue
+		}
+		rest := a[i+3:]
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			rest = rest[at+1:]
+		}
+		if q := strings.IndexAny(rest, "?#"); q >= 0 {
+			rest = rest[:q]
+		}
+		for _, h := range []string{host, "localhost"} {
+			if hp := h + ":" + port; rest == hp || strings.HasPrefix(rest, hp+"/") {
+				return a[:i+3] + rest
+			}
+		}
+	}
+	return ""
+}
+
+// settingPools name the pool a setting sizes from a word of its name.
+var settingPools = []struct{ word, what, resize string }{
+	{"hikari", "HikariCP's connection pool", "HikariCP's maximumPoolSize, default 10"},
+	{"tomcat", "Tomcat's connector executor", "Tomcat's maxThreads, default 200"},
+	{"jetty", "Jetty's QueuedThreadPool", "Jetty's maxThreads, default 200"},
+	{"undertow", "Undertow's worker pool", "Undertow's worker threads"},
+	{"netty", "a Netty event loop group", "the event loop's threads"},
+	{"dbcp", "Commons DBCP's connection pool", "DBCP's maxTotal"},
+	{"c3p0", "c3p0's connection pool", "c3p0's maxPoolSize"},
+	{"druid", "Druid's connection pool", "Druid's maxActive"},
+}
+
+// Words in a setting's name that make it a pool's or a limit's size, and
+// words that make it something else (a timeout, a memory size, a port).
+var (
+	poolWords = []string{"pool", "thread", "conn", "worker", "concurren", "parallel", "permit", "semaphore",
+		"maxopen", "perhost", "inflight", "limit", "maxactive", "maxtotal"}
+	notPoolWords = []string{"mem", "heap", "byte", "time", "port", "level", "ttl", "idle", "min", "queue",
+		"backlog", "buffer", "cache", "retr", "delay", "interval", "lifetime"}
+)
+
+// settings are the command line's settings that size a pool: name=value or
+// a flag followed by its value, the value a whole number.
+func settings(args []string) []bound {
+	var out []bound
+	seen := map[string]bool{}
+	for i, a := range args {
+		name, value, ok := strings.Cut(a, "=")
+		if !ok {
+			if !strings.HasPrefix(a, "-") || i+1 >= len(args) {
+				continue
+			}
+			name, value = a, args[i+1]
+		}
+		n, err := strconv.Atoi(value)
+		if err != nil || n <= 0 || !poolSetting(name) {
+			continue
+		}
+		written := name + "=" + value
+		if !ok {
+			written = name + " " + value
+		}
+		if seen[written] {
+			continue
+		}
+		seen[written] = true
+		b := bound{kind: "setting", name: written, size: n, resize: strings.TrimLeft(name, "-")}
+		for _, k := range settingPools {
+			if strings.Contains(strings.ToLower(name), k.word) {
+				b.what, b.resize = k.what, b.resize+" ("+k.resize+")"
+				break
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func poolSetting(name string) bool {
+	key := strings.ToLower(strings.TrimLeft(strings.TrimPrefix(strings.TrimLeft(name, "-"), "D"), "-"))
+	key = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' {
+			return r
+		}
+		return -1
+	}, key)
+	// The last two parts of a dotted name say what it is:
+	// spring.datasource.hikari.maximum-pool-size is hikari.maximumpoolsize.
+	if parts := strings.Split(key, "."); len(parts) > 2 {
+		key = strings.Join(parts[len(parts)-2:], ".")
+	}
+	pool := false
+	for _, w := range poolWords {
+		pool = pool || strings.Contains(key, w)
+	}
+	for _, w := range notPoolWords {
+		if strings.Contains(key, w) {
+			return false
+		}
+	}
+	return pool
+}
+
+// commandLine is the target's arguments: the JVM's options and its
+// application's arguments when a recording has them, else the process's
+// command line from /proc.
+func commandLine(ev *evidence.Evidence) []string {
+	var args []string
+	if s := ev.JVM; s != nil {
+		args = append(args, strings.Fields(s.JVMArguments)...)
+		args = append(args, strings.Fields(s.JavaArguments)...)
+		keys := make([]string, 0, len(s.Properties))
+		for k := range s.Properties {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			args = append(args, fmt.Sprintf("-D%s=%s", k, s.Properties[k]))
+		}
+	}
+	if len(args) == 0 {
+		for _, snap := range []*bundle.SystemSnapshot{ev.SystemEnd, ev.SystemStart} {
+			if snap != nil && snap.Process != nil {
+				return strings.Fields(snap.Process.Cmdline)
+			}
+		}
+	}
+	return args
+}

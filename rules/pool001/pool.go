@@ -1,0 +1,574 @@
+// Package pool001 detects requests queueing for a bounded resource while
+// the CPUs idle (finding class pool-queueing): a connection pool, an HTTP
+// client's per-host limit, a semaphore, a thread pool of any
+// implementation.
+package pool001
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
+	"github.com/perfdoctor/perfdoctor/internal/human"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// Rule is POOL001.
+var Rule = &rules.Rule{
+	ID:    "POOL001",
+	Class: "pool-queueing",
+	Doc: rules.Doc{
+		Title: "Requests queue for a bounded pool while the CPUs idle",
+		Text: `A request that needs a slot of a bounded resource (a database connection, a
+connection to a backend host, a worker thread, a semaphore's permit) waits
+for one when all are taken. When the pool is smaller than the requests in
+flight, the service serves at most pool size / service time requests per
+second whatever its CPUs could do: latency is the queue, the CPUs idle, and
+no profile of the code shows why. Throughput then grows with the pool's size
+until the next bound: the CPUs, the backend's own capacity, or the next
+pool behind this one. A library's own goroutines per call (database/sql's
+per-query goroutine) and the calls' waits are consequences of the calls;
+more calls in parallel only queue more on the same slots.`,
+		Evidence: `Where a request waits, three ways. Go: the execution trace's request paths,
+the share of their time spent waiting for a library pool's slot
+(database/sql's (*DB).conn, net/http's (*Transport).getConn, pgxpool,
+go-redis, x/sync's semaphore and errgroup limit) or in a channel send of the
+service's own code (a channel used as a semaphore); else the goroutine
+profiles, the request goroutines waiting there against those in flight
+(Little's law), and the goroutines holding a slot. Any runtime: the load's
+own figures by Little's law, requests in flight N = throughput × mean
+latency and served at once E = throughput × the fastest request's latency
+(the service time without a wait for a turn); the wait share is 1 − fastest
+/ mean. The load alone fires only when a bound of the service's shows the
+same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
+Netty's, Executors', a hand-made one) using at least 10% of the process's
+CPU, the connections the process holds to one peer, or a pool-sizing
+setting on its command line (name=value or a flag and its value), of size k
+with E / k between 0.5 and 1.15 (a saturated bound's slots are all busy;
+the fastest request is a lower bound on the mean hold), and when the holds
+are mostly off the CPU (the process's cores / E at most 0.5: the slots wait
+on something, they do not compute). Fires from a wait share of 20% with
+the process under 80% of its cores. Measured on the corpus: Tomcat with
+2 threads (server.tomcat.threads.max=2) 94% of latency waiting, E 1.77 for
+2 threads (0.89), cores / E 0.22, 0.40 of 2 cores; HikariCP with one
+connection 97%, E 0.94 for 1 connection (0.94), 0.22, 0.21 cores; the
+Tomcat fix's side (200 threads) queues next on Hikari's 10 connections,
+72%, E 8.9 for 10 (0.89), 0.14. On services written for the rule (32
+clients, a 20 ms dependency): database/sql with SetMaxOpenConns(1) 92% in
+the trace (96% by the load), E 1.14 for 1 connection, cores / E 0.03, the
+requests 97% blocked past the wait; net/http's MaxConnsPerHost 2 and a
+channel of 2 used as a semaphore 94%, E 2.07 and 2.19 for 2, 98% blocked;
+a JVM's hand-made pool of 2 connections 93%, E 2.19 for its 2 sockets to
+the backend, cores / E 0.11. Their right-sized sides wait 9-13% by the
+load and nothing in the trace. The healthy servers (Jetty static files, a
+Tomcat JSP, ZooKeeper reads) and the CPU-bound problems read cores / E
+0.42-14.7 (a Jetty compressing at level 9 on an oversubscribed host is the
+0.42; a Pushgateway gathering per write reads 0.20 and shows no bound of
+its size) and have no bound of the size served at once. Severity from the
+throughput the fix gives at the least: high from 2x, medium from 1.25x.`,
+		Fix: `Size the pool to the requests in flight and to what the backend allows
+(Little's law: slots = requests per second × the time each holds one), or
+bound the requests in flight to the pool instead (a smaller server thread
+pool, load shedding) when the backend allows no more. A database's
+max_connections and the other clients sharing it bound a connection pool;
+the CPUs bound a pool whose holders compute.`,
+		Before: `db.SetMaxOpenConns(1)          // 32 requests in flight, each query holds the connection 21 ms`,
+		After:  `db.SetMaxOpenConns(32)         // the requests in flight, within the database's max_connections`,
+		Caveats: `The gain assumes the backend keeps its service time with more requests at
+once; a backend at its own capacity does not, and then the pool is the
+right place for the queue. The load's figures cover its whole run, the
+profiles their window.`,
+		Since: "0.4",
+		Refs: []string{
+			"https://pkg.go.dev/database/sql#DB.SetMaxOpenConns",
+			"https://pkg.go.dev/net/http#Transport",
+			"https://github.com/brettwooldridge/HikariCP/wiki/About-Pool-Sizing",
+			"https://tomcat.apache.org/tomcat-11.0-doc/config/executor.html",
+		},
+	},
+	// Where requests wait (Go), or what bounds them: a JVM's threads, the
+	// process's sockets and command line.
+	NeedsOneOf: []rules.Input{rules.Trace, rules.Goroutine, rules.System, rules.JVM},
+	// After the others: it leaves a pool JVM011 already named from its
+	// executor's events to that finding.
+	Fallback: true,
+	Facts:    []facts.Key{facts.WorkDone, facts.LoadQueue, facts.CPUStacks},
+	Check:    check,
+}
+
+const (
+	// minWait is the share of request time waiting for a turn from which
+	// a pool is worth sizing: the corpus's pool-bound services read
+	// 71-97%.
+	minWait = 0.20
+	// maxOnCPU is the process's cores over the requests served at once
+	// above which the slots compute rather than wait: the pool-bound
+	// services read 0.13-0.22, CPU-bound ones 0.42 and up.
+	maxOnCPU = 0.5
+	// minOffCPU is the share of a request's time past the wait for a slot
+	// that the trace must see it blocked (in a call to a backend) for the
+	// slots to be held off the CPU: the complement of maxOnCPU.
+	minOffCPU = 1 - maxOnCPU
+	// maxBusy is the share of its cores the process may use for more
+	// slots to pay: past it the CPUs are the next bound (1.25x at most).
+	maxBusy = 0.8
+	// Severity by the least throughput the fix gives.
+	mediumGain = 1.25
+	highGain   = 2.0
+)
+
+// reading is one pool the evidence shows requests waiting for.
+type reading struct {
+	name string // the pool: a thread group, a peer, a library's pool
+	what string // what it is
+	unit string // what its slots are: threads, connections, slots
+	// resize is how its size is set; setting is the setting seen, if any.
+	resize, setting string
+	size            int
+	sizeFrom        []string
+	wait            float64 // share of request time waiting for it
+	waitFrom        string
+	inFlight        float64 // requests in flight
+	inService       float64 // served at once, 0 unknown
+	next            *bound  // the next bound behind it
+	goWait          *goWait // Go: where the requests waited
+}
+
+func check(pass *rules.Pass) error {
+	ev := pass.Evidence
+	work := facts.Get(pass.Facts, facts.WorkDone)
+	q := facts.Get(pass.Facts, facts.LoadQueue)
+	args := commandLine(ev)
+	var candidates []bound
+	candidates = append(candidates, settings(args)...)
+	candidates = append(candidates, threadGroups(ev.JVM, work.Cores)...)
+	candidates = append(candidates, connections(ev, args)...)
+
+	var r *reading
+	if ev.Platform() == evidence.PlatformGo {
+		r = fromGo(ev, q, work, candidates)
+	}
+	if r == nil {
+		r = fromLoad(q, work, candidates)
+	}
+	if r == nil || r.wait < minWait {
+		return nil
+	}
+	if work.Available > 0 && work.Busy() > maxBusy {
+		return nil // the CPUs are the bound
+	}
+	if earlierNamed(pass.Earlier, r) {
+		return nil
+	}
+	pass.Report(finding(pass, r, q, work))
+	return nil
+}
+
+// fromGo reads a Go service's waits for a library pool or a semaphore
+// channel: from the trace, else the goroutine profiles.
+func fromGo(ev *evidence.Evidence, q facts.Queue, work facts.Work, candidates []bound) *reading {
+	w, ok := fromTrace(ev)
+	if g, gok := fromGoroutines(ev); gok {
+		if !ok {
+			w, ok = g, true
+		} else if g.pool == w.pool {
+			w.queued, w.holders, w.maxHolders, w.inFlight = g.queued, g.holders, g.maxHolders, g.inFlight
+		}
+	}
+	if !ok {
+		return nil
+	}
+	// The slots must be held off the CPU (across a call to a backend):
+	// slots held by computing goroutines are the CPUs' bound, however
+	// they are counted out. The trace shows it per request, the load by
+	// the process's cores over the requests served at once; a library's
+	// pool wraps calls to a backend, a channel of the service's may not,
+	// so it needs one of them.
+	switch {
+	case w.offCPU >= 0 && w.offCPU < minOffCPU:
+		return nil
+	case q.OK && q.InService > 0 && work.Cores > 0 && work.Cores/q.InService > maxOnCPU:
+		return nil
+	case w.pool == nil && w.offCPU < 0 && !(q.OK && q.InService > 0 && work.Cores > 0):
+		return nil
+	}
+	// net/http's Transport waits in getConn for a dial as well as for a
+	// connection of its per-host limit: with a new connection per request
+	// the wait is the dialling (connection churn), not a pool.
+	if w.pool != nil && w.pool.Acquire("net/http.(*Transport).getConn") && work.HasConns && work.NewConnsPerUnit >= dialsPerRequest {
+		return nil
+	}
+	r := &reading{name: w.name(), wait: w.share, waitFrom: w.from, goWait: w, inFlight: w.inFlight, unit: "slots"}
+	if w.pool != nil {
+		r.what, r.resize = w.pool.Name, w.pool.Size
+		if strings.Contains(w.pool.Name, "connection") {
+			r.unit = "connections"
+		}
+	} else {
+		r.what, r.resize = "a buffered channel whose sends wait for a free slot", "the channel's capacity"
+	}
+	if q.OK {
+		r.inFlight, r.inService = q.InFlight, q.InService
+	}
+	// Its size: a setting or the connections of the size served at once
+	// (or held by as many goroutines as were seen holding a slot).
+	var matched []bound
+	for _, b := range candidates {
+		if b.kind != "threads" && (r.inService > 0 && b.matches(r.inService) || r.inService == 0 && w.maxHolders > 0 && b.size == w.maxHolders) {
+			matched = append(matched, b)
+		}
+	}
+	r.sized(matched)
+	if r.size == 0 && w.maxHolders > 0 {
+		r.size = w.maxHolders
+		r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d request goroutines seen holding a slot (goroutine profile)", w.maxHolders))
+	}
+	r.next = nextBound(candidates, r)
+	return r
+}
+
+// dialsPerRequest is the new TCP connections per request from which a
+// wait in net/http's getConn is read as dialling.
+const dialsPerRequest = 0.5
+
+// fromLoad reads the load's queueing, when a bound of the service's is as
+// large as what it served at once and the holds are off the CPU.
+func fromLoad(q facts.Queue, work facts.Work, candidates []bound) *reading {
+	if !q.OK || q.WaitShare < minWait || q.InService <= 0 {
+		return nil
+	}
+	if work.Cores > 0 && work.Cores/q.InService > maxOnCPU {
+		return nil
+	}
+	var matched []bound
+	for _, b := range candidates {
+		if b.matches(q.InService) {
+			matched = append(matched, b)
+		}
+	}
+	if len(matched) == 0 {
+		return nil
+	}
+	r := &reading{wait: q.WaitShare, waitFrom: "the load's latencies (Little's law)", inFlight: q.InFlight, inService: q.InService}
+	// A thread group or the connections say which pool it is, a
+	// setting what sizes it.
+	for _, kind := range []string{"threads", "connections", "setting"} {
+		if i := slices.IndexFunc(matched, func(b bound) bool { return b.kind == kind }); i >= 0 {
+			b := matched[i]
+			r.name, r.what, r.resize = b.name, b.what, b.resize
+			r.unit = map[string]string{"threads": "threads", "connections": "connections", "setting": "slots"}[kind]
+			if kind == "setting" {
+				r.name = "the pool " + b.name + " sizes"
+			}
+			break
+		}
+	}
+	r.sized(matched)
+	r.next = nextBound(candidates, r)
+	return r
+}
+
+// sized records the bounds that show the pool's size: the first sets it,
+// a setting names what to change, and a setting's library (HikariCP,
+// Tomcat) says what a connection pool is.
+func (r *reading) sized(matched []bound) {
+	for _, b := range matched {
+		if r.size == 0 {
+			r.size = b.size
+		}
+		switch b.kind {
+		case "setting":
+			r.sizeFrom = append(r.sizeFrom, b.name+" on the command line")
+			if r.setting == "" {
+				// A Go library's call (db.SetMaxOpenConns(n)) stays named
+				// beside the service's own setting that feeds it.
+				resize := b.resize
+				if r.resize != "" && r.goWait != nil {
+					resize += ", which sets " + r.resize
+				}
+				r.setting, r.resize = b.name, resize
+				if b.what != "" && (r.what == "" || strings.HasPrefix(r.what, "a ")) {
+					r.what = b.what
+				}
+			}
+		case "threads":
+			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d threads in %s (%s)", b.size, b.name, b.what))
+		case "connections":
+			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d connections held to %s", b.size, b.name))
+		}
+	}
+	if r.what == "" {
+		r.what = "a bounded pool"
+	}
+}
+
+// nextBound is the smallest other bound larger than the pool and smaller
+// than the requests in flight: where the requests queue next once the pool
+// is larger (a thread pool's requests then wait for the connections).
+func nextBound(candidates []bound, r *reading) *bound {
+	var best *bound
+	for i, b := range candidates {
+		if b.kind == "setting" || b.size <= r.size || float64(b.size) >= r.inFlight {
+			continue
+		}
+		if best == nil || b.size < best.size {
+			best = &candidates[i]
+		}
+	}
+	return best
+}
+
+// earlierNamed reports whether a finding of JVM011 (thread pool too small,
+// from its executor's events) already names the pool.
+func earlierNamed(earlier []rules.Finding, r *reading) bool {
+	for _, f := range earlier {
+		if f.Class == "jvm-thread-pool-size" && r.name != "" && strings.Contains(f.Summary, r.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// gains is the throughput the fix gives: at least with the service time
+// the pool's holds take now (size / throughput), capped by the CPUs at the
+// CPU each request costs now; at most with the fastest request's.
+func gains(r *reading, work facts.Work) (low, high float64, target float64, capped bool) {
+	target = r.inFlight
+	if r.next != nil {
+		target = float64(r.next.size)
+	}
+	// All the wait gone: latency × (1 − wait share), the same clients'
+	// throughput 1 / (1 − wait share), within the next bound.
+	high = 1 / (1 - math.Min(r.wait, 0.999))
+	if r.inFlight > 0 && target < r.inFlight {
+		high *= target / r.inFlight
+	}
+	if r.inService > 0 {
+		high = math.Min(high, target/r.inService)
+	}
+	low = high
+	if r.size > 0 {
+		low = math.Min(low, target/float64(r.size))
+	}
+	if work.Cores > 0 && work.Available > 0 {
+		if cpu := work.Available / work.Cores; cpu < low {
+			low, capped = cpu, true
+		}
+	}
+	low = math.Max(low, 1)
+	high = math.Max(high, low)
+	return low, high, target, capped
+}
+
+func finding(pass *rules.Pass, r *reading, q facts.Queue, work facts.Work) rules.Finding {
+	low, high, target, capped := gains(r, work)
+	sev := rules.Low
+	switch {
+	case low >= highGain:
+		sev = rules.High
+	case low >= mediumGain:
+		sev = rules.Medium
+	}
+	f := rules.Finding{
+		Severity:    sev,
+		Impact:      1 - 1/low,
+		ImpactRange: &[2]float64{1 - 1/low, 1 - 1/high},
+		Resource:    "latency",
+		ImpactBasis: "throughput of the same clients with the pool sized to the requests in flight (or to the next bound): at least new size / old size " +
+			"with today's holds, capped by the CPUs at today's CPU per request; at most with every wait for a turn gone (1 / (1 − wait share)) " +
+			"or the holds as short as the fastest request",
+		Summary:  summary(r, work),
+		Evidence: evidence_(r, q, work, low, high),
+		Fix:      fixText(r, work, low, high, target, capped),
+		Caveats:  []string{pass.Rule.Doc.Caveats},
+	}
+	f.Example = example(pass, r, target)
+	if w := r.goWait; w != nil && w.at.Func != "" {
+		f.Locations = []rules.Location{{Function: w.at.Func, File: w.at.File, Line: w.at.Line, Share: r.wait, Role: "where requests wait for the pool"}}
+	}
+	if w := r.goWait; w != nil && w.pool != nil {
+		f.Claim = poolClaim(pass, w.pool)
+	}
+	return f
+}
+
+// summary: "Requests wait 95% of their time for Tomcat's connector
+// executor: 2 threads (http-nio-8080-exec), set by --server.tomcat.threads.max=2;
+// 31 in flight, 1.7 served at once, the process on 0.37 of 2 cores".
+func summary(r *reading, work facts.Work) string {
+	s := fmt.Sprintf("Requests wait %s of their time for %s", human.Percent(r.wait), r.what)
+	var parts []string
+	if r.size > 0 {
+		unit := r.unit
+		if r.size == 1 {
+			unit = strings.TrimSuffix(unit, "s")
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", r.size, unit))
+	}
+	if r.name != "" && r.name != r.what {
+		parts = append(parts, "("+r.name+")")
+	}
+	if r.setting != "" {
+		parts = append(parts, "set by "+r.setting)
+	}
+	if len(parts) > 0 {
+		s += ": " + strings.Replace(strings.Join(parts, " "), ") set by", "), set by", 1)
+	}
+	var ctx []string
+	if r.inFlight > 0 {
+		ctx = append(ctx, human.Number(round1(r.inFlight))+" in flight")
+	}
+	if r.inService > 0 {
+		ctx = append(ctx, human.Number(round1(r.inService))+" served at once")
+	}
+	if work.Cores > 0 && work.Available > 0 {
+		ctx = append(ctx, fmt.Sprintf("the process on %.2f of %s cores", work.Cores, human.Number(work.Available)))
+	}
+	if len(ctx) > 0 {
+		s += "; " + strings.Join(ctx, ", ")
+	}
+	if w := r.goWait; w != nil && w.at.Func != "" {
+		s += "; called from " + rules.ShortFunc(w.at.Func)
+	}
+	return s
+}
+
+func evidence_(r *reading, q facts.Queue, work facts.Work, low, high float64) []rules.Fact {
+	ev := []rules.Fact{
+		rules.Share("request time waiting for the pool", r.wait),
+		rules.Text("wait read from", r.waitFrom),
+	}
+	if r.size > 0 {
+		ev = append(ev, rules.Count("the pool's size", float64(r.size), ""))
+		for _, s := range r.sizeFrom {
+			ev = append(ev, rules.Text("size shown by", s))
+		}
+	}
+	if q.OK {
+		ev = append(ev,
+			rules.Count("requests in flight (throughput × mean latency)", round1(q.InFlight), ""),
+			rules.Count("served at once (throughput × fastest request)", round2(q.InService), ""),
+			rules.Duration("fastest request (the service time without a wait)", q.Fastest),
+			rules.Duration("mean latency", q.Mean),
+			rules.Count("throughput", round1(q.Throughput), "/s"))
+	}
+	if w := r.goWait; w != nil {
+		if w.inFlight > 0 {
+			ev = append(ev, rules.Count("request goroutines waiting for a slot, on average (goroutine profiles)", round1(w.queued), ""),
+				rules.Count("request goroutines in flight, on average (goroutine profiles)", round1(w.inFlight), ""))
+		}
+		if w.waited > 0 {
+			ev = append(ev, rules.Duration("mean wait for a slot (trace)", w.waited))
+		}
+	}
+	if work.Cores > 0 {
+		ev = append(ev, rules.Count("cores the process used", round2(work.Cores), ""))
+	}
+	if work.Available > 0 {
+		ev = append(ev, rules.Count("cores available", work.Available, ""))
+	}
+	if r.next != nil {
+		ev = append(ev, rules.Text("the next bound", fmt.Sprintf("%d %s (%s)", r.next.size, r.next.kind, r.next.name)))
+	}
+	return append(ev, rules.Text("throughput the fix gives", fmt.Sprintf("%.1fx to %.1fx", low, high)))
+}
+
+func fixText(r *reading, work facts.Work, low, high, target float64, capped bool) string {
+	var b strings.Builder
+	what := r.resize
+	if what == "" {
+		what = "the pool's size"
+	}
+	fmt.Fprintf(&b, "Raise %s", what)
+	if r.size > 0 {
+		fmt.Fprintf(&b, " from %d", r.size)
+	}
+	fmt.Fprintf(&b, " to about %s", human.Number(math.Round(target)))
+	switch {
+	case r.next != nil:
+		fmt.Fprintf(&b, ", the %d %s of %s behind it, where requests queue next", r.next.size, r.next.kind, r.next.name)
+	case r.inFlight > 0:
+		b.WriteString(", the requests in flight")
+	}
+	b.WriteString(", and no further than the backend allows (a database's max_connections, shared with its other clients). ")
+	fmt.Fprintf(&b, "Expected: %.1fx the throughput at least", low)
+	if capped {
+		fmt.Fprintf(&b, " (the CPUs are then the bound: the process used %.2f of %s cores)", work.Cores, human.Number(work.Available))
+	}
+	fmt.Fprintf(&b, ", up to %.1fx with the wait gone (latency × %.2f).", high, 1-r.wait)
+	if w := r.goWait; w != nil && w.pool != nil && strings.HasPrefix(w.pool.Name, "database/sql") {
+		b.WriteString(" database/sql's per-query goroutines and the queries' waits come with the calls: they are not churn to bound, and making the calls in parallel only queues more on the same connections.")
+	}
+	return b.String()
+}
+
+// example is the change as written: the setting seen with its new value,
+// or the library's call.
+func example(pass *rules.Pass, r *reading, target float64) string {
+	n := fmt.Sprint(math.Round(target))
+	if r.setting != "" {
+		name, _, ok := strings.Cut(r.setting, "=")
+		if !ok {
+			name, _, _ = strings.Cut(r.setting, " ")
+			return r.setting + "\n->\n" + name + " " + n
+		}
+		return r.setting + "\n->\n" + name + "=" + n
+	}
+	if w := r.goWait; w != nil && w.pool != nil {
+		switch {
+		case strings.HasPrefix(w.pool.Name, "database/sql"):
+			return pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After
+		case strings.HasPrefix(w.pool.Name, "net/http"):
+			return fmt.Sprintf("&http.Transport{MaxConnsPerHost: %d}\n->\n&http.Transport{MaxConnsPerHost: %s, MaxIdleConnsPerHost: %s}", r.size, n, n)
+		}
+	}
+	return ""
+}
+
+// poolClaim is the CPU the pool's library spends on its own machinery
+// around the calls: samples in its own code, and goroutines it starts and
+// schedules per call (database/sql's per-query goroutine). They come with
+// the calls whatever the pool's size, so they are not the fix's gain (the
+// finding's resource is latency); claimed here, goroutine churn that is
+// mostly the library's per-call goroutines is linked under the pool, not
+// advised as churn to bound. The driver's own work under the calls is left
+// to whatever names it.
+// libraryFrames are a pool's library's own frames where the whole
+// package serves the pool's calls.
+var libraryFrames = map[string]evidence.Matcher{
+	"database/sql's connection pool": evidence.FuncPrefix("database/sql."),
+}
+
+func poolClaim(pass *rules.Pass, p *frames.Pool) *rules.Claim {
+	stacks := facts.Get(pass.Facts, facts.CPUStacks)
+	if stacks == nil {
+		return nil
+	}
+	lib := p.Acquire
+	if p.Held != nil {
+		lib = evidence.Any(p.Acquire, p.Held)
+	}
+	if own := libraryFrames[p.Name]; own != nil {
+		lib = evidence.Any(lib, own)
+	}
+	machinery := evidence.Any(frames.ChurnFrames, frames.SchedulerFrames)
+	return &rules.Claim{Level: rules.LevelConfig, CPU: func(s evidence.Sample) bool {
+		if len(s.Frames) == 0 {
+			return false
+		}
+		inLib, churn := false, false
+		for _, id := range s.Frames {
+			fn := stacks.Frames[id].Func
+			inLib = inLib || lib(fn)
+			churn = churn || machinery(fn)
+		}
+		return inLib && (churn || lib(stacks.Frames[s.Frames[0]].Func))
+	}}
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+func round2(v float64) float64 { return math.Round(v*100) / 100 }

@@ -1,0 +1,191 @@
+package pool001_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/corpus"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/catalog"
+	"github.com/perfdoctor/perfdoctor/rules/pool001"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
+)
+
+// The recorded cases: services written for the rule, each bounded too
+// small (it fires, first) and sized right (silent), diagnosed with the
+// whole catalog.
+func TestRecorded(t *testing.T) {
+	ruletest.Run(t, "testdata", catalog.All())
+}
+
+// The real-server corpus: the scenarios whose truth is pool-queueing put
+// it first, naming the pool's setting; the healthy servers and the other
+// problems never show it above low. The Tomcat scenario's fixed side
+// queues next on HikariCP's 10 connections (its notes say so): that is
+// found, at medium.
+func TestCorpus(t *testing.T) {
+	scenarios, err := corpus.LoadAll("../../corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scenarios) == 0 {
+		t.Fatal("no corpus scenarios")
+	}
+	special := map[string]string{
+		"jvm-springboot-tomcat-threads-2/fixed": `top POOL001 medium "HikariCP" "10 connections"`,
+	}
+	for _, s := range scenarios {
+		for _, side := range []string{"bad", "fixed"} {
+			dir := filepath.Join(s.Dir, side)
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			name := s.ID + "/" + side
+			want := "never POOL001 medium"
+			switch {
+			case special[name] != "":
+				want = special[name]
+			case s.Healthy:
+				want = "never POOL001"
+			case side == "bad" && slices.Contains(s.Truth.Classes, "pool-queueing"):
+				want = "top POOL001 high"
+			}
+			t.Run(name, func(t *testing.T) {
+				exp, err := ruletest.Parse(strings.NewReader(want))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, res := ruletest.Diagnose(t, dir, catalog.All())
+				for _, v := range ruletest.Violations(res, exp) {
+					t.Error(v)
+				}
+				if want != "top POOL001 high" || len(res.Findings) == 0 {
+					return
+				}
+				f := res.Findings[0]
+				named := slices.ContainsFunc(s.Truth.Words, func(w string) bool {
+					return strings.Contains(strings.ToLower(f.Summary+" "+f.Fix), strings.ToLower(w))
+				})
+				if !named {
+					t.Errorf("the finding names none of %q: %s / %s", s.Truth.Words, f.Summary, f.Fix)
+				}
+				// The fix's measured gain lies in the range the finding states.
+				_, _, low, high, ok := rules.Gain(res.Findings, 0)
+				gain, _, _, measured := s.Measured.Gain()
+				if !ok || !measured || gain < low || gain > high {
+					t.Errorf("measured %.2fx, stated %.2fx to %.2fx", gain, low, high)
+				}
+			})
+		}
+	}
+}
+
+// tomcat is the Tomcat scenario's bad bundle (2 worker threads, 32
+// requests in flight), the base the threshold tests change one figure of.
+func tomcat(t *testing.T) *evidence.Evidence {
+	t.Helper()
+	ev, _ := ruletest.Diagnose(t, "../../corpus/jvm-springboot-tomcat-threads-2/bad", nil)
+	return ev
+}
+
+// withLoad is ev with the load's throughput, fastest request and mean
+// latency replaced.
+func withLoad(ev *evidence.Evidence, throughput, fastestMS, meanMS float64) *evidence.Evidence {
+	l := *ev.Load
+	l.Throughput = throughput
+	l.Service.Mean, l.Latency.Mean = meanMS, meanMS
+	l.Table = []bundle.LoadQuantile{{Percentile: 0, MS: fastestMS}, {Percentile: 50, MS: meanMS}}
+	return ev.Derive().Load(&l).Evidence()
+}
+
+// withCores is ev with the process using cores over the window.
+func withCores(ev *evidence.Evidence, cores float64) *evidence.Evidence {
+	d, ok := ev.SystemDelta()
+	if !ok {
+		panic("no system window")
+	}
+	end := *ev.SystemEnd
+	p := *end.Process
+	p.UserCPUSeconds = ev.SystemStart.Process.UserCPUSeconds + cores*d.Seconds
+	p.SystemCPUSeconds = ev.SystemStart.Process.SystemCPUSeconds
+	end.Process = &p
+	return ev.Derive().System(ev.SystemStart, &end).Evidence()
+}
+
+func run(ev *evidence.Evidence) []rules.Finding {
+	return rules.Run(facts.New(ev), []*rules.Rule{pool001.Rule}).Findings
+}
+
+// Each threshold of the rule's doc, from one side and the other, on the
+// Tomcat bundle with one figure changed.
+func TestThresholds(t *testing.T) {
+	base := tomcat(t)
+	cores := facts.Read(base, facts.WorkDone).Cores
+	inService := facts.Read(base, facts.LoadQueue).InService
+	for _, c := range []struct {
+		name  string
+		ev    *evidence.Evidence
+		fires bool
+	}{
+		{"as recorded", base, true},
+		// 2 threads: served at once from half the pool to 15% over it.
+		{"served at once 0.98 of 2 threads", withLoad(base, 49, 20, 640), false},
+		{"served at once 1.02 of 2 threads", withLoad(base, 51, 20, 640), true},
+		{"served at once 2.3 of 2 threads", withLoad(base, 115, 20, 280), true},
+		{"served at once 2.4 of 2 threads", withLoad(base, 120, 20, 270), false},
+		// The wait for a turn from 20% of the latency.
+		{"wait 19%", withLoad(base, 80, 21, 21/0.81), false},
+		{"wait 21%", withLoad(base, 80, 21, 21/0.79), true},
+		// Holds off the CPU: the process's cores over what it served at
+		// once at most 0.5.
+		{"cores / served at once 0.52", withCores(base, 0.52*inService), false},
+		{"cores / served at once 0.48", withCores(base, 0.48*inService), true},
+	} {
+		got := len(run(c.ev)) > 0
+		if got != c.fires {
+			t.Errorf("%s: fires %v, want %v (cores %.2f)", c.name, got, c.fires, cores)
+		}
+	}
+}
+
+// Severity follows the least throughput the fix gives: high from 2x,
+// medium from 1.25x; past 80% of the cores the CPUs are the bound. The
+// load is changed so that the service serves 10 at once, the 10
+// connections it holds to its database, with 31.4 in flight: sizing the
+// pool to them gives 3.14x unless the CPUs cap it.
+func TestSeverity(t *testing.T) {
+	base := tomcat(t)
+	avail := facts.Read(base, facts.WorkDone).Available
+	for _, c := range []struct {
+		gain float64 // the CPU cap: available / cores
+		want rules.Severity
+		none bool
+	}{
+		{gain: 5, want: rules.High},
+		{gain: 2.1, want: rules.High},
+		{gain: 1.9, want: rules.Medium},
+		{gain: 1.3, want: rules.Medium},
+		{gain: 1.2, none: true}, // 83% of the cores
+	} {
+		ev := withLoad(withCores(base, avail/c.gain), 476, 21, 66)
+		fs := run(ev)
+		switch {
+		case c.none && len(fs) > 0:
+			t.Errorf("CPU cap %.1fx: %s", c.gain, fs[0].Severity)
+		case c.none:
+		case len(fs) == 0:
+			t.Errorf("CPU cap %.1fx: nothing", c.gain)
+		case fs[0].Severity != c.want:
+			t.Errorf("CPU cap %.1fx: %s, want %s (%s)", c.gain, fs[0].Severity, c.want, fs[0].Summary)
+		case math.Abs(1/(1-fs[0].Impact)-math.Min(c.gain, 476*0.066/10)) > 0.01*c.gain:
+			t.Errorf("CPU cap %.1fx: impact %.3f", c.gain, fs[0].Impact)
+		}
+	}
+}
