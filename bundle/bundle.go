@@ -76,6 +76,22 @@ type Manifest struct {
 	// the end of the collection window: the agent's flight recorder holds
 	// the seconds before a trigger. Nil for a trace taken during the window.
 	Trace *TraceWindow `json:"trace,omitempty"`
+	// Samplers are the CPU samplers that ran while a JVM was recorded
+	// (collect --jfr, --jvm), so a reader knows what its CPU samples are.
+	Samplers []Sampler `json:"samplers,omitempty"`
+}
+
+// Sampler is one CPU sampler that ran during a JVM's recording.
+type Sampler struct {
+	// Name is the event or the profiler: "jdk.CPUTimeSample" (JEP 509,
+	// JDK 25 and later: a sample for each interval of CPU time a thread
+	// uses, in the VM and native code too), "jdk.ExecutionSample" (JFR's
+	// sampler: Java frames of the threads found running, every interval),
+	// "async-profiler 4.6".
+	Name     string   `json:"name"`
+	Interval Duration `json:"interval"`
+	// Samples counts the samples in the recording (0 when not counted).
+	Samples int64 `json:"samples,omitempty"`
 }
 
 // TraceWindow is where an execution trace's window lies in time.
@@ -95,6 +111,13 @@ type Item struct {
 	Error    string   `json:"error,omitempty"`
 	Bytes    int64    `json:"bytes,omitempty"`
 	Duration Duration `json:"duration"`
+	// Attempts counts the requests made when a busy server (503, 429) was
+	// asked again; 0 when the first answered.
+	Attempts int `json:"attempts,omitempty"`
+	// Note says how the data differs from what was asked for: a profile
+	// covering less than the window after retries, or made of two
+	// snapshots because the server ignored seconds.
+	Note string `json:"note,omitempty"`
 }
 
 // RuntimeInfo is what is known of the target's Go runtime settings, each with
@@ -155,8 +178,13 @@ func (m *Manifest) Summary(dir string) string {
 		state = "partial bundle"
 	}
 	s := fmt.Sprintf("%s written to %s: %d of %d items collected\n", state, dir, ok, len(m.Items))
-	for _, it := range m.Failed() {
-		s += fmt.Sprintf("  %s failed: %s\n", it.Name, it.Error)
+	for _, it := range m.Items {
+		switch {
+		case it.Status == StatusFailed:
+			s += fmt.Sprintf("  %s failed: %s\n", it.Name, it.Error)
+		case it.Status == StatusOK && it.Note != "":
+			s += fmt.Sprintf("  %s: %s\n", it.Name, it.Note)
+		}
 	}
 	return s
 }

@@ -17,8 +17,18 @@ type SystemSnapshot struct {
 	NetRxSoftirqs []uint64 `json:"net_rx_softirqs,omitempty"`
 	NetTxSoftirqs []uint64 `json:"net_tx_softirqs,omitempty"`
 	Net           *NetInfo `json:"net,omitempty"`
-	Errors        []string `json:"errors,omitempty"` // parts that could not be read
+	// Children are the process's descendants (children, their children...)
+	// at this instant, busiest first in CPU time, at most MaxChildren: a
+	// server whose work runs in processes it forked (a database's
+	// backends, a web server's workers) is idle itself.
+	Children []ProcessInfo `json:"children,omitempty"`
+	// MoreChildren counts the descendants beyond MaxChildren, not read.
+	MoreChildren int      `json:"more_children,omitempty"`
+	Errors       []string `json:"errors,omitempty"` // parts that could not be read
 }
+
+// MaxChildren bounds SystemSnapshot.Children.
+const MaxChildren = 512
 
 // CPUTimes is one CPU's time in seconds by state since boot.
 type CPUTimes struct {
@@ -129,6 +139,7 @@ type Conntrack struct {
 // ProcessInfo describes the target process.
 type ProcessInfo struct {
 	PID        int    `json:"pid"`
+	PPID       int    `json:"ppid,omitempty"` // the parent process
 	Comm       string `json:"comm"`
 	Cmdline    string `json:"cmdline"` // credentials redacted
 	Executable string `json:"executable,omitempty"`
@@ -138,11 +149,15 @@ type ProcessInfo struct {
 	StartTime        float64    `json:"start_time"` // seconds since the Unix epoch
 	UserCPUSeconds   float64    `json:"user_cpu_seconds"`
 	SystemCPUSeconds float64    `json:"system_cpu_seconds"`
-	RSSBytes         uint64     `json:"rss_bytes"`
-	Threads          int        `json:"threads"`
-	OpenFDs          int        `json:"open_fds"`
-	FDLimit          uint64     `json:"fd_limit"`
-	VoluntaryCtxt    uint64     `json:"voluntary_ctxt_switches"` // of all threads
+	// ExitedChildrenCPUSeconds is the CPU time of its children that exited
+	// and were waited for (cutime and cstime), their own exited children's
+	// included: the work of short-lived children no snapshot sees.
+	ExitedChildrenCPUSeconds float64 `json:"exited_children_cpu_seconds,omitempty"`
+	RSSBytes                 uint64  `json:"rss_bytes"`
+	Threads                  int     `json:"threads"`
+	OpenFDs                  int     `json:"open_fds"`
+	FDLimit                  uint64  `json:"fd_limit"`
+	VoluntaryCtxt            uint64  `json:"voluntary_ctxt_switches"` // of all threads
 
 	NonvoluntaryCtxt uint64 `json:"nonvoluntary_ctxt_switches"`
 	CPUsAllowed      int    `json:"cpus_allowed,omitempty"` // affinity mask size

@@ -430,7 +430,9 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 		}
 		return writeJSON(path, st)
 	}
-	body, err := c.get(ctx, c.endpointURL(it.endpoint, it.params), it.length+c.Timeout, c.MaxBytes)
+	started := time.Now()
+	f, err := c.fetchItem(ctx, it)
+	c.annotate(it.name, f.attempts, f.note(it))
 	var se *statusError
 	if it.endpoint == "goroutineleak" && errors.As(err, &se) && strings.HasPrefix(se.status, "404") {
 		return 0, nil, &skipError{"the target does not serve goroutineleak (Go >= 1.27, or 1.26 built with GOEXPERIMENT=goroutineleakprofile)"}
@@ -438,11 +440,23 @@ func (c *collector) produce(ctx context.Context, it item) (int64, *profile.Profi
 	if err != nil {
 		return 0, nil, err
 	}
+	body := f.body
 	var p *profile.Profile
 	switch it.kind {
 	case kindProfile:
 		if p, err = parseProfile(body); err != nil {
 			return 0, nil, err
+		}
+		if it.length > 0 {
+			covered := time.Duration(p.DurationNanos)
+			switch {
+			case deltaProfile[it.endpoint] && covered < f.asked/2:
+				// Counts since the process started, not over the window:
+				// the server ignored seconds. Two snapshots make the window.
+				return c.twoSnapshots(ctx, it, path, p, started.Add(it.length))
+			case covered > 0 && covered < f.asked/2:
+				c.addNote(it.name, fmt.Sprintf("covers %s of the %s asked for: the server ignored seconds", covered.Round(100*time.Millisecond), f.asked))
+			}
 		}
 	case kindTrace:
 		if err := checkTrace(body); err != nil {

@@ -36,8 +36,16 @@ func (e *cleanError) Unwrap() error { return e.err }
 // statusError is a response other than 200 OK, with the first line of a
 // plain-text body (net/http/pprof explains its refusals there).
 type statusError struct {
-	status string // "404 Not Found"
-	msg    string
+	status     string // "404 Not Found"
+	code       int
+	msg        string
+	retryAfter string // the Retry-After header of a 503 or 429
+}
+
+// busy reports whether the server asked to be asked again later: it is
+// at its own limit (a concurrency cap, a rate limit), not refusing.
+func (e *statusError) busy() bool {
+	return e.code == http.StatusServiceUnavailable || e.code == http.StatusTooManyRequests
 }
 
 func (e *statusError) Error() string {
@@ -78,7 +86,7 @@ func (s *settings) get(ctx context.Context, u *url.URL, timeout time.Duration, l
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		se := &statusError{status: resp.Status}
+		se := &statusError{status: resp.Status, code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
 		if !looksHTML(msg) {
 			se.msg = firstLine(msg)
 		}

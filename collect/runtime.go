@@ -33,7 +33,9 @@ func (s *settings) siblingURL(path string) *url.URL {
 // only when none of them is served.
 func (c *collector) runtimeStats(ctx context.Context, it item) (bundle.RuntimeStats, error) {
 	var st bundle.RuntimeStats
-	body, err := c.get(ctx, c.endpointURL(it.endpoint, it.params), c.Timeout, c.MaxBytes)
+	f, err := c.fetchItem(ctx, it)
+	c.annotate(it.name, f.attempts, f.note(it))
+	body := f.body
 	if err == nil {
 		st, err = bundle.ParseMemStats(bytes.NewReader(body))
 		if errors.Is(err, bundle.ErrNoMemStats) {

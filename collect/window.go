@@ -21,9 +21,13 @@ type WindowOptions struct {
 	Duration    time.Duration
 	Perf        bool // record stacks with kernel frames (the process, else every CPU)
 	SourceLines bool // ask perf for file:line (native services built with -g)
-	Roots       system.Roots
-	Progress    *progress.Line
-	Logger      *slog.Logger
+	// NoChildren observes the process alone: by default its descendants
+	// (children, theirs, ...) are snapshotted and recorded with it, those
+	// forked during the window included where perf follows them.
+	NoChildren bool
+	Roots      system.Roots
+	Progress   *progress.Line
+	Logger     *slog.Logger
 }
 
 // Window is the host (and a process) observed over a window: /proc
@@ -40,6 +44,10 @@ type Window struct {
 	Started   time.Time
 	Duration  time.Duration
 	PID       int
+	// Tree is where the process tree's CPU went (the process, its
+	// descendants by command line, perf's samples of each); nil without
+	// a process, with NoChildren, or when it has no descendants.
+	Tree *system.TreeUsage
 }
 
 // ObserveWindow snapshots /proc, waits o.Duration (recording perf
@@ -50,18 +58,35 @@ func ObserveWindow(ctx context.Context, o WindowOptions) (*Window, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Window{Started: time.Now(), Duration: o.Duration, PID: o.PID, PerfAsked: o.Perf}
+	snapshot := system.SnapshotTree
+	if o.NoChildren {
+		snapshot = system.Snapshot
+	}
 	var err error
-	if w.Start, err = system.Snapshot(o.Roots, o.PID); err != nil {
+	if w.Start, err = snapshot(o.Roots, o.PID); err != nil {
 		return nil, err
+	}
+	var tree []int // the descendants perf records from the start
+	for _, c := range w.Start.Children {
+		tree = append(tree, c.PID)
 	}
 	var wg sync.WaitGroup
 	if o.Perf {
+		// The tree again, just before perf attaches: a child forked since
+		// the snapshot (a database's backend for a client that just
+		// connected) would be neither listed nor inherited.
+		perfTree := tree
+		if o.PID > 0 && !o.NoChildren {
+			if now, err := system.Descendants(o.Roots, o.PID); err == nil {
+				perfTree = now
+			}
+		}
 		wg.Go(func() {
-			w.Perf, w.PerfErr = perf.Record(ctx, perf.Options{PID: o.PID, Duration: o.Duration, SourceLines: o.SourceLines, Logger: o.Logger})
+			w.Perf, w.PerfErr = perf.Record(ctx, perf.Options{PID: o.PID, Also: perfTree, OnlyPID: o.NoChildren, Duration: o.Duration, SourceLines: o.SourceLines, Logger: o.Logger})
 		})
 		if o.PID > 0 {
 			wg.Go(func() {
-				w.OffCPU, w.OffCPUErr = perf.RecordOffCPU(ctx, perf.Options{PID: o.PID, Duration: o.Duration, Logger: o.Logger})
+				w.OffCPU, w.OffCPUErr = perf.RecordOffCPU(ctx, perf.Options{PID: o.PID, Also: perfTree, OnlyPID: o.NoChildren, Duration: o.Duration, Logger: o.Logger})
 			})
 		}
 	}
@@ -74,12 +99,16 @@ func ObserveWindow(ctx context.Context, o WindowOptions) (*Window, error) {
 		wg.Wait()
 		return nil, fmt.Errorf("sys interrupted: %w", ctx.Err())
 	}
-	if w.End, err = system.Snapshot(o.Roots, o.PID); err != nil {
+	if w.End, err = snapshot(o.Roots, o.PID); err != nil {
 		return nil, err
 	}
 	wg.Wait()
 	if w.PerfErr != nil {
 		o.Logger.Warn("perf unavailable", "err", w.PerfErr)
+	}
+	if !o.NoChildren && o.PID > 0 {
+		w.Tree = system.Tree(w.Start, w.End)
+		w.Tree.AddSamples(w.Perf)
 	}
 	return w, nil
 }
@@ -118,29 +147,36 @@ func (w *Window) WriteBundle(dir, tool string) error {
 // (perfdoctor-pidPID-TIME when empty). It returns the directory; an error
 // after it was written (perf refused) says the bundle has no stacks.
 func Native(ctx context.Context, o WindowOptions, dir, tool string) (string, error) {
+	dir, _, err := ObserveNative(ctx, o, dir, tool)
+	return dir, err
+}
+
+// ObserveNative is Native that also returns the window observed (nil when
+// nothing was written), whose Tree says where a process tree's work is.
+func ObserveNative(ctx context.Context, o WindowOptions, dir, tool string) (string, *Window, error) {
 	if o.PID <= 0 {
-		return "", fmt.Errorf("--perf: PID %d is not a process", o.PID)
+		return "", nil, fmt.Errorf("--perf: PID %d is not a process", o.PID)
 	}
 	if o.Duration < MinDuration || o.Duration > MaxDuration {
-		return "", fmt.Errorf("duration %s out of range (%s to %s)", o.Duration, MinDuration, MaxDuration)
+		return "", nil, fmt.Errorf("duration %s out of range (%s to %s)", o.Duration, MinDuration, MaxDuration)
 	}
 	if dir == "" {
 		dir = fmt.Sprintf("perfdoctor-pid%d-%s", o.PID, time.Now().Format("20060102-150405"))
 	}
 	if err := bundle.CheckDestination(dir); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	o.Perf, o.SourceLines = true, true
 	win, err := ObserveWindow(ctx, o)
 	o.Progress.Clear()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := win.WriteBundle(dir, tool); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if win.PerfErr != nil {
-		return dir, fmt.Errorf("bundle written to %s without stacks: %w", dir, win.PerfErr)
+		return dir, win, fmt.Errorf("bundle written to %s without stacks: %w", dir, win.PerfErr)
 	}
-	return dir, nil
+	return dir, win, nil
 }

@@ -26,19 +26,32 @@ cpu_lock() {
 }
 
 # wait_idle [SECONDS]: after cpu_lock, waits (at most SECONDS, default 180)
-# until the machine's CPUs are idle (under 15% busy over 3 s) so the
-# recording does not share the cores with work that ignores the lock; says so
-# when they never were.
+# until the machine's CPUs are idle (under 15% busy over 3 s, not counting
+# the processes this script started) so the recording does not share the
+# cores with work that ignores the lock; says so when they never were.
 wait_idle() {
 	local limit=${1:-180} start=$SECONDS busy
 	while :; do
-		busy=$(python3 -c '
-import time
+		busy=$(python3 - "${STARTED[@]}" <<'PY'
+import os, sys, time
+groups = {int(g) for g in sys.argv[1:]}
+def ours():
+    t = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(f[2]) in groups:
+            t += int(f[11]) + int(f[12])
+    return t
 def snap():
     f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return sum(f), f[3] + f[4]
-t0, i0 = snap(); time.sleep(3); t1, i1 = snap()
-print(round(100 * (1 - (i1 - i0) / max(1, t1 - t0))))')
+    return sum(f), f[3] + f[4], ours()
+t0, i0, o0 = snap(); time.sleep(3); t1, i1, o1 = snap()
+print(round(100 * ((t1 - t0) - (i1 - i0) - (o1 - o0)) / max(1, t1 - t0)))
+PY
+)
 		[ "$busy" -lt 15 ] && return 0
 		if ((SECONDS - start >= limit)); then
 			echo "warning: the CPUs are still ${busy}% busy with work outside this recording; the figures will be noisy" >&2
@@ -179,7 +192,7 @@ go_built_with() {
 # the scenario says; the date is today's), so the figures always match the
 # recording.
 record_verify() {
-	cp "$1/verify.json" "$2/verify.json"
+	[ "$1/verify.json" -ef "$2/verify.json" ] || cp "$1/verify.json" "$2/verify.json"
 	python3 - "$2/verify.json" "$2/scenario.json" <<'PY'
 import datetime, json, sys
 v = json.load(open(sys.argv[1]))
@@ -187,7 +200,8 @@ path = sys.argv[2]
 try:
     s = json.load(open(path))
 except FileNotFoundError:
-    s = {}
+    print(f"{path} is not written yet: write it, then run record_verify again on the kept verify.json", file=sys.stderr)
+    sys.exit(0)
 m = s.setdefault("measured", {})
 names = {"throughput": "throughput", "CPU/request": "cpu_per_unit", "CPU/unit": "cpu_per_unit"}
 for r in v.get("ratios", []):
@@ -199,6 +213,24 @@ m["date"] = datetime.date.today().isoformat()
 with open(path, "w") as f:
     json.dump(s, f, indent=2)
     f.write("\n")
+PY
+}
+
+# etcd_preload URL N [VALUE_BYTES]: puts N keys /registry/pods/ns<i%50>/pod-<i>
+# (values of VALUE_BYTES, default 256) into the etcd at URL through its JSON
+# gateway, 128 puts per transaction (etcd's default --max-txn-ops).
+etcd_preload() {
+	python3 - "$1" "$2" "${3:-256}" <<'PY'
+import base64, json, sys, urllib.request
+url, total, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+value = base64.b64encode(b"v" * size).decode()
+for start in range(0, total, 128):
+    ops = [{"requestPut": {"key": base64.b64encode(f"/registry/pods/ns{i % 50}/pod-{i:08d}".encode()).decode(), "value": value}}
+           for i in range(start, min(start + 128, total))]
+    req = urllib.request.Request(url + "/v3/kv/txn", data=json.dumps({"success": ops}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        r.read()
 PY
 }
 

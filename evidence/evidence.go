@@ -257,6 +257,9 @@ type LoadOptions struct {
 	// stdin) in messages; with no paths it is the only evidence.
 	GCTrace     io.Reader
 	GCTraceName string
+	// PerfEvent names the event of perf script input to read as the perf
+	// profile ("cycles:u"); "" picks the on-CPU one, else the most sampled.
+	PerfEvent string
 }
 
 // loader builds one Evidence: it files what each input holds, then places
@@ -304,6 +307,9 @@ func Load(ctx context.Context, opt LoadOptions, paths ...string) (*Evidence, err
 	}
 	l.placeHeaps(l.heaps)
 	l.placeMetrics(l.metrics)
+	if err := l.checkPerfEvent(); err != nil {
+		return nil, err
+	}
 	l.perfAsCPU()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -449,7 +455,7 @@ func (e *loader) readData(path string, data []byte, f *File, heaps *[]*profile.P
 		e.GoroutineStacks = d
 		return "goroutine-stacks", nil
 	case formatPerfScript:
-		return e.readPerfScript(data)
+		return e.readPerfScript(data, f)
 	case formatFolded:
 		return e.readFolded(data, f)
 	case formatProfile, formatLegacyProfile:
@@ -458,6 +464,7 @@ func (e *loader) readData(path string, data []byte, f *File, heaps *[]*profile.P
 			return "", fmt.Errorf("not a valid profile: %w", err)
 		}
 		nameSampleTypes(p)
+		legacyNote := nameLegacyTypes(p, data)
 		kind, err := classify(p, path)
 		if err != nil {
 			return "", err
@@ -465,6 +472,10 @@ func (e *loader) readData(path string, data []byte, f *File, heaps *[]*profile.P
 		if len(p.Function) == 0 && len(p.Sample) > 0 {
 			f.Note = "addresses only, no function names (a legacy profile): name them with `pprof -proto BINARY " + filepath.Base(path) + " > named.pb.gz` on the machine that ran it"
 		}
+		if kind == ThreadCreate {
+			legacyNote = threadCreateNote(p)
+		}
+		f.Note = joinNotes(legacyNote, f.Note)
 		if kind == Heap {
 			*heaps = append(*heaps, p)
 			return string(kind), nil
@@ -477,7 +488,7 @@ func (e *loader) readData(path string, data []byte, f *File, heaps *[]*profile.P
 // readPerfScript keeps every event of a perf script file: the on-CPU one
 // (or, without one, the most sampled) is the perf profile rules read; all
 // are in PerfEvents by name.
-func (e *loader) readPerfScript(data []byte) (string, error) {
+func (e *loader) readPerfScript(data []byte, f *File) (string, error) {
 	// JIT maps in this machine's /tmp need not be the recording's.
 	ps, err := perfscript.ParseEvents(bytes.NewReader(data), perfscript.Options{MapDir: "-"})
 	if err != nil {
@@ -486,7 +497,10 @@ func (e *loader) readPerfScript(data []byte) (string, error) {
 	if e.PerfEvents == nil {
 		e.PerfEvents = map[string]*profile.Profile{}
 	}
-	main := ps[0]
+	main, err := pickPerfEvent(ps, e.opt.PerfEvent)
+	if err != nil {
+		return "", err
+	}
 	var names []string
 	for _, p := range ps {
 		ev := perfscript.Event(p)
@@ -499,13 +513,14 @@ func (e *loader) readPerfScript(data []byte) (string, error) {
 			p = merged
 		}
 		e.PerfEvents[ev] = p
-		if rank(p) > rank(main) {
+		if e.opt.PerfEvent == "" && rank(p) > rank(main) {
 			main = p
 		}
 	}
 	if _, err := e.addProfile(Perf, main); err != nil {
 		return "", err
 	}
+	f.Note = perfNote(main)
 	kind := "perf " + perfscript.Event(main)
 	if len(ps) > 1 {
 		kind += " (events kept apart: " + strings.Join(names, ", ") + ")"
@@ -599,6 +614,9 @@ func classify(p *profile.Profile, path string) (Kind, error) {
 		return Mutex, nil
 	case has("contentions") && has("delay"):
 		return mutexOrBlock(p, path), nil
+	}
+	if kind, ok := legacyKind(p); ok {
+		return kind, nil
 	}
 	var types []string
 	for _, st := range p.SampleType {

@@ -28,8 +28,10 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("demo 77/77 1.5: 10 cpu-clock:\n\tffff81 tcp_v4_connect+0x1 ([kernel.kallsyms])\n\n"))
 	f.Add([]byte("demo 77/77 1.5: 10 cycles:u:\nffff81 tcp_v4_connect+0x1 ([kernel.kallsyms])\n\n"))
 	f.Add([]byte("main;;java/io/F.read(Ljava/io/FileDescriptor;JI)I_[j] 10000000\n"))
+	f.Add([]byte("func_ab 15294 cpu-clock:\n\t400570 func_b (/root/func_ab)\n\n"))
+	f.Add([]byte("heap profile: 1: 2 [ 1: 2] @ growthz\n 1: 2 [ 1: 2] @ 0x1 0x2\n"))
 	// The look-alike corpus and the legacy profiles seed the sniffers' edges.
-	for _, dir := range []string{"testdata/lookalike", "testdata/gperftools"} {
+	for _, dir := range []string{"testdata/lookalike", "testdata/gperftools", "testdata/gothreads", "../formats/perfscript/testdata/notime"} {
 		entries, _ := os.ReadDir(dir)
 		for _, ent := range entries {
 			if data, err := os.ReadFile(filepath.Join(dir, ent.Name())); err == nil {

@@ -40,9 +40,7 @@ func (e *loader) readJFR(path string, f *File) (string, error) {
 		return "", fmt.Errorf("JFR recording: %w", err)
 	}
 	f.Partial = rec.Partial
-	if rec.CPU == nil && rec.Wall != nil {
-		f.Note = fmt.Sprintf("wall-clock samples only (%d): where threads waited or ran, not CPU time, so no CPU rule reads them; record with event=cpu (or itimer) for CPU", SampleCount(rec.Wall))
-	}
+	f.Note = jfrNote(rec)
 	for kind, p := range map[Kind]*profile.Profile{CPU: rec.CPU, Allocs: rec.Allocs, Mutex: rec.Monitor, Block: rec.Wait, Exceptions: rec.Exceptions, Wall: rec.Wall} {
 		if p == nil {
 			continue
@@ -53,6 +51,32 @@ func (e *loader) readJFR(path string, f *File) (string, error) {
 	}
 	e.JVM = rec.JVM
 	return "jfr", nil
+}
+
+// jfrNote says where a recording's CPU profile came from when that is not
+// the usual execution sampler: JDK 25's CPU-time sampler, or wall-clock
+// samples of running threads; or that it has wall-clock samples only.
+func jfrNote(rec *jfr.Recording) string {
+	s := rec.JVM
+	switch {
+	case rec.CPU == nil && rec.Wall != nil:
+		return fmt.Sprintf("wall-clock samples only (%d), none of a running thread: where threads waited, not CPU time, so no CPU rule reads them; record with event=cpu (or itimer) for CPU", SampleCount(rec.Wall))
+	case s == nil:
+		return ""
+	case s.Sampler == jfr.SamplerRunning:
+		return fmt.Sprintf("CPU derived from wall-clock samples: the %d of %d whose thread was running (STATE_RUNNABLE), as Pyroscope reads wall-clock recordings; a running thread may still wait inside a system call, so record with event=cpu (or itimer) for measured CPU",
+			SampleCount(rec.CPU), SampleCount(rec.Wall))
+	case s.Sampler == jfr.SamplerCPUTime:
+		note := fmt.Sprintf("CPU from jdk.CPUTimeSample (JDK 25's CPU-time sampler, JEP 509: threads in Java, the VM and native code), %d samples", s.CPUTimeSamples)
+		if s.CPUTimeFailed > 0 {
+			note += fmt.Sprintf(", %d without a stack (the walk failed)", s.CPUTimeFailed)
+		}
+		if s.CPUTimeLost > 0 {
+			note += fmt.Sprintf(", %d more lost by the JVM", s.CPUTimeLost)
+		}
+		return note
+	}
+	return ""
 }
 
 // readFolded reads folded stacks as a CPU profile, its counts read as

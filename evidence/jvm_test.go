@@ -117,17 +117,20 @@ func TestLoadGzippedJFR(t *testing.T) {
 	}
 }
 
-// An async-profiler wall-clock recording gives no CPU profile, and the
-// file says what it held and how to record CPU.
+// An async-profiler wall-clock recording gives a CPU profile derived from
+// the samples of running threads, as Pyroscope reads it, and the file says
+// so and how to record measured CPU.
 func TestLoadWallClockOnlyJFR(t *testing.T) {
-	e, err := Load(context.Background(), LoadOptions{}, "../formats/jfr/testdata/ap-wall.jfr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.Profile(CPU) != nil || e.Profile(Wall) == nil {
-		t.Errorf("wall-clock recording: cpu %v wall %v", e.Profile(CPU) != nil, e.Profile(Wall) != nil)
-	}
-	if note := e.Files[0].Note; !strings.Contains(note, "wall-clock samples only") || !strings.Contains(note, "event=cpu") {
-		t.Errorf("note %q", note)
+	for path, running := range map[string]int64{"../formats/jfr/testdata/ap-wall.jfr": 150, "../formats/jfr/testdata/ap29-wall.jfr": 94} {
+		e, err := Load(context.Background(), LoadOptions{}, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := SampleCount(e.Profile(CPU)); n != running || e.Profile(Wall) == nil {
+			t.Errorf("%s: %d CPU samples, want the %d of running threads; wall %v", path, n, running, e.Profile(Wall) != nil)
+		}
+		if note := e.Files[0].Note; !strings.Contains(note, "CPU derived from wall-clock samples") || !strings.Contains(note, "event=cpu") {
+			t.Errorf("%s: note %q", path, note)
+		}
 	}
 }

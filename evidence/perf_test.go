@@ -113,3 +113,68 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return data
 }
+
+// --perf-event picks the event of a multi-event file that becomes the perf
+// profile (and, when it is on-CPU, the CPU profile); a name the input lacks
+// is an error listing the events it has.
+func TestPickPerfEvent(t *testing.T) {
+	const multi = "../formats/perfscript/testdata/multi-event.txt"
+	ev, err := Load(context.Background(), LoadOptions{PerfEvent: "task-clock:u"}, multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := perfscript.Event(ev.Profile(Perf)); got != "task-clock:u" {
+		t.Errorf("perf profile is event %q, want the task-clock:u asked for", got)
+	}
+	if n := SampleCount(ev.Profile(CPU)); n != 40 {
+		t.Errorf("CPU profile has %d samples, want task-clock:u's 40", n)
+	}
+	ev, err = Load(context.Background(), LoadOptions{PerfEvent: "page-faults"}, multi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := perfscript.Event(ev.Profile(Perf)); got != "page-faults" || ev.Profile(CPU) != nil {
+		t.Errorf("page-faults asked for: perf profile %q, CPU profile %v", got, ev.Profile(CPU) != nil)
+	}
+	if note := ev.Files[0].Note; !strings.Contains(note, "not CPU time") {
+		t.Errorf("a non-CPU event chosen without a note: %q", note)
+	}
+	for _, tc := range []struct{ event, path string }{
+		{"cycles", multi},
+		{"cpu-clock", "../formats/folded/testdata/async.collapsed"},
+	} {
+		_, err := Load(context.Background(), LoadOptions{PerfEvent: tc.event}, tc.path)
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--perf-event %s on %s: %v, want a one-line error", tc.event, tc.path, err)
+		}
+	}
+	_, err = Load(context.Background(), LoadOptions{PerfEvent: "cycles"}, multi)
+	for _, want := range []string{`"cycles"`, "cpu-clock (60 samples)", "page-faults (12 samples)", "task-clock:u (40 samples)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("unknown event: %v, want it to name %s", err, want)
+		}
+	}
+}
+
+// perf script printed without timestamps or periods (FlameGraph's test
+// inputs have that shape; these were recorded here with perf 6.1) loads as
+// perf and CPU profiles, and the file's note says what the headers lacked.
+func TestLoadPerfWithoutTimestamps(t *testing.T) {
+	ev, err := Load(context.Background(), LoadOptions{}, "../formats/perfscript/testdata/notime/funcab-pid.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Profile(Perf) == nil || SampleCount(ev.Profile(CPU)) != 177 {
+		t.Fatalf("perf %v, CPU samples %d, want 177", ev.Profile(Perf) != nil, SampleCount(ev.Profile(CPU)))
+	}
+	if note := ev.Files[0].Note; !strings.Contains(note, "no timestamps") || !strings.Contains(note, "no periods") {
+		t.Errorf("note %q", note)
+	}
+	ev, err = Load(context.Background(), LoadOptions{PerfEvent: "page-faults"}, "../formats/perfscript/testdata/notime/multi-event-notime.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := SampleCount(ev.Profile(Perf)); n != 7 {
+		t.Errorf("page-faults: %d samples, want 7", n)
+	}
+}

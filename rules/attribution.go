@@ -112,7 +112,7 @@ func attribute(cpuStacks, allocStacks *evidence.Stacks, fs []Finding) {
 			owned := cpu.owned[i]
 			f.Cost.CPUClaimed, f.Cost.CPUOwned = cpu.share(c), cpu.share(owned)
 			if owned < c && f.Resource == "cpu" {
-				f.Impact *= float64(owned) / float64(c)
+				f.scaleImpact(float64(owned) / float64(c))
 				if f.Claim.Grade != nil {
 					f.Severity = min(f.Severity, f.Claim.Grade(f.Impact))
 				}
@@ -325,7 +325,7 @@ func capCPU(fs []Finding) {
 			scale = scaleClaimed
 		}
 		if scale < 1 {
-			f.Impact *= scale
+			f.scaleImpact(scale)
 			f.ImpactBasis += "; scaled down so the diagnosis's CPU shares add up to at most 100%"
 		}
 	}
@@ -363,4 +363,13 @@ func resourceOrder(r string) int {
 		return 2
 	}
 	return 3
+}
+
+// scaleImpact scales a finding's impact and its stated range alike: what
+// the engine gives to other findings leaves both the point and the range.
+func (f *Finding) scaleImpact(k float64) {
+	f.Impact *= k
+	if r := f.ImpactRange; r != nil {
+		f.ImpactRange = &[2]float64{r[0] * k, r[1] * k}
+	}
 }

@@ -8,6 +8,7 @@ package rules
 var Classes = []string{
 	"pgo-not-used",
 	"hot-function",
+	"redone-work",
 	"sync-disk-write",
 	"disk-io-wait",
 	"gc-pressure",

@@ -19,6 +19,7 @@ GOTOOLCHAIN="$PERFDOCTOR_NEWEST_GO" go version
 #   linux-perf kernel stacks (collect/perf, casebook native and e2e --perf);
 #              the software cpu-clock event works without hardware counters
 #   JDK 17     javac, jcmd and jfr: the JFR converter, collect --jfr, casebook/java
+#   maven      the jars below, and fetch-async-profiler's test (collect/jvm)
 #   wrk        the reference the load generator is measured against
 #   prometheus the fleet test's real Prometheus (cmd/perfdoctor TestFleet*)
 #   postgresql the history store's PostgreSQL (a throwaway cluster per test)
@@ -30,6 +31,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
 command -v perf >/dev/null 2>&1 || missing+=(linux-perf)
 { command -v javac && command -v jfr; } >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 { command -v initdb || ls /usr/lib/postgresql/*/bin/initdb; } >/dev/null 2>&1 || missing+=(postgresql)
@@ -45,35 +47,45 @@ if [ ${#missing[@]} -gt 0 ]; then
 		echo "not root, so not installing ${missing[*]}: the tests that need them will skip (and fail under CI)" >&2
 	fi
 fi
-# spring-core from Maven Central, for casebook E4 (Spring's AntPathMatcher).
-spring_jar="${XDG_CACHE_HOME:-$HOME/.cache}/perfdoctor/maven/spring-core-5.3.39.jar"
-spring_sha256=3a1ddcf05420a9181bd9cacb6062a3edc493e14d555961ad50e1a6360eb1e75f
-if ! echo "$spring_sha256  $spring_jar" | sha256sum -c --status 2>/dev/null; then
-	mkdir -p "$(dirname "$spring_jar")"
-	curl -sSfL --max-time 120 -o "$spring_jar.tmp" \
-		https://repo1.maven.org/maven2/org/springframework/spring-core/5.3.39/spring-core-5.3.39.jar
-	echo "$spring_sha256  $spring_jar.tmp" | sha256sum -c --quiet
-	mv "$spring_jar.tmp" "$spring_jar"
-fi
-export PERFDOCTOR_SPRING_CORE_JAR="$spring_jar"
+# Jars from Maven repositories come through Maven's own client, which
+# honours the user's settings.xml (mirrors, proxies) and checks the
+# repository's checksums; the pinned SHA-256 is checked besides.
+#   maven_jar GROUP:ARTIFACT:VERSION SHA256 sets maven_jar_path to the cached jar
+# (not a command substitution, whose subshell would not stop on errors).
+maven_jar() {
+	local artifact=$1 sha256=$2
+	local name version
+	name=$(cut -d: -f2 <<<"$artifact")
+	version=$(cut -d: -f3 <<<"$artifact")
+	local dir="${XDG_CACHE_HOME:-$HOME/.cache}/perfdoctor/maven"
+	local jar="$dir/$name-$version.jar"
+	if ! echo "$sha256  $jar" | sha256sum -c --status 2>/dev/null; then
+		local tmp
+		tmp=$(mktemp -d)
+		# The copy plugin pinned as collect/jvm pins it (fetch-async-profiler).
+		(cd "$tmp" && mvn -B -q --strict-checksums -Dstyle.color=never \
+			org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+			-Dartifact="$artifact:jar" -DoutputDirectory="$tmp")
+		echo "$sha256  $tmp/$name-$version.jar" | sha256sum -c --quiet
+		mkdir -p "$dir"
+		mv "$tmp/$name-$version.jar" "$jar"
+		rm -rf "$tmp"
+	fi
+	maven_jar_path=$jar
+}
+# spring-core, for casebook E4 (Spring's AntPathMatcher).
+maven_jar org.springframework:spring-core:5.3.39 3a1ddcf05420a9181bd9cacb6062a3edc493e14d555961ad50e1a6360eb1e75f
+export PERFDOCTOR_SPRING_CORE_JAR="$maven_jar_path"
 # A JDK 22 or later for casebook J1 (virtual threads calling native code
 # through the foreign function API): Debian 12 packages only JDK 17, so the
 # test finds the machine image's Temurin 25 under /usr/lib/jvm (or JAVA_HOME).
 grep -qsE '^JAVA_VERSION="(2[2-9]|[3-9][0-9])' /usr/lib/jvm/*/release "${JAVA_HOME:-/nonexistent}/release" ||
 	echo "no JDK 22 or later under /usr/lib/jvm or JAVA_HOME: casebook J1 skips (and fails under CI)" >&2
 
-# async-profiler from Maven Central, for collect --jvm (collect/jvm and
-# casebook/java E5); collect/jvm pins the same version and checksum.
-ap_jar="${XDG_CACHE_HOME:-$HOME/.cache}/perfdoctor/maven/async-profiler-4.6.jar"
-ap_sha256=a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493
-if ! echo "$ap_sha256  $ap_jar" | sha256sum -c --status 2>/dev/null; then
-	mkdir -p "$(dirname "$ap_jar")"
-	curl -sSfL --max-time 120 -o "$ap_jar.tmp" \
-		https://repo1.maven.org/maven2/tools/profiler/async-profiler/4.6/async-profiler-4.6.jar
-	echo "$ap_sha256  $ap_jar.tmp" | sha256sum -c --quiet
-	mv "$ap_jar.tmp" "$ap_jar"
-fi
-export PERFDOCTOR_ASYNC_PROFILER="$ap_jar"
+# async-profiler, for collect --jvm (collect/jvm and casebook/java E5);
+# collect/jvm pins the same version and checksum.
+maven_jar tools.profiler:async-profiler:4.6 a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493
+export PERFDOCTOR_ASYNC_PROFILER="$maven_jar_path"
 
 # Screenshots the browser tests take.
 export PERFDOCTOR_ARTIFACTS="${PERFDOCTOR_ARTIFACTS:-${TMPDIR:-/tmp}/perfdoctor-artifacts}"

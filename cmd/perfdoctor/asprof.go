@@ -11,21 +11,28 @@ import (
 )
 
 func (a *app) fetchAsyncProfilerCommand() *cobra.Command {
-	var from, dir string
+	var opt jvm.FetchOptions
 	cmd := &cobra.Command{
 		Use:   "fetch-async-profiler",
-		Short: "Download async-profiler " + jvm.ProfilerVersion + " for collect --jvm, checksum checked",
-		Long: `fetch-async-profiler downloads the async-profiler jar perfdoctor pins
-(tools.profiler:async-profiler:` + jvm.ProfilerVersion + `) from Maven Central or a mirror, checks its
-SHA-256 and unpacks its Linux libraries (x64 and arm64) into perfdoctor's
-cache, where collect --jvm looks for them. collect never downloads by itself:
-without this step, name the library or the jar with --async-profiler or $` + jvm.ProfilerEnv + `.`,
+		Short: "Fetch async-profiler " + jvm.ProfilerVersion + " for collect --jvm through Maven, checksum checked",
+		Long: `fetch-async-profiler gets the async-profiler jar perfdoctor pins
+(` + jvm.ProfilerArtifact + `) through Maven's own client (mvn), which
+resolves it through the repositories, mirrors and proxies of your
+settings.xml and checks the repository's checksums. --from takes the jar
+instead: a file, the jar's URL, or a Maven repository's root URL. Either
+way the jar's SHA-256 is checked against the pinned one before its Linux
+libraries (x64 and arm64) are unpacked into perfdoctor's cache, where
+collect --jvm looks for them. collect never downloads by itself: without
+this step, name the library or the jar with --async-profiler or $` + jvm.ProfilerEnv + `.`,
 		Example: `  perfdoctor fetch-async-profiler
-  perfdoctor fetch-async-profiler --from https://maven.example.com/repository/central`,
+  perfdoctor fetch-async-profiler --maven-settings ./ci-settings.xml
+  perfdoctor fetch-async-profiler --from ./async-profiler-` + jvm.ProfilerVersion + `.jar
+  perfdoctor fetch-async-profiler --from https://repo.example.com/maven2`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client := &http.Client{Timeout: 2 * time.Minute}
-			lib, err := jvm.FetchProfiler(cmd.Context(), client, from, dir)
+			opt.Client = &http.Client{Timeout: 2 * time.Minute}
+			opt.Logger = a.log
+			lib, err := jvm.FetchProfiler(cmd.Context(), opt)
 			if err != nil {
 				return err
 			}
@@ -33,7 +40,9 @@ without this step, name the library or the jar with --async-profiler or $` + jvm
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", jvm.MavenCentral, "Maven repository root to download from")
-	cmd.Flags().StringVar(&dir, "dir", "", "directory to unpack into (default the cache collect --jvm reads)")
+	cmd.Flags().StringVar(&opt.From, "from", "", "the jar: a file, its URL, or a Maven repository's root URL (default: through mvn and your settings.xml)")
+	cmd.Flags().StringVar(&opt.MavenSettings, "maven-settings", "", "settings.xml for mvn (default Maven's own, ~/.m2/settings.xml)")
+	cmd.Flags().StringVar(&opt.Maven, "mvn", "", "the mvn executable (default mvn in PATH)")
+	cmd.Flags().StringVar(&opt.Dir, "dir", "", "directory to unpack into (default the cache collect --jvm reads)")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -14,13 +15,14 @@ import (
 
 func (a *app) collectCommand() *cobra.Command {
 	var (
-		duration  time.Duration
-		out       string
-		trace     time.Duration
-		heapEvery time.Duration
-		tokenFile string
-		withPerf  bool
-		jfr       jfrFlags
+		duration   time.Duration
+		out        string
+		trace      time.Duration
+		heapEvery  time.Duration
+		tokenFile  string
+		withPerf   bool
+		noChildren bool
+		jfr        jfrFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "collect URL | --jvm PID | --jfr PID | --perf PID",
@@ -49,7 +51,10 @@ records with JFR alone and says why.
 With --perf PID it records any local process, a native one included, through
 Linux perf: stacks with kernel frames and source lines (for binaries built with
 -g), which diagnose reads as the CPU profile, and the process and host
-snapshots.`,
+snapshots. The process's descendants are recorded and snapshotted with it (a
+database's backends, a web server's workers, children forked in the window),
+each sample labelled with its pid and command, and a line says where the tree's
+CPU went; --no-children narrows it to the process.`,
 		Example: `  perfdoctor collect http://127.0.0.1:6060 -d 30s -o ./b1
   perfdoctor collect http://127.0.0.1:6060/debug/pprof/ -d 10s
   perfdoctor collect --jvm 4242 -d 20s -o ./jvm1
@@ -61,12 +66,22 @@ snapshots.`,
 				return a.collectJFR(cmd, args, jfr, duration, out)
 			}
 			if pid, err := strconv.Atoi(firstArg(args)); withPerf && err == nil {
-				dir, err := collect.Native(cmd.Context(), collect.WindowOptions{PID: pid, Duration: duration,
+				dir, win, err := collect.ObserveNative(cmd.Context(), collect.WindowOptions{PID: pid, Duration: duration, NoChildren: noChildren,
 					Progress: progress.New(os.Stderr), Logger: a.log}, out, a.tool()+" sys")
 				if err == nil {
-					fmt.Fprintf(a.stderr, "bundle written to %s: perf stacks and /proc snapshots of pid %d\n", dir, pid)
+					what := "pid %d and its descendants"
+					if noChildren {
+						what = "pid %d"
+					}
+					fmt.Fprintf(a.stderr, "bundle written to %s: perf stacks and /proc snapshots of "+what+"\n", dir, pid)
+				}
+				if win != nil && win.Tree != nil {
+					fmt.Fprintln(a.stderr, win.Tree.Sentence())
 				}
 				return err
+			}
+			if noChildren {
+				return usageError{errors.New("--no-children goes with --perf PID")}
 			}
 			if err := exactArgs(1)(cmd, args); err != nil {
 				return err
@@ -104,6 +119,7 @@ snapshots.`,
 	jfr.register(cmd)
 	cmd.Flags().DurationVar(&heapEvery, "heap-every", 0, "also take a heap profile every D during the window (heap-1.pb.gz, heap-2.pb.gz, ...), so memory growth shows its shape")
 	cmd.Flags().BoolVar(&withPerf, "perf", false, "record stacks with kernel frames through Linux perf (perf.pb.gz): for a local URL target besides its profiles, or for a PID alone")
+	cmd.Flags().BoolVar(&noChildren, "no-children", false, "with --perf PID, observe the process alone (by default its children and their children are recorded and snapshotted with it)")
 	return cmd
 }
 

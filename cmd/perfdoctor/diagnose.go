@@ -13,7 +13,7 @@ import (
 )
 
 func (a *app) diagnoseCommand() *cobra.Command {
-	var format, out, failOn, gcLog, foldedWeights string
+	var format, out, failOn, gcLog, foldedWeights, perfEvent string
 	cmd := &cobra.Command{
 		Use:   "diagnose PATH...",
 		Short: "Diagnose a bundle, a directory of profiles, or profile files",
@@ -46,6 +46,7 @@ CPU (or memory or latency) the fix can recover.`,
 			}
 			req := a.diagnoseRequest(args...)
 			req.Load.FoldedWeights = weights
+			req.Load.PerfEvent = perfEvent
 			switch gcLog {
 			case "":
 			case "-":
@@ -81,5 +82,6 @@ CPU (or memory or latency) the fix can recover.`,
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit with code 3 if a finding has this severity or higher (info, low, medium, high)")
 	cmd.Flags().StringVar(&gcLog, "gctrace", "", "also read a GODEBUG=gctrace=1 log (the target's stderr) from this file, or - for stdin")
 	cmd.Flags().StringVar(&foldedWeights, "folded-weights", "auto", "what the counts of folded stacks are: samples, nanoseconds (async-profiler --total), or auto (guess, and say so in the report)")
+	cmd.Flags().StringVar(&perfEvent, "perf-event", "", "the event of multi-event perf script input to diagnose, as perf names it (cycles:u, cpu-clock); default: the on-CPU one, else the most sampled")
 	return cmd
 }

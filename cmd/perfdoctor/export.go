@@ -17,7 +17,7 @@ import (
 )
 
 func (a *app) exportCommand() *cobra.Command {
-	var format, kind, sampleType, out, weights string
+	var format, kind, sampleType, out, weights, perfEvent string
 	cmd := &cobra.Command{
 		Use:   "export PATH...",
 		Short: "Write a profile as perfdoctor read it: folded stacks, pprof or speedscope",
@@ -43,7 +43,7 @@ folded file comes out in the same form as a Go profile.`,
 			if err != nil {
 				return usageError{fmt.Errorf("--folded-weights: %w", err)}
 			}
-			ev, err := evidence.Load(cmd.Context(), evidence.LoadOptions{FoldedWeights: w}, args...)
+			ev, err := evidence.Load(cmd.Context(), evidence.LoadOptions{FoldedWeights: w, PerfEvent: perfEvent}, args...)
 			if err != nil {
 				return err
 			}
@@ -69,5 +69,6 @@ folded file comes out in the same form as a Go profile.`,
 	cmd.Flags().StringVar(&sampleType, "type", "", "sample type to weight stacks by, e.g. samples, cpu, alloc_space (default: the profile's default)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file instead of stdout (a device, FIFO or link's target is written through, never replaced)")
 	cmd.Flags().StringVar(&weights, "folded-weights", "auto", "what counts in folded input are: auto, samples or nanoseconds")
+	cmd.Flags().StringVar(&perfEvent, "perf-event", "", "the event of multi-event perf script input to read as the perf profile (cycles:u, cpu-clock)")
 	return cmd
 }

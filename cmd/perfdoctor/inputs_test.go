@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	rtrace "runtime/trace"
@@ -53,6 +54,27 @@ func TestDiagnoseSaysWhatItAssumed(t *testing.T) {
 	}
 	code, _, stderr = perfdoctor(t, "diagnose", periods, "--folded-weights", "bytes")
 	wantOneLineError(t, code, stderr, "--folded-weights")
+}
+
+// --perf-event picks the event of a multi-event perf script file; a name
+// the file lacks is a one-line error listing the events it has.
+func TestDiagnosePerfEvent(t *testing.T) {
+	const multi = "../../formats/perfscript/testdata/multi-event.txt"
+	code, stdout, stderr := perfdoctor(t, "export", multi, "--kind", "perf", "--perf-event", "task-clock:u")
+	if code != 0 || strings.Count(stdout, "\n") == 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var n int
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var c int
+		fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &c)
+		n += c
+	}
+	if n != 40 {
+		t.Errorf("task-clock:u exported with %d samples, want 40", n)
+	}
+	code, _, stderr = perfdoctor(t, "diagnose", multi, "--perf-event", "cycles")
+	wantOneLineError(t, code, stderr, `perf event "cycles" is not in this file; it has page-faults (12 samples), cpu-clock (60 samples), task-clock:u (40 samples)`)
 }
 
 // A trace cut short is diagnosed from what it holds, and the report says

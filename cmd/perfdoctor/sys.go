@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,12 +22,13 @@ import (
 
 func (a *app) sysCommand() *cobra.Command {
 	var (
-		pid      int
-		duration time.Duration
-		withPerf bool
-		format   string
-		out      string
-		roots    system.Roots
+		pid        int
+		duration   time.Duration
+		withPerf   bool
+		noChildren bool
+		format     string
+		out        string
+		roots      system.Roots
 	)
 	cmd := &cobra.Command{
 		Use:   "sys",
@@ -37,7 +39,9 @@ NET_TX soft interrupts per CPU, load against cores, TCP sockets by state in
 total and per remote endpoint with the ephemeral-port ceiling, the network
 sysctls, listen queue overflows, retransmits and SYN cookies, conntrack, and
 with --pid the process's descriptors, threads, memory, context switches and
-cgroup quota, throttling and memory. Then it runs the operating system and
+cgroup quota, throttling and memory, and where the CPU of the process and its
+descendants went (a database's backends, a web server's workers: the process
+named may be idle while its children work). Then it runs the operating system and
 network rules. --perf also records stacks with kernel frames through perf.`,
 		Example: `  perfdoctor sys
   perfdoctor sys --pid 4242 -d 30s --perf
@@ -56,7 +60,10 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 				}
 			}
 			line := progress.New(os.Stderr)
-			win, err := collect.ObserveWindow(cmd.Context(), collect.WindowOptions{PID: pid, Duration: duration, Perf: withPerf, Roots: roots, Progress: line, Logger: a.log})
+			if noChildren && pid == 0 {
+				return usageError{errors.New("--no-children goes with --pid")}
+			}
+			win, err := collect.ObserveWindow(cmd.Context(), collect.WindowOptions{PID: pid, Duration: duration, Perf: withPerf, NoChildren: noChildren, Roots: roots, Progress: line, Logger: a.log})
 			line.Clear()
 			if err != nil {
 				return err
@@ -70,7 +77,8 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 			return a.writeSys(cmd.Context(), a.stdout, format, win)
 		},
 	}
-	cmd.Flags().IntVar(&pid, "pid", 0, "also observe this process: descriptors, threads, memory, cgroup")
+	cmd.Flags().IntVar(&pid, "pid", 0, "also observe this process and its descendants: CPU, descriptors, threads, memory, cgroup")
+	cmd.Flags().BoolVar(&noChildren, "no-children", false, "with --pid, observe the process alone, not its children and their children")
 	cmd.Flags().DurationVarP(&duration, "duration", "d", 10*time.Second, "window between the two snapshots")
 	cmd.Flags().BoolVar(&withPerf, "perf", false, "record stacks with kernel frames through perf (the process with --pid, else every CPU)")
 	cmd.Flags().StringVarP(&format, "format", "f", "text", "output format: text or json")
@@ -96,12 +104,18 @@ func (a *app) writeSys(ctx context.Context, w io.Writer, format string, win *col
 	sum := systext.Summarize(rep.Facts.Any("perfdoctor sys"), win.PerfErr)
 	if format == "json" {
 		return writeJSON(w, struct {
-			Summary systext.Summary `json:"summary"`
-			Report  *report.Report  `json:"report"`
-		}{sum, rep})
+			Summary systext.Summary   `json:"summary"`
+			Tree    *system.TreeUsage `json:"process_tree,omitempty"`
+			Report  *report.Report    `json:"report"`
+		}{sum, win.Tree, rep})
 	}
 	if err := systext.WriteText(w, sum); err != nil {
 		return err
+	}
+	if win.Tree != nil {
+		if _, err := fmt.Fprintf(w, "process tree: %s\n\n", win.Tree.Sentence()); err != nil {
+			return err
+		}
 	}
 	return report.WriteText(w, rep)
 }

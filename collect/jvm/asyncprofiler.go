@@ -25,10 +25,12 @@ import (
 // with the VM's own frames, native and kernel frames besides Java's, where
 // JFR's execution sampler sees Java frames only and skips threads inside
 // the VM (an exception's stack walk, for one). Its library ships in the
-// Maven Central jar tools.profiler:async-profiler, one per platform.
+// Maven artifact tools.profiler:async-profiler, one per platform.
 const (
 	// ProfilerVersion is the async-profiler release perfdoctor pins.
 	ProfilerVersion = "4.6"
+	// ProfilerArtifact is the jar's Maven coordinates.
+	ProfilerArtifact = "tools.profiler:async-profiler:" + ProfilerVersion
 	// ProfilerJarSHA256 is the checksum of async-profiler-4.6.jar as Maven
 	// Central serves it (scripts/test.sh pins the same).
 	ProfilerJarSHA256 = "a5d3d9f4582c2033fa9db518046e73ef97219801f3e7542b82e3e09261ebe493"
@@ -37,12 +39,6 @@ const (
 	// profilerLimit bounds the library read from a file or jar entry.
 	profilerLimit = 16 << 20
 )
-
-// ProfilerJarURL is where Maven Central serves the pinned jar under base
-// (its root, or a mirror's).
-func ProfilerJarURL(base string) string {
-	return fmt.Sprintf("%s/tools/profiler/async-profiler/%s/async-profiler-%s.jar", strings.TrimSuffix(base, "/"), ProfilerVersion, ProfilerVersion)
-}
 
 // ProfilerCache is the directory FetchProfiler fills and collect --jvm
 // looks in when neither a flag nor $PERFDOCTOR_ASYNC_PROFILER names the
@@ -308,13 +304,13 @@ func (c *collection) stopProfiler(ctx context.Context, p *profiler) error {
 // JFR's dump failed): its CPU, allocation and lock samples replace the
 // events JFR was told not to record. Its raw recording is not kept: like
 // JFR's, it holds system properties.
-func (c *collection) useProfiler(rec *jfr.Recording, p *profiler, stopErr error) {
+func (c *collection) useProfiler(rec *jfr.Recording, p *profiler, stopErr error, window jfr.Window) {
 	defer os.Remove(p.out)
 	defer os.Remove(p.log)
 	err := stopErr
 	var ap *jfr.Recording
 	if err == nil {
-		ap, err = jfr.ReadFile(p.out)
+		ap, err = jfr.ReadFileWindow(p.out, window)
 	}
 	if err == nil && rec != nil {
 		rec.CPU, rec.Allocs, rec.Monitor = ap.CPU, ap.Allocs, ap.Monitor

@@ -4,14 +4,19 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +32,7 @@ func profilerJar(t *testing.T) string {
 		if ci := strings.ToLower(os.Getenv("CI")); ci != "" && ci != "0" && ci != "false" {
 			t.Fatalf("CI is set and %s is not: scripts/test.sh fetches async-profiler", ProfilerEnv)
 		}
-		t.Skipf("skipped: %s is not set (scripts/test.sh fetches async-profiler from Maven Central)", ProfilerEnv)
+		t.Skipf("skipped: %s is not set (scripts/test.sh fetches async-profiler through Maven)", ProfilerEnv)
 	}
 	return jar
 }
@@ -151,45 +156,160 @@ func TestAgentReplies(t *testing.T) {
 }
 
 // FetchProfiler checks the jar's checksum before unpacking anything; the
-// real jar, served on loopback, unpacks both Linux libraries.
+// real jar, from a file, its URL or a repository root on loopback,
+// unpacks both Linux libraries.
 func TestFetchProfiler(t *testing.T) {
-	jar, err := os.ReadFile(profilerJar(t))
+	jarPath := profilerJar(t)
+	jar, err := os.ReadFile(jarPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body := jar
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/maven2/tools/profiler/async-profiler/"+ProfilerVersion+"/async-profiler-"+ProfilerVersion+".jar" {
+		if r.URL.Path != "/maven2/"+profilerArtifactPath() {
 			http.NotFound(w, r)
 			return
 		}
 		w.Write(body)
 	}))
 	defer srv.Close()
+	for _, from := range []string{jarPath, srv.URL + "/maven2/", srv.URL + "/maven2/" + profilerArtifactPath()} {
+		dir := t.TempDir()
+		lib, err := FetchProfiler(context.Background(), FetchOptions{From: from, Dir: dir, Client: srv.Client()})
+		if err != nil {
+			t.Fatalf("from %s: %v", from, err)
+		}
+		if got, _, err := findProfiler(lib); err != nil || len(got) < 100_000 {
+			t.Errorf("unpacked library %s: %d bytes, %v", lib, len(got), err)
+		}
+		for _, plat := range []string{"linux-x64", "linux-arm64"} {
+			if _, err := os.Stat(filepath.Join(dir, plat, libraryName)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	body = append(append([]byte(nil), jar...), 0)
+	tampered := filepath.Join(t.TempDir(), "async-profiler.jar")
+	os.WriteFile(tampered, body, 0o644)
+	empty := t.TempDir()
+	for from, want := range map[string]string{
+		srv.URL + "/maven2":          "SHA-256",
+		tampered:                     "SHA-256",
+		srv.URL + "/elsewhere":       "404",
+		filepath.Join(empty, "none"): "no such file",
+	} {
+		if _, err := FetchProfiler(context.Background(), FetchOptions{From: from, Dir: empty, Client: srv.Client()}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("from %s: %v, want %q", from, err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("wrote %v from a failed download", ents)
+	}
+}
+
+// Without --from the jar comes through Maven's own client: from the
+// mirror the user's settings.xml names (here a repository on loopback
+// serving the machine's local Maven repository, where scripts/test.sh's
+// own mvn fetches left the copy plugin), with the repository's checksums
+// checked by Maven and the pinned SHA-256 by perfdoctor.
+func TestFetchProfilerThroughMaven(t *testing.T) {
+	jar, err := os.ReadFile(profilerJar(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("mvn"); err != nil {
+		skipOrFailInCI(t, "no mvn on PATH (scripts/test.sh installs maven)")
+	}
+	home, _ := os.UserHomeDir()
+	local := filepath.Join(home, ".m2", "repository")
+	plugin := strings.Split(mavenDependencyPlugin, ":")
+	if _, err := os.Stat(filepath.Join(append([]string{local}, append(strings.Split(plugin[0], "."), plugin[1], plugin[2])...)...)); err != nil {
+		skipOrFailInCI(t, "the local Maven repository has no "+mavenDependencyPlugin+" (scripts/test.sh's mvn fetches put it there)")
+	}
+	served, sha1 := jar, ""
+	var asked []string
+	var mu sync.Mutex
+	files := http.StripPrefix("/maven2/", http.FileServer(http.Dir(local)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.URL.Path)
+		body, sum := served, sha1
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/maven2/" + profilerArtifactPath():
+			w.Write(body)
+		case "/maven2/" + profilerArtifactPath() + ".sha1":
+			if sum == "" {
+				s := sha1Hex(body)
+				sum = s
+			}
+			io.WriteString(w, sum)
+		case "/maven2/" + strings.TrimSuffix(profilerArtifactPath(), ".jar") + ".pom":
+			http.NotFound(w, r)
+		default:
+			files.ServeHTTP(w, r)
+		}
+	}))
+	defer srv.Close()
+	// A fresh local repository each time, so Maven asks the mirror.
+	settings := func() string {
+		path := filepath.Join(t.TempDir(), "settings.xml")
+		os.WriteFile(path, []byte(`<settings>
+  <localRepository>`+filepath.Join(t.TempDir(), "repository")+`</localRepository>
+  <mirrors><mirror><id>loopback</id><mirrorOf>*</mirrorOf><url>`+srv.URL+`/maven2</url></mirror></mirrors>
+</settings>
+`), 0o644)
+		return path
+	}
+
 	dir := t.TempDir()
-	lib, err := FetchProfiler(context.Background(), srv.Client(), srv.URL+"/maven2/", dir)
+	lib, err := FetchProfiler(context.Background(), FetchOptions{Dir: dir, MavenSettings: settings()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := findProfiler(lib); err != nil || len(got) < 100_000 {
 		t.Errorf("unpacked library %s: %d bytes, %v", lib, len(got), err)
 	}
-	for _, plat := range []string{"linux-x64", "linux-arm64"} {
-		if _, err := os.Stat(filepath.Join(dir, plat, libraryName)); err != nil {
-			t.Error(err)
+	if !slices.Contains(asked, "/maven2/"+profilerArtifactPath()) {
+		t.Errorf("the mirror in settings.xml was not asked for the jar: %v", asked)
+	}
+
+	// A jar the repository's checksum does not vouch for: Maven refuses it.
+	// One it vouches for that is not the pinned jar: perfdoctor refuses it.
+	for _, tc := range []struct{ sha1, want string }{
+		{sha1Hex(jar), "mvn could not fetch " + ProfilerArtifact},
+		{"", "SHA-256"},
+	} {
+		mu.Lock()
+		served, sha1 = append(append([]byte(nil), jar...), 0), tc.sha1
+		mu.Unlock()
+		empty := t.TempDir()
+		_, err := FetchProfiler(context.Background(), FetchOptions{Dir: empty, MavenSettings: settings()})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("tampered jar, repository sha1 %q: %v, want %q", tc.sha1, err, tc.want)
+		}
+		if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+			t.Errorf("wrote %v from a refused jar", ents)
 		}
 	}
-	body = append(append([]byte(nil), jar...), 0)
-	empty := t.TempDir()
-	if _, err := FetchProfiler(context.Background(), srv.Client(), srv.URL+"/maven2", empty); err == nil || !strings.Contains(err.Error(), "SHA-256") {
-		t.Errorf("tampered jar: %v", err)
+	if _, err := FetchProfiler(context.Background(), FetchOptions{Dir: t.TempDir(), Maven: filepath.Join(t.TempDir(), "mvn")}); err == nil || !strings.Contains(err.Error(), "apt-get install maven") {
+		t.Errorf("no mvn: %v", err)
 	}
-	if _, err := FetchProfiler(context.Background(), srv.Client(), srv.URL+"/elsewhere", empty); err == nil || !strings.Contains(err.Error(), "404") {
-		t.Errorf("missing jar: %v", err)
+}
+
+func sha1Hex(b []byte) string {
+	s := sha1.Sum(b)
+	return hex.EncodeToString(s[:])
+}
+
+// skipOrFailInCI skips a test whose tools are missing, except under CI,
+// where scripts/test.sh installs them.
+func skipOrFailInCI(t *testing.T, why string) {
+	t.Helper()
+	if ci := strings.ToLower(os.Getenv("CI")); ci != "" && ci != "0" && ci != "false" {
+		t.Fatal(why)
 	}
-	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
-		t.Errorf("wrote %v from a failed download", ents)
-	}
+	t.Skip("skipped: " + why)
 }
 
 // collect --jvm on a real JVM: async-profiler's samples replace JFR's, and

@@ -151,6 +151,7 @@ type collection struct {
 	jcmd, jfrTool string
 	w             *bundle.Writer
 	name          string
+	cpuTime       bool // the recording has jdk.CPUTimeSample on
 }
 
 func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
@@ -185,7 +186,15 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 	if ap != nil {
 		args = append(args, profilerReplaces...)
 	}
-	if _, err := c.cmd(ctx, args...); err != nil {
+	cpuTimeInterval := executionInterval(opt.Settings)
+	args = append(args, cpuTimeEvent+"#enabled=true", fmt.Sprintf("%s#throttle=%dms", cpuTimeEvent, cpuTimeInterval.Milliseconds()))
+	reply, err := c.cmd(ctx, args...)
+	if err == nil {
+		// A JVM without the event warns that its settings do not exist
+		// and records the rest.
+		c.cpuTime = !strings.Contains(reply, cpuTimeEvent+"#")
+	}
+	if err != nil {
 		stop, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if ctx.Err() != nil { // jcmd was stopped midway: the recording may have started
@@ -196,8 +205,11 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 		}
 		return nil, err // nothing recorded: no bundle
 	}
+	// The recording's own window: what it holds from before (a chunk
+	// another recording began, a wait begun earlier) is not read.
 	start := time.Now()
 	c.wait(ctx, start)
+	window := jfr.Window{Since: start, Until: time.Now()}
 
 	// Dump and stop even when interrupted, on a context of their own, so
 	// the JVM is not left recording and what was recorded is kept.
@@ -209,7 +221,8 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 		apErr = c.stopProfiler(fin, ap)
 	}
 	opt.Progress.Update("dumping the recording")
-	_, dumpErr := c.cmd(fin, "JFR.dump", "name="+c.name, "filename="+recording)
+	_, dumpErr := c.cmd(fin, "JFR.dump", "name="+c.name, "filename="+recording,
+		"begin="+instant(window.Since.Add(-time.Second)), "end="+instant(window.Until.Add(time.Second)))
 	if _, err := c.cmd(fin, "JFR.stop", "name="+c.name); err != nil {
 		opt.Logger.Warn("stopping the recording", "err", err)
 	}
@@ -220,12 +233,13 @@ func (c *collection) run(ctx context.Context) (*bundle.Manifest, error) {
 		opt.Progress.Update("converting the recording")
 		t0 := time.Now()
 		var err error
-		rec, err = jfr.ReadFile(recording)
+		rec, err = jfr.ReadFileWindow(recording, window)
 		c.w.Written("convert", "", time.Since(t0), err)
 	}
 	if ap != nil {
-		c.useProfiler(rec, ap, apErr)
+		c.useProfiler(rec, ap, apErr, window)
 	}
+	m.Samplers = c.samplers(fin, rec, ap, apErr, recording, dumpErr == nil)
 	if rec != nil {
 		c.threadDump(fin, rec.JVM)
 		c.write(rec)

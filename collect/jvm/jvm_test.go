@@ -3,6 +3,7 @@ package jvm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,23 +32,70 @@ func startJava(t *testing.T, src string, args ...string) int {
 			t.Skipf("skipped: no %s on PATH (a JDK 17 or later is needed)", tool)
 		}
 	}
+	return startJavaWith(t, "", src, args...)
+}
+
+// startJavaWith is startJava with the JDK whose tools are in bin ("" for PATH's).
+func startJavaWith(t *testing.T, bin, src string, args ...string) int {
+	t.Helper()
+	tool := func(name string) string { return filepath.Join(bin, name) }
+	if bin == "" {
+		tool = func(name string) string { return name }
+	}
 	dir := t.TempDir()
 	src, _ = filepath.Abs(src)
-	if out, err := exec.Command("javac", "-d", dir, src).CombinedOutput(); err != nil {
+	if out, err := exec.Command(tool("javac"), "-d", dir, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 	// JFR's repository in the test's directory: the JVM is killed, and a
 	// killed JVM leaves it behind.
-	cmd := exec.Command("java", append([]string{"-XX:FlightRecorderOptions:repository=" + t.TempDir(), "-cp", dir}, args...)...)
+	cmd := exec.Command(tool("java"), append([]string{"-XX:FlightRecorderOptions:repository=" + t.TempDir(), "-cp", dir}, args...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Attach once, so the tests' timings do not include the JVM's start-up.
-	if out, err := exec.Command("jcmd", strconv.Itoa(cmd.Process.Pid), "VM.version").CombinedOutput(); err != nil {
+	if out, err := exec.Command(tool("jcmd"), strconv.Itoa(cmd.Process.Pid), "VM.version").CombinedOutput(); err != nil {
 		t.Fatalf("jcmd: %v\n%s", err, out)
 	}
 	return cmd.Process.Pid
+}
+
+// jdkBin is the bin directory of an installed JDK of the major version
+// (javac and jfr included), or "" when there is none.
+func jdkBin(major int) string {
+	homes, _ := filepath.Glob("/usr/lib/jvm/*")
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		homes = append([]string{h}, homes...)
+	}
+	want := fmt.Sprintf("JAVA_VERSION=\"%d", major)
+	for _, h := range homes {
+		rel, err := os.ReadFile(filepath.Join(h, "release"))
+		if err != nil || !strings.Contains(string(rel), want+"\"") && !strings.Contains(string(rel), want+".") {
+			continue
+		}
+		bin := filepath.Join(h, "bin")
+		if _, err := os.Stat(filepath.Join(bin, "javac")); err == nil {
+			if _, err := os.Stat(filepath.Join(bin, "jfr")); err == nil {
+				return bin
+			}
+		}
+	}
+	return ""
+}
+
+// needJDK returns jdkBin(major), skipping the test without one (failing
+// under CI, whose machine image has JDK 17 and Temurin 25).
+func needJDK(t *testing.T, major int) string {
+	t.Helper()
+	bin := jdkBin(major)
+	if bin == "" {
+		if ci := strings.ToLower(os.Getenv("CI")); ci != "" && ci != "0" && ci != "false" {
+			t.Fatalf("CI is set and no JDK %d is installed under /usr/lib/jvm", major)
+		}
+		t.Skipf("skipped: no JDK %d under /usr/lib/jvm or JAVA_HOME", major)
+	}
+	return bin
 }
 
 func TestCollect(t *testing.T) {
@@ -168,5 +216,92 @@ func TestJcmdMessage(t *testing.T) {
 		if got := jcmdMessage(out); got != want {
 			t.Errorf("jcmdMessage(%.40q) = %q, want %q", out, got, want)
 		}
+	}
+}
+
+// A collection reads its own window alone: right after another recording
+// of the same JVM (the --jvm of a moment ago), the second --jfr reports its
+// own two seconds, not a span reaching back into the first.
+func TestCollectReadsOwnWindow(t *testing.T) {
+	pid := startWorkload(t)
+	first := Options{PID: pid, Duration: 2 * time.Second, OutDir: filepath.Join(t.TempDir(), "jvm"), AsyncProfiler: true, ProfilerEvent: "itimer"}
+	if jar := os.Getenv(ProfilerEnv); jar != "" {
+		first.ProfilerLibrary = jar
+	}
+	if _, err := Collect(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "jfr")
+	if _, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := evidence.Load(t.Context(), evidence.LoadOptions{}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if span := ev.JVM.End.Sub(ev.JVM.Start); span < 2*time.Second || span > 2500*time.Millisecond {
+		t.Errorf("a 2s collection reports a %s window (%s to %s)", span, ev.JVM.Start, ev.JVM.End)
+	}
+	for _, kind := range []evidence.Kind{evidence.CPU, evidence.Mutex} {
+		p := ev.Profile(kind)
+		if p == nil {
+			t.Errorf("no %v profile", kind)
+			continue
+		}
+		if d := time.Duration(p.DurationNanos); d > 2500*time.Millisecond {
+			t.Errorf("%v profile covers %s", kind, d)
+		}
+		// A wait begun before the window counts only its part inside it.
+		for _, s := range p.Sample {
+			if d := time.Duration(s.Value[1]); kind == evidence.Mutex && d > 2500*time.Millisecond {
+				t.Errorf("a monitor wait of %s in a 2s window", d)
+			}
+		}
+	}
+}
+
+// With a JVM that offers jdk.CPUTimeSample (JDK 25), the recording
+// carries CPU-time samples and the manifest says both samplers ran; with
+// JDK 17 the item says why there are none, and JFR's sampler still runs.
+func TestCollectCPUTimeSampler(t *testing.T) {
+	for _, tc := range []struct {
+		major   int
+		cpuTime bool
+	}{{25, true}, {17, false}} {
+		t.Run(fmt.Sprintf("JDK%d", tc.major), func(t *testing.T) {
+			bin := needJDK(t, tc.major)
+			pid := startJavaWith(t, bin, "../../formats/jfr/testdata/Workload.java", "Workload", "60000")
+			out := filepath.Join(t.TempDir(), "b")
+			m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			samplers := map[string]bundle.Sampler{}
+			for _, s := range m.Samplers {
+				samplers[s.Name] = s
+			}
+			if s := samplers["jdk.ExecutionSample"]; s.Samples == 0 || time.Duration(s.Interval) != 10*time.Millisecond {
+				t.Errorf("JFR's execution sampler: %+v", m.Samplers)
+			}
+			s, ran := samplers["jdk.CPUTimeSample"]
+			if ran != tc.cpuTime || ran && s.Samples == 0 {
+				t.Errorf("CPU-time sampler: %+v, want ran=%v with samples", m.Samplers, tc.cpuTime)
+			}
+			var item bundle.Item
+			for _, it := range m.Items {
+				if it.Name == cpuTimeItem {
+					item = it
+				}
+			}
+			switch {
+			case tc.cpuTime && item.Status != bundle.StatusOK:
+				t.Errorf("item %+v", item)
+			case !tc.cpuTime && (item.Status != bundle.StatusSkipped || !strings.Contains(item.Error, "JDK 25 and later")):
+				t.Errorf("item %+v", item)
+			}
+			if m.Partial || !m.OK("cpu") {
+				t.Errorf("manifest %+v", m)
+			}
+		})
 	}
 }

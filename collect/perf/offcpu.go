@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,8 @@ import (
 // kernel.perf_event_paranoid, or no tracefs to find sched:sched_switch in.
 var ErrSchedNotPermitted = errors.New("scheduler tracepoints (sched:sched_switch) are not permitted here")
 
-// RecordOffCPU records where process opt.PID's threads wait off the CPU:
+// RecordOffCPU records where process opt.PID's threads (and those of the
+// processes in opt.Also, its descendants) wait off the CPU:
 // perf's sched:sched_switch events with stacks on every CPU, kept for
 // switches out of and into the process (a kernel filter on its command
 // name; the conversion keeps only its PID), turned into off-CPU time by
@@ -54,7 +56,22 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("perf off-CPU: %w", err)
 	}
-	name := strings.TrimSpace(string(comm))
+	// The process and, unless OnlyPID, its descendants at the start; the
+	// kernel filter is on their command names.
+	pids := map[int]bool{opt.PID: true}
+	names := []string{strings.TrimSpace(string(comm))}
+	if !opt.OnlyPID {
+		for _, p := range opt.Also {
+			c, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p))
+			if err != nil {
+				continue // exited
+			}
+			pids[p] = true
+			if n := strings.TrimSpace(string(c)); !slices.Contains(names, n) && len(names) < maxFilterNames {
+				names = append(names, n)
+			}
+		}
+	}
 	dir, err := os.MkdirTemp(opt.TempDir, "perfdoctor-offcpu-")
 	if err != nil {
 		return nil, fmt.Errorf("perf off-CPU: %w", err)
@@ -63,7 +80,11 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 	data := filepath.Join(dir, "perf.data")
 	// Switch-ins happen on other tasks' events, so the recording is
 	// system-wide (-a); the filter keeps the kernel from writing the rest.
-	filter := fmt.Sprintf("prev_comm == %q || next_comm == %q", name, name)
+	var terms []string
+	for _, n := range names {
+		terms = append(terms, fmt.Sprintf("prev_comm == %q || next_comm == %q", n, n))
+	}
+	filter := strings.Join(terms, " || ")
 	args := []string{"record", "-e", "sched:sched_switch", "--filter", filter, "-g", "-a", "-o", data, "--quiet",
 		"--", "sleep", strconv.FormatFloat(opt.Duration.Seconds(), 'f', 3, 64)}
 	rctx, cancel := context.WithTimeout(ctx, opt.Duration+30*time.Second)
@@ -90,7 +111,7 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 	if err := script.Start(); err != nil {
 		return nil, fmt.Errorf("perf script: %w", err)
 	}
-	p, perr := perfscript.ParseOffCPU(out, opt.PID)
+	p, perr := perfscript.ParseOffCPUOf(out, func(pid int) bool { return pids[pid] })
 	io.Copy(io.Discard, out) // let perf finish writing before Wait
 	werr := script.Wait()
 	switch {
@@ -105,6 +126,11 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 	p.DurationNanos = opt.Duration.Nanoseconds()
 	return p, nil
 }
+
+// maxFilterNames bounds the command names in the kernel's filter; a
+// tree's processes beyond them (rare: most run the same program) are not
+// recorded off the CPU.
+const maxFilterNames = 8
 
 // schedRefusal says in one line why perf could not open the tracepoint, or
 // "" when the failure is something else.

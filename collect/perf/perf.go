@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -30,7 +31,14 @@ var ErrNoSamples = errors.New("perf recorded no samples (the process used no CPU
 
 // Options say what to record.
 type Options struct {
-	PID       int           // 0 records every CPU (-a)
+	PID int // 0 records every CPU (-a)
+	// Also are more processes recorded with PID: its descendants at the
+	// start. Processes any of them forks during the window are recorded
+	// too (perf's inheritance), unless OnlyPID.
+	Also []int
+	// OnlyPID keeps PID's own samples (all its threads) and drops those of
+	// the processes it forks during the window.
+	OnlyPID   bool
 	Duration  time.Duration // at least 100ms
 	Frequency int           // samples per second per CPU; 0 means 99
 	Perf      string        // the perf executable; "" looks up "perf" in PATH
@@ -67,30 +75,13 @@ func Record(ctx context.Context, opt Options) (*profile.Profile, error) {
 	defer os.RemoveAll(dir)
 	data := filepath.Join(dir, "perf.data")
 
-	target := []string{"-a"}
-	if opt.PID > 0 {
-		target = []string{"-p", strconv.Itoa(opt.PID)}
-	}
-	args := append([]string{"record", "-g", "-e", "cpu-clock", "-F", strconv.Itoa(opt.Frequency), "-o", data, "--quiet"}, target...)
-	// `sleep` bounds the recording; perf stops with it.
-	args = append(args, "--", "sleep", strconv.FormatFloat(opt.Duration.Seconds(), 'f', 3, 64))
-	rctx, cancel := context.WithTimeout(ctx, opt.Duration+30*time.Second)
-	defer cancel()
-	var stderr bytes.Buffer
-	rec := exec.CommandContext(rctx, path, args...)
-	rec.Stderr = &stderr
-	opt.Logger.Debug("running perf", "args", args)
-	if err := rec.Run(); err != nil {
-		msg := lastLine(stderr.String())
-		if strings.Contains(stderr.String(), "perf_event_paranoid") {
-			msg = "not permitted by kernel.perf_event_paranoid: run as root, or with CAP_PERFMON, or lower the sysctl"
-		}
-		return nil, fmt.Errorf("perf record: %w: %s", err, msg)
+	if err := record(ctx, path, data, opt); err != nil {
+		return nil, err
 	}
 
 	sctx, cancel2 := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel2()
-	stderr.Reset()
+	var stderr bytes.Buffer
 	fields := "comm,pid,tid,time,period,event,ip,sym,dso"
 	if opt.SourceLines {
 		fields += ",srcline"
@@ -117,11 +108,106 @@ func Record(ctx context.Context, opt Options) (*profile.Profile, error) {
 	case perr != nil:
 		return nil, fmt.Errorf("perf script output: %w", perr)
 	}
+	if opt.OnlyPID && opt.PID > 0 {
+		keepProcess(p, int64(opt.PID))
+		if len(p.Sample) == 0 {
+			return nil, ErrNoSamples
+		}
+	}
 	p.TimeNanos = time.Now().Add(-opt.Duration).UnixNano()
 	if p.DurationNanos == 0 {
 		p.DurationNanos = opt.Duration.Nanoseconds()
 	}
 	return p, nil
+}
+
+// record runs perf record into data. A descendant that exits between
+// being listed and perf attaching makes perf fail at once: it is then
+// run again with the processes still there, for the rest of the window.
+func record(ctx context.Context, perf, data string, opt Options) error {
+	start := time.Now()
+	for {
+		target := []string{"-a"}
+		if opt.PID > 0 {
+			opt.Also = alive(opt.Also)
+			target = []string{"-p", pidList(opt)}
+		}
+		left := opt.Duration - time.Since(start)
+		args := append([]string{"record", "-g", "-e", "cpu-clock", "-F", strconv.Itoa(opt.Frequency), "-o", data, "--quiet"}, target...)
+		// `sleep` bounds the recording; perf stops with it.
+		args = append(args, "--", "sleep", strconv.FormatFloat(left.Seconds(), 'f', 3, 64))
+		rctx, cancel := context.WithTimeout(ctx, left+30*time.Second)
+		var stderr bytes.Buffer
+		rec := exec.CommandContext(rctx, perf, args...)
+		rec.Stderr = &stderr
+		opt.Logger.Debug("running perf", "args", args)
+		err := rec.Run()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if now := alive(opt.Also); len(now) < len(opt.Also) && time.Since(start) < opt.Duration/2 && ctx.Err() == nil {
+			opt.Logger.Debug("a process exited as perf attached; again without it", "err", err)
+			continue
+		}
+		msg := lastLine(stderr.String())
+		if strings.Contains(stderr.String(), "perf_event_paranoid") {
+			msg = "not permitted by kernel.perf_event_paranoid: run as root, or with CAP_PERFMON, or lower the sysctl"
+		}
+		return fmt.Errorf("perf record: %w: %s", err, msg)
+	}
+}
+
+// alive keeps the processes that still exist and have not exited: a
+// zombie (exited, not yet reaped by its parent) still answers kill(0) but
+// makes perf fail to attach.
+func alive(pids []int) []int {
+	var out []int
+	for _, p := range pids {
+		if err := syscall.Kill(p, 0); (err == nil || errors.Is(err, syscall.EPERM)) && !zombie(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// zombie reports whether /proc says the process has exited ("Z" or "X"
+// after the command's closing parenthesis in its stat line).
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false // no /proc: kill(0) alone decides
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// pidList is perf's -p argument: PID and, unless OnlyPID, Also.
+func pidList(opt Options) string {
+	pids := []string{strconv.Itoa(opt.PID)}
+	if !opt.OnlyPID {
+		for _, p := range opt.Also {
+			if p > 0 && p != opt.PID {
+				pids = append(pids, strconv.Itoa(p))
+			}
+		}
+	}
+	return strings.Join(pids, ",")
+}
+
+// keepProcess drops the samples of processes other than pid (by their
+// "pid" label); samples without one are kept.
+func keepProcess(p *profile.Profile, pid int64) {
+	kept := p.Sample[:0]
+	for _, s := range p.Sample {
+		if l := s.NumLabel["pid"]; len(l) == 0 || l[0] == pid {
+			kept = append(kept, s)
+		}
+	}
+	p.Sample = kept
 }
 
 // lastLine keeps perf's error message short: its last non-empty line.

@@ -175,7 +175,7 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 		return snap, nil
 	}
 	snap.Net = readNet(roots, pfs, proc, true, fail)
-	snap.Process = readProcess(roots, pfs, proc, fail)
+	snap.Process = readProcess(roots, pfs, proc, true, fail)
 	cg, err := readCgroup(roots, proc)
 	if err != nil {
 		fail("cgroup", err)
@@ -219,14 +219,18 @@ func readMachine(pfs procfs.FS, snap *bundle.SystemSnapshot, fail func(string, e
 	}
 }
 
-func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string, error)) *bundle.ProcessInfo {
+// readProcess reads a process's figures; full adds what only the named
+// process needs (limits, the Go environment and build, the executable).
+func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, full bool, fail func(string, error)) *bundle.ProcessInfo {
 	p := &bundle.ProcessInfo{PID: proc.PID}
 	if st, err := proc.Stat(); err != nil {
 		fail("process stat", err)
 	} else {
 		p.Comm = st.Comm
+		p.PPID = st.PPID
 		p.UserCPUSeconds = float64(st.UTime) / userHZ
 		p.SystemCPUSeconds = float64(st.STime) / userHZ
+		p.ExitedChildrenCPUSeconds = float64(st.CUTime+st.CSTime) / userHZ
 		p.Threads = st.NumThreads
 		if start, err := st.StartTime(); err != nil {
 			fail("process start time", err)
@@ -261,11 +265,6 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 		p.IO = &bundle.ProcessIO{ReadSyscalls: io.SyscR, WriteSyscalls: io.SyscW, ReadChars: io.RChar, WriteChars: io.WChar,
 			ReadBytes: io.ReadBytes, WriteBytes: io.WriteBytes}
 	}
-	if lim, err := proc.Limits(); err != nil {
-		fail("process limits", err)
-	} else {
-		p.FDLimit = lim.OpenFiles
-	}
 	if n, err := proc.FileDescriptorsLen(); err != nil {
 		fail("process fds", err)
 	} else {
@@ -274,7 +273,21 @@ func readProcess(roots Roots, pfs procfs.FS, proc procfs.Proc, fail func(string,
 	if args, err := proc.CmdLine(); err != nil {
 		fail("process cmdline", err)
 	} else {
+		if len(args) == 1 {
+			// A title the program wrote over its arguments
+			// ("postgres: user db 127.0.0.1(40112) idle"): words, not one
+			// argument to quote.
+			args = strings.Fields(args[0])
+		}
 		p.Cmdline = redact.Args(args)
+	}
+	if !full {
+		return p
+	}
+	if lim, err := proc.Limits(); err != nil {
+		fail("process limits", err)
+	} else {
+		p.FDLimit = lim.OpenFiles
 	}
 	if env, err := proc.Environ(); err != nil {
 		fail("process environ", err)

@@ -70,9 +70,12 @@ var (
 	NativeZstdCompress = evidence.Any(inLibrary("libzstd.so"), evidence.FuncPrefix("ZSTD_compress", "ZSTD_compressBlock", "ZSTD_encode"))
 	NativeBrotliEncode = evidence.Any(inLibrary("libbrotlienc.so"), evidence.FuncPrefix("BrotliEncoder", "BrotliCompress"))
 	NativeLZ4          = evidence.Any(inLibrary("liblz4.so"), evidence.FuncPrefix("LZ4_compress", "LZ4_decompress"))
+	// NativeLibdeflate is libdeflate's compressor (its exported functions
+	// start libdeflate_; its internals are static).
+	NativeLibdeflate = evidence.Any(inLibrary("libdeflate.so"), evidence.FuncPrefix("libdeflate_deflate_compress", "libdeflate_gzip_compress", "libdeflate_zlib_compress"))
 
 	// NativeCompression is every native codec.
-	NativeCompression = evidence.Any(NativeZlib, NativeZstdCompress, NativeBrotliEncode, NativeLZ4, inLibrary("libdeflate.so"))
+	NativeCompression = evidence.Any(NativeZlib, NativeZstdCompress, NativeBrotliEncode, NativeLZ4, NativeLibdeflate)
 
 	// Unsymbolized is a frame perf could not name: "[unknown]", with or
 	// without the file it was in.

@@ -1,8 +1,10 @@
 package jfr
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,18 +18,29 @@ import (
 // converter accumulates a recording's events into profiles and a summary.
 type converter struct {
 	cpu, allocSample, allocTLAB, monitor, wait, exceptions, wall *builder
-	sum                                                          Summary
-	first, last                                                  time.Time
-	excFirst, excLast                                            values
-	excSeen                                                      int
-	cpuLoads                                                     int
-	threads                                                      map[string]*threadAcc
-	threading                                                    *threadAgg
-	explicitCallers                                              map[string]bool
-	vm                                                           *vmAcc
+	// cpuTime is jdk.CPUTimeSample's profile, preferred to cpu; running
+	// is the wall-clock samples of running threads, the CPU profile of a
+	// recording with no CPU samples.
+	cpuTime, running *builder
+	// cpuTimePeriod is the first CPU-time sample's sampling period.
+	cpuTimePeriod time.Duration
+	// apEvent and apInterval are async-profiler's "event" and "interval"
+	// settings: what it sampled, and how often.
+	apEvent           string
+	apInterval        time.Duration
+	sum               Summary
+	first, last       time.Time
+	excFirst, excLast values
+	excSeen           int
+	cpuLoads          int
+	threads           map[string]*threadAcc
+	threading         *threadAgg
+	explicitCallers   map[string]bool
+	vm                *vmAcc
 	// wallMode is set by async-profiler's "event" setting "wall": its
 	// execution samples are then wall-clock samples, running or not.
 	wallMode bool
+	window   *Window // nil: the whole recording (window.go)
 }
 
 type threadAcc struct {
@@ -36,14 +49,17 @@ type threadAcc struct {
 }
 
 func newConverter() *converter {
+	ids := frameIDs{}
 	return &converter{
-		cpu:             newBuilder("cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
-		allocSample:     newBuilder("alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
-		allocTLAB:       newBuilder("alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
-		monitor:         newBuilder("delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
-		wait:            newBuilder("delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
-		exceptions:      newBuilder("exceptions", [2]string{"exceptions", "count"}),
-		wall:            newBuilder("wall", [2]string{"samples", "count"}, [2]string{"wall", "nanoseconds"}),
+		cpu:             newBuilder(ids, "cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
+		allocSample:     newBuilder(ids, "alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
+		allocTLAB:       newBuilder(ids, "alloc_space", [2]string{"alloc_objects", "count"}, [2]string{"alloc_space", "bytes"}),
+		monitor:         newBuilder(ids, "delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
+		wait:            newBuilder(ids, "delay", [2]string{"contentions", "count"}, [2]string{"delay", "nanoseconds"}),
+		exceptions:      newBuilder(ids, "exceptions", [2]string{"exceptions", "count"}),
+		wall:            newBuilder(ids, "wall", [2]string{"samples", "count"}, [2]string{"wall", "nanoseconds"}),
+		cpuTime:         newBuilder(ids, "cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
+		running:         newBuilder(ids, "cpu", [2]string{"samples", "count"}, [2]string{"cpu", "nanoseconds"}),
 		sum:             Summary{Format: SummaryFormat, Properties: map[string]string{}},
 		threads:         map[string]*threadAcc{},
 		threading:       newThreadAgg(),
@@ -54,7 +70,11 @@ func newConverter() *converter {
 
 func (c *converter) add(ev *event) {
 	v := &ev.Values
-	if !v.StartTime.IsZero() {
+	keep, span := c.window.admit(ev)
+	if !keep {
+		return
+	}
+	if span && !v.StartTime.IsZero() {
 		if c.first.IsZero() || v.StartTime.Before(c.first) {
 			c.first = v.StartTime
 		}
@@ -74,21 +94,48 @@ func (c *converter) add(ev *event) {
 			s.Profiler = v.Name
 		}
 	case "ActiveSetting":
-		if v.Name == "event" && rawString(v.Value) == "wall" {
-			c.wallMode = true
+		switch v.Name {
+		case "event":
+			c.apEvent = rawString(v.Value)
+			c.wallMode = c.wallMode || c.apEvent == "wall"
+		case "interval":
+			if n, err := strconv.ParseInt(rawString(v.Value), 10, 64); err == nil && n > 0 {
+				c.apInterval = time.Duration(n)
+			}
 		}
 	case "ExecutionSample":
 		if c.wallMode || !onCPU(v.State) {
 			// async-profiler's wall clock mode samples sleeping threads too.
 			c.wall.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+			if running(v.State) {
+				c.running.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+			}
 			break
 		}
 		s.ExecutionSamples++
 		c.addSample(v)
 		c.cpu.add(v.StackTrace, []int64{1, int64(SamplePeriod)}, "thread", v.SampledThread.name())
+	case "CPUTimeSample":
+		s.CPUTimeSamples++
+		if v.Failed {
+			s.CPUTimeFailed++
+		}
+		period := time.Duration(v.SamplingPeriod)
+		if period <= 0 {
+			period = SamplePeriod
+		}
+		if c.cpuTimePeriod == 0 {
+			c.cpuTimePeriod = period
+		}
+		c.cpuTime.add(v.StackTrace, []int64{1, int64(period)}, "thread", v.EventThread.name())
+	case "CPUTimeSamplesLost":
+		s.CPUTimeLost += max(v.LostSamples, 0)
 	case wallClockEvent:
 		n := max(v.Samples, 1)
 		c.wall.add(v.StackTrace, []int64{n, n * int64(SamplePeriod)}, "thread", v.SampledThread.name())
+		if running(v.State) {
+			c.running.add(v.StackTrace, []int64{n, n * int64(SamplePeriod)}, "thread", v.SampledThread.name())
+		}
 	case "ObjectAllocationSample":
 		c.allocSample.add(v.StackTrace, []int64{1, v.Weight}, "class", javaName(v.ObjectClass))
 	case "ObjectAllocationInNewTLAB":
@@ -188,6 +235,26 @@ func onCPU(state string) bool {
 	return false
 }
 
+// running reports whether a wall-clock sample caught its thread running:
+// async-profiler marks those STATE_RUNNABLE (and the others sleeping), as
+// Pyroscope reads them to derive CPU from a wall-clock recording.
+func running(state string) bool { return state == "STATE_RUNNABLE" || state == "STATE_RUNNING" }
+
+// Samplers name where a recording's CPU profile came from (Summary.Sampler).
+const (
+	SamplerCPUTime   = "jdk.CPUTimeSample"
+	SamplerExecution = "jdk.ExecutionSample"
+	// SamplerRunning is a CPU profile derived from wall-clock samples.
+	SamplerRunning = "wall-clock samples of running threads"
+)
+
+// SamplerComment prefixes the comment of a CPU profile naming its sampler.
+const SamplerComment = "jfr sampler: "
+
+// timeEngines are async-profiler's engines whose interval is nanoseconds
+// (the others count events: cycles, cache misses).
+var timeEngines = map[string]bool{"cpu": true, "itimer": true, "ctimer": true, "wall": true}
+
 // deadlockReport starts the JVM's own deadlock report in a thread dump.
 var deadlockReport = regexp.MustCompile(`(?m)^Found (one|\d+) Java-level deadlocks?:`)
 
@@ -253,6 +320,7 @@ func (c *converter) finish() *Recording {
 		return a.Name < b.Name
 	})
 	s.Threads = s.Threads[:min(len(s.Threads), 20)]
+	cpu := c.chooseCPU()
 	s.Threading = c.threading.finish(c.threads)
 	for caller := range c.explicitCallers {
 		s.GC.ExplicitCallers = append(s.GC.ExplicitCallers, caller)
@@ -272,7 +340,7 @@ func (c *converter) finish() *Recording {
 		monitor.Comments = []string{MonitorComment}
 	}
 	return &Recording{
-		CPU:        c.cpu.finish(c.first, span),
+		CPU:        cpu.finish(c.first, span),
 		Allocs:     allocs.finish(c.first, span),
 		Monitor:    monitor,
 		Wait:       c.wait.finish(c.first, span),
@@ -282,14 +350,60 @@ func (c *converter) finish() *Recording {
 	}
 }
 
+// chooseCPU picks the CPU profile's builder and says which in the summary
+// and a comment: JDK 25's CPU-time sampler when it ran (it samples threads
+// in Java, in the VM and in native code, where the execution sampler skips
+// all but Java), else the execution samples, else the wall-clock samples of
+// running threads. A per-thread count of samples follows the sampler.
+// async-profiler's time-based samples weigh its interval.
+func (c *converter) chooseCPU() *builder {
+	s := &c.sum
+	if s.Profiler != "" && c.apInterval > 0 && timeEngines[c.apEvent] {
+		for _, b := range []*builder{c.cpu, c.wall, c.running} {
+			b.reweigh(c.apInterval)
+		}
+	}
+	var b *builder
+	switch {
+	case len(c.cpuTime.p.Sample) > 0:
+		b, s.Sampler = c.cpuTime, SamplerCPUTime
+		c.cpuTime.p.Period = int64(c.cpuTimePeriod)
+		s.ExecutionSamples = s.CPUTimeSamples
+		c.threading.samples = c.threading.cpuTimeSamples
+	case len(c.cpu.p.Sample) > 0:
+		b, s.Sampler = c.cpu, SamplerExecution
+	case len(c.running.p.Sample) > 0:
+		b, s.Sampler = c.running, SamplerRunning
+	default:
+		return c.cpu
+	}
+	b.p.Comments = append(b.p.Comments, SamplerComment+s.Sampler)
+	return b
+}
+
+// reweigh sets the time a sample stands for, in a builder whose second
+// value is time: async-profiler's interval, read once the recording's
+// settings are.
+func (b *builder) reweigh(period time.Duration) {
+	for _, s := range b.p.Sample {
+		s.Value[1] = s.Value[0] * int64(period)
+	}
+	if b.p.Period > 0 {
+		b.p.Period = int64(period)
+	}
+}
+
 // builder assembles one profile, interning functions and locations.
+// Samples merge by label and stack; a stack's names and key are computed
+// once per stack trace (stackTrace.names), which the native reader shares
+// between the events that refer to the same pooled trace.
 type builder struct {
 	p         *profile.Profile
 	functions map[string]*profile.Function
 	locations map[locKey]*profile.Location
-	samples   map[string]*profile.Sample
+	samples   map[sampleKey]*profile.Sample
 	mapping   *profile.Mapping
-	key       strings.Builder
+	ids       frameIDs // shared by the recording's builders
 }
 
 type locKey struct {
@@ -297,15 +411,19 @@ type locKey struct {
 	line int64
 }
 
+// sampleKey identifies a sample: its one label's value and its stack's key.
+type sampleKey struct{ label, stack string }
+
 // maxSamples bounds the distinct stacks of one profile.
 const maxSamples = 2_000_000
 
-func newBuilder(defaultType string, types ...[2]string) *builder {
+func newBuilder(ids frameIDs, defaultType string, types ...[2]string) *builder {
 	b := &builder{
+		ids:       ids,
 		p:         &profile.Profile{DefaultSampleType: defaultType},
 		functions: map[string]*profile.Function{},
 		locations: map[locKey]*profile.Location{},
-		samples:   map[string]*profile.Sample{},
+		samples:   map[sampleKey]*profile.Sample{},
 		mapping:   &profile.Mapping{ID: 1, File: "[java]", HasFunctions: true, HasLineNumbers: true},
 	}
 	for _, t := range types {
@@ -320,34 +438,64 @@ func newBuilder(defaultType string, types ...[2]string) *builder {
 }
 
 func frameName(f *frame) string {
-	cls := strings.ReplaceAll(f.Method.Type.Name, "/", ".")
+	cls := f.Method.Type.Name
 	if cls == "" {
 		return f.Method.Name
+	}
+	if strings.IndexByte(cls, '/') >= 0 {
+		cls = strings.ReplaceAll(cls, "/", ".")
 	}
 	return cls + "." + f.Method.Name
 }
 
+// builderName is a frame's name within the builder: a Java frame's
+// class.method, a native frame's object, class and function after
+// nativePrefix.
+func builderName(f *frame) string {
+	if isNativeFrame(f) {
+		return nativePrefix + nativeObject(f) + "\x00" + f.Method.Type.Name + "\x00" + f.Method.Name
+	}
+	return frameName(f)
+}
+
+// frameIDs numbers the frame names of a recording, so a stack's key is a
+// few bytes a frame whatever the length of its names.
+type frameIDs map[string]uint64
+
+// names returns the builder names of a stack's frames and the key of the
+// stack (its frames' numbers and lines), computed on first use.
+func (st *stackTrace) names(ids frameIDs) ([]string, string) {
+	if st.key != "" || len(st.Frames) == 0 {
+		return st.frameNames, st.key
+	}
+	st.frameNames = make([]string, len(st.Frames))
+	key := make([]byte, 0, 4*len(st.Frames))
+	for i := range st.Frames {
+		f := &st.Frames[i]
+		if f.name == "" {
+			f.name = builderName(f)
+		}
+		st.frameNames[i] = f.name
+		id, ok := ids[f.name]
+		if !ok {
+			id = uint64(len(ids))
+			ids[f.name] = id
+		}
+		key = binary.AppendUvarint(key, id)
+		key = binary.AppendVarint(key, f.LineNumber)
+	}
+	st.key = string(key)
+	return st.frameNames, st.key
+}
+
 // add merges one event's stack and values, with one string label.
 func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
-	var frames []frame
+	var names []string
+	k := sampleKey{label: labelValue}
 	if st != nil {
-		frames = st.Frames
+		names, k.stack = st.names(b.ids)
 	}
-	b.key.Reset()
-	b.key.WriteString(labelValue)
-	names := make([]string, len(frames))
-	for i := range frames {
-		names[i] = frameName(&frames[i])
-		if isNativeFrame(&frames[i]) {
-			names[i] = nativePrefix + nativeObject(&frames[i]) + "\x00" + frames[i].Method.Name
-		}
-		b.key.WriteByte(0)
-		b.key.WriteString(names[i])
-		b.key.WriteByte(0)
-		b.key.WriteString(strconv.FormatInt(frames[i].LineNumber, 10))
-	}
-	key := b.key.String()
-	if s := b.samples[key]; s != nil {
+	if s := b.samples[k]; s != nil {
 		for i := range vals {
 			s.Value[i] += vals[i]
 		}
@@ -360,30 +508,34 @@ func (b *builder) add(st *stackTrace, vals []int64, label, labelValue string) {
 	if labelValue != "" {
 		s.Label = map[string][]string{label: {labelValue}}
 	}
-	if len(frames) == 0 {
+	if len(names) == 0 {
 		s.Location = []*profile.Location{b.location("[unknown]", 0)}
 	}
-	for i := range frames { // JFR lists the top frame first, as pprof does
-		s.Location = append(s.Location, b.location(names[i], frames[i].LineNumber))
+	s.Location = slices.Grow(s.Location, len(names))
+	for i := range names { // JFR lists the top frame first, as pprof does
+		s.Location = append(s.Location, b.location(names[i], st.Frames[i].LineNumber))
 	}
-	b.samples[key] = s
+	b.samples[k] = s
 	b.p.Sample = append(b.p.Sample, s)
 }
 
 // nativePrefix marks, within the builder, a native frame's name: it has no
-// Java source file and belongs to the mapping of its object, which follows
-// the prefix up to a NUL.
+// Java source file and belongs to the mapping of its object. The object,
+// the frame's class and its function follow the prefix, NUL-separated.
 const nativePrefix = "\x00native "
 
 // nativeObject is the mapping a native frame belongs to: the kernel's, as
 // perf names it, so rules tell kernel time from the code that made the
-// call; the shared library async-profiler names as the frame's class
-// ("libjvm.so", "libc.so.6"); else "[native]".
+// call; the object async-profiler names as the frame's class ("libjvm.so",
+// "libc.so.6", the application's JNI library, "vdso" as perf's "[vdso]");
+// else "[native]".
 func nativeObject(f *frame) string {
-	if f.Type == "Kernel" {
+	switch lib := f.Method.Type.Name; {
+	case f.Type == "Kernel":
 		return perfscript.KernelMapping
-	}
-	if lib := f.Method.Type.Name; strings.Contains(lib, ".so") {
+	case lib == "vdso":
+		return "[vdso]"
+	case lib != "":
 		return lib
 	}
 	return "[native]"
@@ -396,16 +548,23 @@ func (b *builder) location(name string, line int64) *profile.Location {
 		return l
 	}
 	mapping := b.mapping
-	fnName, file := name, ""
+	fnName, sysName, file := name, name, ""
 	if native, ok := strings.CutPrefix(name, nativePrefix); ok {
-		object, fn, _ := strings.Cut(native, "\x00")
-		fnName, mapping = fn, b.nativeMapping(object)
+		// Named by the function, as perf names it and rules match it; the
+		// system name is jfr print's "libjvm.so.G1ParScanThreadState::trim_queue",
+		// and the library is the mapping.
+		object, rest, _ := strings.Cut(native, "\x00")
+		class, fn, _ := strings.Cut(rest, "\x00")
+		fnName, sysName, mapping = fn, fn, b.nativeMapping(object)
+		if class != "" {
+			sysName = class + "." + fn
+		}
 	} else {
 		file = sourceFile(name)
 	}
 	fn := b.functions[name]
 	if fn == nil {
-		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fnName, SystemName: fnName, Filename: file}
+		fn = &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: fnName, SystemName: sysName, Filename: file}
 		b.functions[name] = fn
 		b.p.Function = append(b.p.Function, fn)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -26,7 +27,7 @@ func IsRecording(head []byte) bool { return bytes.HasPrefix(head, Magic) }
 // Events are the event types the converter asks the jfr tool for; the rest
 // of a recording is not printed.
 var Events = []string{
-	"jdk.ExecutionSample",
+	"jdk.ExecutionSample", "jdk.CPUTimeSample", "jdk.CPUTimeSamplesLost",
 	"jdk.ObjectAllocationSample", "jdk.ObjectAllocationInNewTLAB", "jdk.ObjectAllocationOutsideTLAB",
 	"jdk.JavaMonitorEnter", "jdk.JavaMonitorWait",
 	"jdk.JavaExceptionThrow", "jdk.JavaErrorThrow", "jdk.ExceptionStatistics",
@@ -70,7 +71,8 @@ func ConvertFile(ctx context.Context, path string) (*Recording, error) {
 func ConvertWith(ctx context.Context, tool, path string) (*Recording, error) {
 	// The tool prints 5 frames per stack unless told otherwise; recordings
 	// keep 64 by default.
-	cmd := exec.CommandContext(ctx, tool, "print", "--json", "--stack-depth", "256", "--events", strings.Join(Events, ","), path)
+	events := append(slices.Clone(Events), wallClockEvent)
+	cmd := exec.CommandContext(ctx, tool, "print", "--json", "--stack-depth", "256", "--events", strings.Join(events, ","), path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 4 << 10}
 	out, err := cmd.StdoutPipe()

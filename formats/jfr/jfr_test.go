@@ -28,7 +28,7 @@ func render(rec *Recording) string {
 	for _, p := range []struct {
 		name string
 		p    *profile.Profile
-	}{{"cpu", rec.CPU}, {"allocs", rec.Allocs}, {"monitor", rec.Monitor}, {"wait", rec.Wait}, {"exceptions", rec.Exceptions}} {
+	}{{"cpu", rec.CPU}, {"allocs", rec.Allocs}, {"monitor", rec.Monitor}, {"wait", rec.Wait}, {"exceptions", rec.Exceptions}, {"wall", rec.Wall}} {
 		if p.p == nil {
 			fmt.Fprintf(&b, "== %s: none\n", p.name)
 			continue
@@ -37,12 +37,17 @@ func render(rec *Recording) string {
 		for _, st := range p.p.SampleType {
 			types = append(types, st.Type+"/"+st.Unit)
 		}
-		fmt.Fprintf(&b, "== %s [%s] duration %s\n", p.name, strings.Join(types, " "), time.Duration(p.p.DurationNanos))
+		fmt.Fprintf(&b, "== %s [%s] period %d duration %s comments %q\n", p.name, strings.Join(types, " "), p.p.Period, time.Duration(p.p.DurationNanos), p.p.Comments)
 		var lines []string
 		for _, s := range p.p.Sample {
 			var fr []string
 			for _, l := range s.Location {
-				fr = append(fr, fmt.Sprintf("%s:%d", l.Line[0].Function.Name, l.Line[0].Line))
+				f := l.Line[0].Function
+				name := fmt.Sprintf("%s:%d", f.Name, l.Line[0].Line)
+				if l.Mapping.File != "[java]" { // native code: jfr print's name and the library
+					name += fmt.Sprintf(" (%s in %s)", f.SystemName, l.Mapping.File)
+				}
+				fr = append(fr, name)
 			}
 			lines = append(lines, fmt.Sprintf("%v %v | %s", s.Value, s.Label, strings.Join(fr, " <- ")))
 		}
@@ -302,6 +307,10 @@ func FuzzParse(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Add([]byte(`{"recording": {"events": [{"type": "jdk.ExceptionStatistics", "values": {"throwables": 5}}]}}`))
+	f.Add([]byte(`{"recording": {"events": [{"type": "jdk.CPUTimeSample", "values": {"samplingPeriod": "PT0.01S", "failed": false,
+		"eventThread": {"javaName": "w"}, "stackTrace": {"frames": [{"method": {"type": {"name": "libz.so.1"}, "name": "deflate", "descriptor": "()L;"},
+		"type": "Native"}]}}}, {"type": "jdk.CPUTimeSamplesLost", "values": {"lostSamples": 3}},
+		{"type": "profiler.WallClockSample", "values": {"state": "STATE_RUNNABLE", "samples": 2}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := Parse(bytes.NewReader(data))
 		if err != nil {

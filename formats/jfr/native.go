@@ -54,10 +54,13 @@ func ReadFile(path string) (*Recording, error) {
 // or damaged after some events returns what was read before, with Partial
 // saying where and why, and no error; one with nothing readable is an
 // error.
-func Read(r io.Reader) (*Recording, error) {
-	c := newConverter()
+func Read(r io.Reader) (*Recording, error) { return read(r, nil) }
+
+// readInto decodes the given event types of a recording (and
+// async-profiler's wall-clock samples) into c.
+func readInto(c *converter, r io.Reader, types []string) (*Recording, error) {
 	want := map[string]bool{wallClockEvent: true}
-	for _, e := range Events {
+	for _, e := range types {
 		want[e] = true
 	}
 	chunks, events := 0, 0
@@ -213,9 +216,13 @@ type chunkReader struct {
 	err        error
 	types      map[int64]*typeDesc
 	byName     map[string]*typeDesc
-	pools      map[int64]map[int64]any
+	pools      map[int64]*pool
 	stackCache map[int64]*stackTrace
 	threads    map[int64]*thread
+	methods    map[int64]*methodInfo // by the method pool's key
+	classes    map[int64]*class      // by the class pool's key
+	frameTypes map[int64]string      // by the frame type pool's key
+	frameNames map[[2]int64]string   // builder names by method and frame type keys
 	depth      int
 	meta       *metadataCache
 }
@@ -347,6 +354,10 @@ func (r *chunkReader) read(want map[string]bool, emit func(*event) error) error 
 	}
 	r.stackCache = map[int64]*stackTrace{}
 	r.threads = map[int64]*thread{}
+	r.methods = map[int64]*methodInfo{}
+	r.classes = map[int64]*class{}
+	r.frameTypes = map[int64]string{}
+	r.frameNames = map[[2]int64]string{}
 	for pos := chunkHeaderSize; pos < int(r.h.size); {
 		r.pos = pos
 		size := r.int()
@@ -356,11 +367,11 @@ func (r *chunkReader) read(want map[string]bool, emit func(*event) error) error 
 		end := pos + int(size)
 		typeID := r.varint()
 		if t := r.types[typeID]; t != nil && want[t.name] {
-			o := r.object(t)
+			ev := r.event(t)
 			if r.err != nil {
 				return fmt.Errorf("event %s at offset %d: %w", t.name, pos, r.err)
 			}
-			if err := emit(r.event(o)); err != nil {
+			if err := emit(ev); err != nil {
 				return err
 			}
 		}
@@ -524,10 +535,21 @@ func (r *chunkReader) element(strs []string, depth int) element {
 	return e
 }
 
+// pool is one type's constant pool in a chunk. Entries are decoded when
+// first resolved, not when the pool is read: a recording's pools hold every
+// stack trace, method and class, and a decoded entry costs far more than
+// its offset.
+type pool struct {
+	t       *typeDesc
+	at      map[int64]int // each entry's value, by key: its offset in the chunk
+	decoded map[int64]any
+}
+
 // readPools follows the chain of checkpoint events from the header's
-// offset, each pointing at the one before it.
+// offset, each pointing at the one before it, and notes where each entry
+// is (skipping over it checks that it is whole).
 func (r *chunkReader) readPools() error {
-	r.pools = map[int64]map[int64]any{}
+	r.pools = map[int64]*pool{}
 	offset := r.h.cpOffset
 	for i := 0; offset > 0; i++ {
 		if i > 1<<20 || offset >= r.h.size {
@@ -548,14 +570,15 @@ func (r *chunkReader) readPools() error {
 			if t == nil {
 				return fmt.Errorf("pool of unknown type %d", tid)
 			}
-			pool := r.pools[tid]
-			if pool == nil {
-				pool = map[int64]any{}
-				r.pools[tid] = pool
+			p := r.pools[tid]
+			if p == nil {
+				p = &pool{t: t, at: map[int64]int{}, decoded: map[int64]any{}}
+				r.pools[tid] = p
 			}
 			for n := r.length(); n > 0 && r.err == nil; n-- {
 				key := r.varint()
-				pool[key] = r.value(t, false)
+				p.at[key] = r.pos
+				r.skip(t, false, 0)
 			}
 		}
 		if r.err != nil {
@@ -567,6 +590,86 @@ func (r *chunkReader) readPools() error {
 		offset += delta
 	}
 	return nil
+}
+
+// skip moves past a value as value would read it, without keeping it.
+func (r *chunkReader) skip(t *typeDesc, pooled bool, depth int) {
+	if pooled {
+		r.varint()
+		return
+	}
+	switch t.name {
+	case "boolean", "byte":
+		r.byte()
+		return
+	case "char", "short", "int", "long":
+		r.varint()
+		return
+	case "float":
+		r.fixed(4)
+		return
+	case "double":
+		r.fixed(8)
+		return
+	case "java.lang.String":
+		r.skipString()
+		return
+	}
+	if depth > 64 {
+		r.fail(errors.New("values nested too deep"))
+		return
+	}
+	for i := range t.fields {
+		f := &t.fields[i]
+		if !f.array {
+			r.skip(f.t, f.pooled, depth+1)
+		} else if n := r.length(); f.pooled || f.t.primitive || len(f.t.fields) > 0 {
+			// (Elements of a type without fields take no bytes.)
+			for ; n > 0 && r.err == nil; n-- {
+				r.skip(f.t, f.pooled, depth+1)
+			}
+		}
+		if r.err != nil {
+			return
+		}
+	}
+}
+
+func (r *chunkReader) skipString() {
+	switch enc := r.byte(); enc {
+	case 0, 1:
+	case 2:
+		r.varint()
+	case 3, 5:
+		r.pos += r.length()
+	case 4:
+		for n := r.length(); n > 0 && r.err == nil; n-- {
+			r.varint()
+		}
+	default:
+		r.fail(fmt.Errorf("unknown string encoding %d", enc))
+	}
+}
+
+// poolValue decodes a pool's entry, once.
+func (r *chunkReader) poolValue(ref poolRef) any {
+	p := r.pools[ref.typeID]
+	if p == nil {
+		return nil
+	}
+	if v, ok := p.decoded[ref.key]; ok {
+		return v
+	}
+	off, ok := p.at[ref.key]
+	if !ok {
+		return nil
+	}
+	save := r.pos
+	r.pos = off
+	v := r.value(p.t, false)
+	r.pos = save
+	p.decoded[ref.key] = v
+	return v
 }
 
 // object reads the fields of a type written inline.
@@ -634,7 +737,7 @@ func (r *chunkReader) resolve(v any) any {
 		if !ok {
 			return v
 		}
-		v = r.pools[ref.typeID][ref.key]
+		v = r.poolValue(ref)
 	}
 	return nil
 }
@@ -707,8 +810,9 @@ func (r *chunkReader) ticksToNanos(t int64) int64 {
 	return int64(float64(t) / (float64(r.h.ticksPerSecond) / 1e9))
 }
 
-func (r *chunkReader) timestamp(f *fieldDesc, v any) time.Time {
-	n := r.num(v)
+func (r *chunkReader) timestamp(f *fieldDesc, v any) time.Time { return r.timestampOf(f, r.num(v)) }
+
+func (r *chunkReader) timestampOf(f *fieldDesc, n int64) time.Time {
 	switch f.unit {
 	case unitTicksStamp:
 		return time.Unix(0, r.h.startNanos+r.ticksToNanos(n-r.h.startTicks)).UTC()
@@ -718,8 +822,9 @@ func (r *chunkReader) timestamp(f *fieldDesc, v any) time.Time {
 	return time.UnixMilli(n).UTC()
 }
 
-func (r *chunkReader) timespan(f *fieldDesc, v any) time.Duration {
-	n := r.num(v)
+func (r *chunkReader) timespan(f *fieldDesc, v any) time.Duration { return r.timespanOf(f, r.num(v)) }
+
+func (r *chunkReader) timespanOf(f *fieldDesc, n int64) time.Duration {
 	if n == math.MinInt64 || n == math.MaxInt64 {
 		return time.Duration(n)
 	}
@@ -733,36 +838,173 @@ func (r *chunkReader) timespan(f *fieldDesc, v any) time.Duration {
 }
 
 func (r *chunkReader) class(v any) *class {
+	if ref, ok := v.(poolRef); ok {
+		return r.classRef(ref)
+	}
 	if v = r.resolve(v); v == nil {
 		return nil
 	}
 	return &class{Name: r.text(r.field(v, "name"))}
 }
 
+// classRef resolves a pooled class, once per key.
+func (r *chunkReader) classRef(ref poolRef) *class {
+	if c, ok := r.classes[ref.key]; ok {
+		return c
+	}
+	var c *class
+	if o := r.poolValue(ref); o != nil {
+		c = &class{Name: r.text(r.field(o, "name"))}
+	}
+	r.classes[ref.key] = c
+	return c
+}
+
 func (r *chunkReader) thread(v any) *thread {
-	ref, isRef := v.(poolRef)
-	if isRef {
-		if t, ok := r.threads[ref.key]; ok {
-			return t
-		}
+	if ref, ok := v.(poolRef); ok {
+		return r.threadRef(ref)
+	}
+	if o := r.resolve(v); o != nil {
+		return &thread{JavaName: r.text(r.field(o, "javaName")), OSName: r.text(r.field(o, "osName"))}
+	}
+	return nil
+}
+
+// threadRef resolves a pooled thread, once per key.
+func (r *chunkReader) threadRef(ref poolRef) *thread {
+	if t, ok := r.threads[ref.key]; ok {
+		return t
 	}
 	var t *thread
-	if o := r.resolve(v); o != nil {
+	if o := r.poolValue(ref); o != nil {
 		t = &thread{JavaName: r.text(r.field(o, "javaName")), OSName: r.text(r.field(o, "osName"))}
 	}
-	if isRef {
-		r.threads[ref.key] = t
-	}
+	r.threads[ref.key] = t
 	return t
 }
 
-// stack converts a stack trace, once per pooled trace.
-func (r *chunkReader) stack(v any) *stackTrace {
-	ref, isRef := v.(poolRef)
-	if isRef {
-		if st, ok := r.stackCache[ref.key]; ok {
-			return st
+// methodInfo is a pooled method as frames need it.
+type methodInfo struct {
+	class            class
+	name, descriptor string
+}
+
+// method resolves a pooled method, once per key.
+func (r *chunkReader) method(ref poolRef) *methodInfo {
+	if m, ok := r.methods[ref.key]; ok {
+		return m
+	}
+	m := &methodInfo{name: r.text(r.field(ref, "name")), descriptor: r.text(r.field(ref, "descriptor"))}
+	if c := r.class(r.field(ref, "type")); c != nil {
+		m.class = *c
+	}
+	r.methods[ref.key] = m
+	return m
+}
+
+// stackAt decodes a pooled stack trace at off straight into frames: the
+// frames' methods and types are pooled, and resolved once per key, so a
+// stack costs its frames and nothing per value. Fields of an unexpected
+// shape are read the general way.
+func (r *chunkReader) stackAt(t *typeDesc, off int) *stackTrace {
+	save := r.pos
+	defer func() { r.pos = save }()
+	r.pos = off
+	st := &stackTrace{}
+	for i := range t.fields {
+		f := &t.fields[i]
+		switch {
+		case f.name == "truncated" && !f.pooled && !f.array && f.t.name == "boolean":
+			st.Truncated = r.byte() != 0
+		case f.name == "frames" && f.array && !f.pooled && !f.t.primitive:
+			n := r.length()
+			st.Frames = make([]frame, 0, n)
+			for ; n > 0 && r.err == nil; n-- {
+				st.Frames = append(st.Frames, r.frameOf(f.t))
+			}
+		default:
+			if f.array {
+				for n := r.length(); n > 0 && r.err == nil; n-- {
+					r.skip(f.t, f.pooled, 1)
+				}
+			} else {
+				r.skip(f.t, f.pooled, 1)
+			}
 		}
+		if r.err != nil {
+			return nil
+		}
+	}
+	return st
+}
+
+// frameOf decodes one frame written inline.
+func (r *chunkReader) frameOf(t *typeDesc) frame {
+	var fr frame
+	var methodKey, typeKey int64 = -1, -1
+	for i := range t.fields {
+		f := &t.fields[i]
+		switch {
+		case f.array:
+			for n := r.length(); n > 0 && r.err == nil; n-- {
+				r.skip(f.t, f.pooled, 1)
+			}
+		case f.name == "method" && f.pooled:
+			methodKey = r.varint()
+			m := r.method(poolRef{typeID: f.t.id, key: methodKey})
+			fr.Method.Type, fr.Method.Name, fr.Method.Descriptor = m.class, m.name, m.descriptor
+		case f.name == "method":
+			m := r.value(f.t, false)
+			fr.Method.Name = r.text(r.field(m, "name"))
+			fr.Method.Descriptor = r.text(r.field(m, "descriptor"))
+			if c := r.class(r.field(m, "type")); c != nil {
+				fr.Method.Type = *c
+			}
+		case f.name == "lineNumber":
+			fr.LineNumber = r.num(r.value(f.t, f.pooled))
+		case f.name == "type" && f.pooled:
+			typeKey = r.varint()
+			name, ok := r.frameTypes[typeKey]
+			if !ok {
+				name = r.text(poolRef{typeID: f.t.id, key: typeKey})
+				r.frameTypes[typeKey] = name
+			}
+			fr.Type = name
+		case f.name == "type":
+			fr.Type = r.text(r.value(f.t, false))
+		default:
+			r.skip(f.t, f.pooled, 1)
+		}
+	}
+	if methodKey >= 0 && typeKey >= 0 {
+		k := [2]int64{methodKey, typeKey}
+		if fr.name = r.frameNames[k]; fr.name == "" {
+			fr.name = builderName(&fr)
+			r.frameNames[k] = fr.name
+		}
+	}
+	return fr
+}
+
+// stackRef converts a pooled stack trace, once per key.
+func (r *chunkReader) stackRef(ref poolRef) *stackTrace {
+	if st, ok := r.stackCache[ref.key]; ok {
+		return st
+	}
+	var st *stackTrace
+	if p := r.pools[ref.typeID]; p != nil {
+		if off, ok := p.at[ref.key]; ok {
+			st = r.stackAt(p.t, off)
+		}
+	}
+	r.stackCache[ref.key] = st
+	return st
+}
+
+// stack converts a stack trace, pooled or written inline.
+func (r *chunkReader) stack(v any) *stackTrace {
+	if ref, ok := v.(poolRef); ok {
+		return r.stackRef(ref)
 	}
 	o := r.resolve(v)
 	if o == nil {
@@ -778,6 +1020,7 @@ func (r *chunkReader) stack(v any) *stackTrace {
 		var fr frame
 		m := r.field(fv, "method")
 		fr.Method.Name = r.text(r.field(m, "name"))
+		fr.Method.Descriptor = r.text(r.field(m, "descriptor"))
 		if c := r.class(r.field(m, "type")); c != nil {
 			fr.Method.Type = *c
 		}
@@ -785,19 +1028,119 @@ func (r *chunkReader) stack(v any) *stackTrace {
 		fr.Type = r.text(r.field(fv, "type"))
 		st.Frames = append(st.Frames, fr)
 	}
-	if isRef {
-		r.stackCache[ref.key] = st
-	}
 	return st
 }
 
-// event maps a decoded event onto the fields the converter reads.
-func (r *chunkReader) event(o *object) *event {
-	ev := &event{Type: o.t.name}
+// event decodes an event of type t at the reader's position straight into
+// the fields the converter reads: the other fields are skipped, pooled
+// values resolved (stacks, threads and classes once per key), and numbers
+// read without boxing them.
+func (r *chunkReader) event(t *typeDesc) *event {
+	ev := &event{Type: t.name}
 	v := &ev.Values
-	for i := range o.t.fields {
-		f := &o.t.fields[i]
-		raw := o.v[i]
+	for i := range t.fields {
+		f := &t.fields[i]
+		switch {
+		case !eventFields[f.name] || f.array:
+			r.skipField(f)
+		case f.pooled:
+			if ref := (poolRef{typeID: f.t.id, key: r.varint()}); !r.setRef(v, f, ref) {
+				r.setField(v, f, ref)
+			}
+		case isInteger(f.t):
+			if n := r.integer(f.t); !r.setNum(v, f, n) {
+				r.setField(v, f, n)
+			}
+		default:
+			r.setField(v, f, r.value(f.t, false))
+		}
+		if r.err != nil {
+			break
+		}
+	}
+	return ev
+}
+
+// skipField moves past a field's value, or values.
+func (r *chunkReader) skipField(f *fieldDesc) {
+	if !f.array {
+		r.skip(f.t, f.pooled, 0)
+		return
+	}
+	for n := r.length(); n > 0 && r.err == nil; n-- {
+		r.skip(f.t, f.pooled, 0)
+	}
+}
+
+// isInteger tells the integer types value reads as varints.
+func isInteger(t *typeDesc) bool {
+	switch t.name {
+	case "char", "short", "int", "long":
+		return true
+	}
+	return false
+}
+
+// integer reads an integer as value does.
+func (r *chunkReader) integer(t *typeDesc) int64 {
+	n := r.varint()
+	switch t.name {
+	case "char":
+		return int64(uint16(n))
+	case "short":
+		return int64(int16(n))
+	case "int":
+		return int64(int32(n))
+	}
+	return n
+}
+
+// setRef sets the fields most events carry from a pool's key without
+// boxing it; false for any other field.
+func (r *chunkReader) setRef(v *values, f *fieldDesc, ref poolRef) bool {
+	switch f.name {
+	case "stackTrace":
+		v.StackTrace = r.stackRef(ref)
+	case "sampledThread":
+		v.SampledThread = r.threadRef(ref)
+	case "eventThread":
+		v.EventThread = r.threadRef(ref)
+	case "state":
+		v.State = r.text(r.poolValue(ref))
+	case "objectClass":
+		v.ObjectClass = r.classRef(ref)
+	case "monitorClass":
+		v.MonitorClass = r.classRef(ref)
+	default:
+		return false
+	}
+	return true
+}
+
+// setNum sets the numeric fields most events carry; false for others.
+func (r *chunkReader) setNum(v *values, f *fieldDesc, n int64) bool {
+	switch f.name {
+	case "startTime":
+		v.StartTime = r.timestampOf(f, n)
+	case "duration":
+		v.Duration = jsonDur(r.timespanOf(f, n))
+	case "weight":
+		v.Weight = n
+	case "allocationSize":
+		v.AllocationSize = n
+	case "tlabSize":
+		v.TLABSize = n
+	case "samples":
+		v.Samples = n
+	default:
+		return false
+	}
+	return true
+}
+
+// setField sets the field f of an event from its decoded value.
+func (r *chunkReader) setField(v *values, f *fieldDesc, raw any) {
+	{
 		switch f.name {
 		case "startTime":
 			v.StartTime = r.timestamp(f, raw)
@@ -823,6 +1166,12 @@ func (r *chunkReader) event(o *object) *event {
 			v.Throwables = r.num(raw)
 		case "samples":
 			v.Samples = r.num(raw)
+		case "failed":
+			v.Failed, _ = r.resolve(raw).(bool)
+		case "samplingPeriod":
+			v.SamplingPeriod = jsonDur(r.timespan(f, raw))
+		case "lostSamples":
+			v.LostSamples = r.num(raw)
 		case "objectClass":
 			v.ObjectClass = r.class(raw)
 		case "monitorClass":
@@ -917,7 +1266,27 @@ func (r *chunkReader) event(o *object) *event {
 			v.SystemTime = jsonDur(r.timespan(f, raw))
 		}
 	}
-	return ev
+}
+
+// eventFields are the event fields setField reads; an event's other
+// fields are skipped without decoding them.
+var eventFields = map[string]bool{}
+
+func init() {
+	for _, name := range []string{
+		"startTime", "duration", "sumOfPauses", "longestPause", "stackTrace", "sampledThread",
+		"eventThread", "weight", "allocationSize", "tlabSize", "throwables", "samples", "failed",
+		"samplingPeriod", "lostSamples", "objectClass", "monitorClass", "thrownClass", "name", "cause",
+		"state", "youngCollector", "oldCollector", "parallelGCThreads", "concurrentGCThreads",
+		"isExplicitGCDisabled", "jvmName", "jvmVersion", "jvmArguments", "jvmFlags", "javaArguments",
+		"pid", "key", "value", "origin", "user", "system", "jvmUser", "jvmSystem", "machineTotal",
+		"cores", "hwThreads", "result", "blockingOperation", "pinnedReason", "parkedClass",
+		"activeCount", "peakCount", "switchRate", "safepointId", "operation", "safepoint", "caller",
+		"codeBlobType", "startAddress", "reservedTopAddress", "entryCount", "unallocatedCapacity",
+		"fullCount", "userTime", "systemTime",
+	} {
+		eventFields[name] = true
+	}
 }
 
 // rawJSON renders a flag's or property's value as jfr print --json does.
@@ -940,15 +1309,19 @@ func (r *chunkReader) rawJSON(v any) json.RawMessage {
 }
 
 // isNativeFrame tells a frame of native code (async-profiler names the
-// library as the frame's class: "libc.so.6", "libjvm.so") from a Java
-// frame, including a Java native method ("java/lang/Thread.sleep0").
+// library as the frame's class: "libc.so.6", "libjvm.so", "vdso") from a
+// Java frame, including a Java native method ("java/lang/Thread.sleep0").
+// async-profiler gives its native frames a descriptor no Java method can
+// have: "()L;", and "(Lk;)L;" in the kernel.
 func isNativeFrame(f *frame) bool {
 	switch f.Type {
 	case "C++", "Kernel":
 		return true
 	case "Native":
 		cls := f.Method.Type.Name
-		return cls == "" || strings.Contains(cls, ".so") || strings.HasPrefix(cls, "[")
+		return cls == "" || strings.Contains(cls, ".so") || strings.HasPrefix(cls, "[") || isProfilerDescriptor(f.Method.Descriptor)
 	}
 	return false
 }
+
+func isProfilerDescriptor(d string) bool { return d == "()L;" || d == "(Lk;)L;" }

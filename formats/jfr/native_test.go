@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 )
@@ -26,12 +32,12 @@ import (
 //	             perf events, cstack=vm, alloc=512k, lock=10ms) into casebook
 //	             E5's bad variant under load for 3 s on JDK 17, as root: Java,
 //	             VM, native and kernel frames, exceptions' stack walks among them
-var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.jfr", "ap29-wall.jfr", "ap-e5.jfr"}
+//	cputime/cputime.jfr  Temurin 25 with jdk.CPUTimeSample on (cputime/record.sh)
+var nativeFixtures = []string{"jdk17.jfr", "jdk25.jfr", "ap-cpu.jfr", "ap-wall.jfr", "ap29-wall.jfr", "ap-e5.jfr", "cputime/cputime.jfr"}
 
 // The native reader gives what the JDK's own reader (jfr print --json)
 // gives on the same recordings: the same profiles, stack for stack, and
-// the same JVM summary. Wall-clock samples, which the JSON path does not
-// ask the tool for, are compared on their own below.
+// the same JVM summary.
 func TestNativeMatchesJDKReader(t *testing.T) {
 	tool := needTool(t)
 	for _, name := range nativeFixtures {
@@ -51,7 +57,7 @@ func matchJDKReader(t *testing.T, tool, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	native.Wall, native.JVM.End = nil, jdk.JVM.End
+	native.JVM.End = jdk.JVM.End
 	if a, b := render(native), render(jdk); a != b {
 		t.Errorf("native and JDK readings differ:\n%s", firstDiff(a, b))
 	}
@@ -80,19 +86,31 @@ func TestNativeFixtures(t *testing.T) {
 	}
 }
 
-// async-profiler's wall-clock samples are never CPU time: a wall-only
-// recording has no CPU profile and says how many wall samples it holds;
-// its native frames are named by function, without invented .java files.
+// async-profiler's wall-clock samples are never CPU time as such: they
+// form the wall profile, and a wall-only recording's CPU profile is derived
+// from the samples whose thread was running (STATE_RUNNABLE), as Pyroscope
+// reads them, each weighing the recording's interval (20 ms here); its
+// native frames are named by function, without invented .java files.
 func TestAsyncProfilerWallClock(t *testing.T) {
 	rec, err := ReadFile("testdata/ap-wall.jfr")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.CPU != nil || rec.JVM.ExecutionSamples != 0 {
-		t.Errorf("wall-clock samples read as CPU: %d", rec.JVM.ExecutionSamples)
+	if rec.JVM.ExecutionSamples != 0 || rec.JVM.Sampler != SamplerRunning {
+		t.Errorf("wall-clock samples read as execution samples: %d, sampler %q", rec.JVM.ExecutionSamples, rec.JVM.Sampler)
 	}
 	if rec.Wall == nil || count(rec.Wall) < 1000 {
 		t.Fatalf("wall profile %v", rec.Wall != nil)
+	}
+	// jfr print --events profiler.WallClockSample ap-wall.jfr | grep -c STATE_RUNNABLE
+	if n := count(rec.CPU); n != 150 {
+		t.Errorf("%d CPU samples derived, want the 150 of running threads", n)
+	}
+	if rec.CPU != nil && (rec.CPU.Period != int64(20*time.Millisecond) || !slices.Contains(rec.CPU.Comments, SamplerComment+SamplerRunning)) {
+		t.Errorf("derived CPU: period %d, comments %q", rec.CPU.Period, rec.CPU.Comments)
+	}
+	if w := rec.Wall.Sample[0]; w.Value[1] != w.Value[0]*int64(20*time.Millisecond) {
+		t.Errorf("wall sample weighs %d for %d samples, want 20 ms each", w.Value[1], w.Value[0])
 	}
 	if !hasFrame(rec.Wall, "__futex_abstimed_wait_common") {
 		t.Error("native frame not named by its function")
@@ -109,8 +127,8 @@ func TestAsyncProfilerWallClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old.CPU != nil || count(old.Wall) != 1896 {
-		t.Errorf("async-profiler 2.9 wall clock: cpu %d samples, wall %d, want 0 and 1896", count(old.CPU), count(old.Wall))
+	if count(old.CPU) != 94 || count(old.Wall) != 1896 {
+		t.Errorf("async-profiler 2.9 wall clock: cpu %d samples, wall %d, want the 94 running and 1896", count(old.CPU), count(old.Wall))
 	}
 	cpu, err := ReadFile("testdata/ap-cpu.jfr")
 	if err != nil {
@@ -135,19 +153,40 @@ func TestAsyncProfilerFrames(t *testing.T) {
 	if rec.JVM.Profiler != "async-profiler 4.6" || rec.CPU == nil {
 		t.Fatalf("profiler %q, cpu %v", rec.JVM.Profiler, rec.CPU != nil)
 	}
-	object := map[string]string{}
+	object, system := map[string]string{}, map[string]string{}
 	for _, l := range rec.CPU.Location {
-		object[l.Line[0].Function.Name] = l.Mapping.File
+		f := l.Line[0].Function
+		object[f.Name], system[f.Name] = l.Mapping.File, f.SystemName
 	}
 	for fn, want := range map[string]string{
-		"java_lang_Throwable::fill_in_stack_trace": "libjvm.so",
-		"JVM_FillInStackTrace":                     "libjvm.so",
-		"entry_SYSCALL_64_after_hwframe":           "[kernel.kallsyms]",
-		"java.lang.Throwable.fillInStackTrace":     "[java]",
-		"casebook.e5.Login.parseOr":                "[java]",
+		"java_lang_Throwable::fill_in_stack_trace":  "libjvm.so",
+		"JVM_FillInStackTrace":                      "libjvm.so",
+		"entry_SYSCALL_64_after_hwframe":            "[kernel.kallsyms]",
+		"java.lang.Throwable.fillInStackTrace":      "[java]",
+		"casebook.e5.Login.parseOr":                 "[java]",
+		"__vdso_clock_gettime":                      "[vdso]", // async-profiler's class "vdso", as perf names it
+		"__tls_get_addr":                            "ld-linux-x86-64.so.2",
+		"Java_sun_nio_ch_FileDispatcherImpl_write0": "libnio.so", // the JDK's JNI library
 	} {
 		if object[fn] != want {
 			t.Errorf("%s in %q, want %q", fn, object[fn], want)
+		}
+	}
+	// Named as perf names them (the rules' matchers are shared), with
+	// jfr print's spelling, library first, as the system name.
+	for fn, want := range map[string]string{
+		"JVM_FillInStackTrace":           "libjvm.so.JVM_FillInStackTrace",
+		"__vdso_clock_gettime":           "vdso.__vdso_clock_gettime",
+		"entry_SYSCALL_64_after_hwframe": "entry_SYSCALL_64_after_hwframe",
+		"casebook.e5.Login.parseOr":      "casebook.e5.Login.parseOr",
+	} {
+		if system[fn] != want {
+			t.Errorf("%s: system name %q, want %q", fn, system[fn], want)
+		}
+	}
+	for fn, file := range object {
+		if file == "[java]" && !strings.Contains(fn, ".") {
+			t.Errorf("native frame %q taken for Java", fn)
 		}
 	}
 	if jdk, _ := ReadFile("testdata/jdk17.jfr"); jdk.JVM.Profiler != "" {
@@ -219,7 +258,7 @@ func TestNativeTruncated(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	for _, name := range []string{"ap-cpu.jfr"} {
+	for _, name := range []string{"ap-cpu.jfr", "ap-wall.jfr", "cputime/cputime.jfr"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -265,6 +304,53 @@ func BenchmarkReadNative(b *testing.B) {
 	}
 }
 
+// largeRecording is the benchmarks' large recording: $PERFDOCTOR_LARGE_JFR,
+// else testdata/large/large.jfr as testdata/large/record.sh makes it (60 s
+// of async-profiler on a busy program, several MB; not kept in the
+// repository).
+func largeRecording(b *testing.B) string {
+	path := os.Getenv("PERFDOCTOR_LARGE_JFR")
+	if path == "" {
+		path = "testdata/large/large.jfr"
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("no large recording (run testdata/large/record.sh, or set PERFDOCTOR_LARGE_JFR): %v", err)
+	}
+	return path
+}
+
+// BenchmarkReadLarge and BenchmarkJFRPrintJSONLarge read the large
+// recording natively and through the JDK's tool; docs/inputs.md has the
+// figures.
+func BenchmarkReadLarge(b *testing.B) {
+	data, err := os.ReadFile(largeRecording(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Read(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkJFRPrintJSONLarge(b *testing.B) {
+	path := largeRecording(b)
+	tool, err := Tool()
+	if err != nil {
+		b.Skip(err)
+	}
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	for b.Loop() {
+		if _, err := ConvertWith(context.Background(), tool, path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkJFRPrintJSON(b *testing.B) {
 	tool, err := Tool()
 	if err != nil {
@@ -292,6 +378,7 @@ func TestReadMutations(t *testing.T) {
 		n    int
 	}{
 		{"testdata/ap-cpu.jfr", 1000},
+		{"testdata/cputime/cputime.jfr", 300},    // JDK 25's CPU-time samples
 		{vmFixture("safepoints-jdk17.jfr"), 300}, // the VM's own events, in a larger JDK recording
 	} {
 		seed, err := os.ReadFile(c.path)
@@ -320,5 +407,91 @@ func TestReadMutations(t *testing.T) {
 			}
 			checkVM(t, rec.JVM)
 		}
+	}
+}
+
+// JDK 25's CPU-time sampler (jdk.CPUTimeSample, JEP 509) samples threads
+// wherever they run: the CPU profile comes from it when a recording has it,
+// says so, and weighs each sample its sampling period. On CPUTime.java
+// (testdata/cputime, recorded on Temurin 25 with both samplers) it sees the
+// compressing thread, in zlib under Deflater.deflateBytesBytes, that the
+// execution sampler all but misses.
+func TestCPUTimeSample(t *testing.T) {
+	data, err := os.ReadFile("testdata/cputime/cputime.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rec.JVM
+	// jfr summary cputime.jfr: 855 jdk.CPUTimeSample, 453 jdk.ExecutionSample.
+	if s.Sampler != SamplerCPUTime || s.CPUTimeSamples != 855 || count(rec.CPU) != 855 || s.ExecutionSamples != 855 {
+		t.Errorf("sampler %q, %d CPU-time samples, %d in the profile, %d counted", s.Sampler, s.CPUTimeSamples, count(rec.CPU), s.ExecutionSamples)
+	}
+	if s.CPUTimeLost <= 0 || s.CPUTimeFailed != 0 {
+		t.Errorf("lost %d, failed %d", s.CPUTimeLost, s.CPUTimeFailed)
+	}
+	if rec.CPU.Period != int64(10*time.Millisecond) || rec.CPU.Sample[0].Value[1] != rec.CPU.Sample[0].Value[0]*int64(10*time.Millisecond) ||
+		!slices.Contains(rec.CPU.Comments, SamplerComment+SamplerCPUTime) {
+		t.Errorf("period %d, first sample %v, comments %q", rec.CPU.Period, rec.CPU.Sample[0].Value, rec.CPU.Comments)
+	}
+	compressing := func(rec *Recording) float64 {
+		var hit, all int64
+		for _, smp := range rec.CPU.Sample {
+			all += smp.Value[0]
+			if smp.Location[0].Line[0].Function.Name == "java.util.zip.Deflater.deflateBytesBytes" {
+				hit += smp.Value[0]
+			}
+		}
+		return float64(hit) / float64(all)
+	}
+	execOnly, err := readInto(newConverter(), bytes.NewReader(data), slices.DeleteFunc(slices.Clone(Events), func(e string) bool { return e == "jdk.CPUTimeSample" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if execOnly.JVM.Sampler != SamplerExecution || count(execOnly.CPU) != 453 {
+		t.Fatalf("execution samples: sampler %q, %d samples", execOnly.JVM.Sampler, count(execOnly.CPU))
+	}
+	if cpuTime, exec := compressing(rec), compressing(execOnly); cpuTime < 0.3 || exec > 0.05 {
+		t.Errorf("Deflater.deflateBytesBytes has %.2f of CPU-time samples and %.2f of execution samples, want over 0.3 and under 0.05", cpuTime, exec)
+	}
+}
+
+// Every field setField reads is in eventFields, the fields the native
+// reader decodes rather than skips: a name added to one and not the other
+// would be silently skipped.
+func TestEventFieldsCoverSetField(t *testing.T) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "native.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	ast.Inspect(file, func(node ast.Node) bool {
+		fn, ok := node.(*ast.FuncDecl)
+		if !ok || (fn.Name.Name != "setField" && fn.Name.Name != "setRef" && fn.Name.Name != "setNum") {
+			return true
+		}
+		ast.Inspect(fn.Body, func(node ast.Node) bool {
+			cc, ok := node.(*ast.CaseClause)
+			if !ok {
+				return true
+			}
+			for _, e := range cc.List {
+				if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					n++
+					if name, _ := strconv.Unquote(lit.Value); !eventFields[name] {
+						t.Errorf("%s reads field %q, which eventFields lacks", fn.Name.Name, name)
+					}
+				}
+			}
+			return true
+		})
+		return false
+	})
+	if n < 50 {
+		t.Errorf("only %d field names found in setField, setRef and setNum", n)
 	}
 }

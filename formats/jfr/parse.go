@@ -25,7 +25,11 @@ const MonitorComment = "jfr: jdk.JavaMonitorEnter"
 // Recording is a converted recording: one profile per kind of stack event
 // (nil when the recording has none) and the JVM summary.
 type Recording struct {
-	CPU        *profile.Profile // jdk.ExecutionSample: samples/count, cpu/nanoseconds
+	// CPU is the CPU samples: jdk.CPUTimeSample's when the recording has
+	// them (JDK 25, JEP 509), else jdk.ExecutionSample's, else derived from
+	// wall-clock samples of running threads; Summary.Sampler says which.
+	// samples/count, cpu/nanoseconds.
+	CPU        *profile.Profile
 	Allocs     *profile.Profile // allocation samples: alloc_objects/count, alloc_space/bytes
 	Monitor    *profile.Profile // jdk.JavaMonitorEnter: contentions/count, delay/nanoseconds
 	Wait       *profile.Profile // jdk.JavaMonitorWait: contentions/count, delay/nanoseconds
@@ -119,18 +123,32 @@ type (
 
 		State   string `json:"state"`   // the sampled thread's state
 		Samples int64  `json:"samples"` // profiler.WallClockSample: samples merged in one event
+
+		// jdk.CPUTimeSample (JDK 25): the stack walk failed, and the CPU
+		// time the sample stands for; jdk.CPUTimeSamplesLost.
+		Failed         bool    `json:"failed"`
+		SamplingPeriod jsonDur `json:"samplingPeriod"`
+		LostSamples    int64   `json:"lostSamples"`
 	}
 	stackTrace struct {
 		Truncated bool    `json:"truncated"`
 		Frames    []frame `json:"frames"`
+		// frameNames and key are the builder's names of the frames and
+		// the stack's key (stackTrace.names), computed once.
+		frameNames []string
+		key        string
 	}
 	frame struct {
 		Method struct {
 			Type class  `json:"type"`
 			Name string `json:"name"`
+			// Descriptor is the method's signature; async-profiler
+			// writes "()L;" for native code, "(Lk;)L;" for the kernel.
+			Descriptor string `json:"descriptor"`
 		} `json:"method"`
 		LineNumber int64  `json:"lineNumber"`
 		Type       string `json:"type"`
+		name       string // the builder's name (builderName), once computed
 	}
 	class struct {
 		Name string `json:"name"`

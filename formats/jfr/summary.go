@@ -32,8 +32,20 @@ type Summary struct {
 
 	GC GC `json:"gc"`
 
-	// ExecutionSamples counts jdk.ExecutionSample events.
+	// ExecutionSamples counts the CPU samples of the sampler the CPU
+	// profile came from: jdk.ExecutionSample events, or jdk.CPUTimeSample
+	// events when the recording has those (Sampler says which).
 	ExecutionSamples int `json:"execution_samples"`
+	// Sampler names the event the CPU profile came from: SamplerCPUTime,
+	// SamplerExecution, or SamplerRunning when derived from wall-clock
+	// samples; "" without a CPU profile.
+	Sampler string `json:"sampler,omitempty"`
+	// CPUTimeSamples counts jdk.CPUTimeSample events (JDK 25, JEP 509),
+	// CPUTimeFailed those whose stack could not be walked, CPUTimeLost the
+	// samples the JVM reported lost (jdk.CPUTimeSamplesLost).
+	CPUTimeSamples int   `json:"cpu_time_samples,omitempty"`
+	CPUTimeFailed  int   `json:"cpu_time_failed,omitempty"`
+	CPUTimeLost    int64 `json:"cpu_time_lost,omitempty"`
 	// Profiler names the profiler that took the execution samples when it
 	// is not JFR's own sampler: "async-profiler 4.6", whose samples hold
 	// the VM's own frames (an exception's stack walk, GC, compilation),

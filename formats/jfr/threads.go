@@ -164,6 +164,7 @@ type threadAgg struct {
 	pinned, locks, tasks siteAgg
 	perThread            map[string]*threadWait
 	samples              map[string]int
+	cpuTimeSamples       map[string]int           // jdk.CPUTimeSample's, which replace samples when present
 	seen                 map[string]*[2]time.Time // each thread's first and last event
 	liveMax              int64
 	started              int
@@ -185,7 +186,7 @@ type siteAcc struct {
 }
 
 func newThreadAgg() *threadAgg {
-	return &threadAgg{pinned: siteAgg{}, locks: siteAgg{}, tasks: siteAgg{}, perThread: map[string]*threadWait{}, samples: map[string]int{}, seen: map[string]*[2]time.Time{}}
+	return &threadAgg{pinned: siteAgg{}, locks: siteAgg{}, tasks: siteAgg{}, perThread: map[string]*threadWait{}, samples: map[string]int{}, cpuTimeSamples: map[string]int{}, seen: map[string]*[2]time.Time{}}
 }
 
 func (a siteAgg) add(st *stackTrace, class, kind, reason, thread string, d time.Duration) {
@@ -318,6 +319,8 @@ func (a *threadAgg) add(typ string, v *values) {
 	switch typ {
 	case "ExecutionSample":
 		a.see(v.SampledThread.name(), v.StartTime, v.StartTime)
+	case "CPUTimeSample":
+		a.see(thread, v.StartTime, v.StartTime)
 	case "JavaMonitorEnter", "ThreadPark", "ThreadSleep", "JavaMonitorWait":
 		a.see(thread, v.StartTime, v.StartTime.Add(max(d, 0)))
 	}
@@ -340,6 +343,10 @@ func (a *threadAgg) add(typ string, v *values) {
 	case "ExecutionSample":
 		if len(a.samples) < 100_000 || a.samples[v.SampledThread.name()] > 0 {
 			a.samples[v.SampledThread.name()]++
+		}
+	case "CPUTimeSample":
+		if len(a.cpuTimeSamples) < 100_000 || a.cpuTimeSamples[thread] > 0 {
+			a.cpuTimeSamples[thread]++
 		}
 	case "JavaThreadStatistics":
 		a.liveMax = max(a.liveMax, v.ActiveCount, v.PeakCount)

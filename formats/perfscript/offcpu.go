@@ -35,12 +35,20 @@ var States = map[string]string{
 // still off the CPU when the recording ends are counted up to its last
 // event.
 func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
+	return ParseOffCPUOf(r, func(p int) bool { return p == pid })
+}
+
+// ParseOffCPUOf is ParseOffCPU for the processes keep accepts (a process
+// and its descendants), each sample with its process in a "pid" number
+// label.
+func ParseOffCPUOf(r io.Reader, keep func(pid int) bool) (*profile.Profile, error) {
 	type out struct {
 		at     float64
 		stack  []string // "sym\x00dso", leaf first
 		state  string
 		thread string
 		tid    int
+		pid    int
 	}
 	b := newOffCPUBuilder()
 	off := map[int]out{}
@@ -81,11 +89,11 @@ func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 		}
 		last = max(last, ev.time)
 		if o, ok := off[ev.nextPID]; ok {
-			b.add(o.stack, o.state, o.thread, o.tid, time.Duration((ev.time-o.at)*1e9))
+			b.add(o.stack, o.state, o.thread, o.pid, o.tid, time.Duration((ev.time-o.at)*1e9))
 			delete(off, ev.nextPID)
 		}
-		if ev.pid == pid && ev.prevPID == ev.tid {
-			cur, curTID = &out{at: ev.time, state: ev.prevState, thread: ev.comm, tid: ev.tid}, ev.tid
+		if keep(ev.pid) && ev.prevPID == ev.tid {
+			cur, curTID = &out{at: ev.time, state: ev.prevState, thread: ev.comm, tid: ev.tid, pid: ev.pid}, ev.tid
 		}
 	}
 	flush()
@@ -96,7 +104,7 @@ func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 		return nil, ErrNoSamples
 	}
 	for _, o := range off {
-		b.add(o.stack, o.state, o.thread, o.tid, time.Duration((last-o.at)*1e9))
+		b.add(o.stack, o.state, o.thread, o.pid, o.tid, time.Duration((last-o.at)*1e9))
 	}
 	p := b.p
 	p.DurationNanos = int64((last - first) * 1e9)
@@ -197,7 +205,7 @@ func newOffCPUBuilder() *offCPUBuilder {
 	}
 }
 
-func (b *offCPUBuilder) add(stack []string, state, thread string, tid int, d time.Duration) {
+func (b *offCPUBuilder) add(stack []string, state, thread string, pid, tid int, d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
@@ -208,7 +216,7 @@ func (b *offCPUBuilder) add(stack []string, state, thread string, tid int, d tim
 		return
 	}
 	s := &profile.Sample{Value: []int64{d.Nanoseconds(), 1}, Label: map[string][]string{"state": {state}, "comm": {thread}},
-		NumLabel: map[string][]int64{"tid": {int64(tid)}}}
+		NumLabel: map[string][]int64{"pid": {int64(pid)}, "tid": {int64(tid)}}}
 	for _, fr := range stack {
 		s.Location = append(s.Location, b.location(fr))
 	}

@@ -166,11 +166,12 @@ type frame struct {
 }
 
 type header struct {
-	comm     string
-	pid, tid int64
-	period   int64
-	event    string
-	time     time.Duration // 0 when perf did not print it
+	comm      string
+	pid, tid  int64
+	period    int64
+	hasPeriod bool // perf printed the period (-F period, or its default fields)
+	event     string
+	time      time.Duration // 0 when perf did not print it
 }
 
 // builder reads lines; each event's samples go to their own eventProfile.
@@ -194,6 +195,9 @@ type eventProfile struct {
 	first   time.Duration // first and last sample time, for the duration
 	last    time.Duration
 	haveT   bool
+	// timed and periodic count the samples whose header carried a time
+	// and a period.
+	timed, periodic int64
 }
 
 type locKey struct {
@@ -313,6 +317,7 @@ func parseHeader(s string) (header, error) {
 			t = time.Duration(sec * float64(time.Second))
 		case isDigits(tok):
 			h.period, _ = strconv.ParseInt(tok, 10, 64)
+			h.hasPeriod = true
 		case strings.HasSuffix(tok, ":") && h.event == "":
 			// The event keeps its modifiers ("cycles:u:" is cycles:u).
 			h.event = strings.TrimSuffix(tok, ":")
@@ -444,7 +449,11 @@ func (b *builder) flush() {
 		return
 	}
 	ev := b.eventFor(h.event)
+	if h.hasPeriod {
+		ev.periodic++
+	}
 	if h.time > 0 {
+		ev.timed++
 		if !ev.haveT || h.time < ev.first {
 			ev.first = h.time
 		}
@@ -532,6 +541,16 @@ func periodUnit(event string) string {
 	return "count"
 }
 
+// NoTimeComment marks a profile whose samples perf script printed without
+// a timestamp (-F without time, as FlameGraph's test inputs are): its
+// duration is unknown, so nothing per second can be read from it.
+const NoTimeComment = "perf script printed no timestamps: the recording's duration is unknown"
+
+// NoPeriodComment marks a profile whose samples perf script printed without
+// their period: the event's value is then a count of samples, one each,
+// whatever the event measured between them.
+const NoPeriodComment = "perf script printed no periods: each sample counts one"
+
 func (ev *eventProfile) finish() *profile.Profile {
 	p := ev.p
 	event := ev.event
@@ -539,6 +558,13 @@ func (ev *eventProfile) finish() *profile.Profile {
 		event = "events"
 	}
 	unit := periodUnit(event)
+	if ev.periodic == 0 {
+		unit = "count"
+		p.Comments = append(p.Comments, NoPeriodComment)
+	}
+	if ev.timed == 0 {
+		p.Comments = append(p.Comments, NoTimeComment)
+	}
 	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: event, Unit: unit}}
 	p.DefaultSampleType = "samples"
 	p.PeriodType = &profile.ValueType{Type: event, Unit: unit}
@@ -631,10 +657,12 @@ func IsKernel(l *profile.Location) bool {
 }
 
 // Looks reports whether data starts like `perf script` output, on positive
-// evidence only: a sample header with a process id, a timestamp and an
-// event ("comm pid/tid [cpu] 1.5: 1000 cycles:"), followed by a stack frame
-// ("addr sym+off (dso)", indented or not) or, for recordings without call
-// chains, by another such header.
+// evidence only: a sample header with a process id and an event ("comm
+// pid/tid [cpu] 1.5: 1000 cycles:") followed by a stack frame ("addr
+// sym+off (dso)", indented or not); or, for recordings without call chains,
+// a header with a timestamp too followed by another such header. Headers
+// without a timestamp (perf script -F comm,pid,event,ip,sym,dso) need the
+// frame: "word 123 word:" alone is too common in other text.
 func Looks(data []byte) bool {
 	head := data[:min(len(data), 4096)]
 	if bytes.IndexByte(head, 0) >= 0 {
@@ -646,21 +674,32 @@ func Looks(data []byte) bool {
 		if strings.TrimSpace(l) == "" || l[0] == '#' {
 			continue
 		}
-		if !isSampleHeader(l) {
+		h, ok := sampleHeader(l)
+		if !ok {
 			return false
 		}
 		next := strings.TrimSpace(string(bytes.TrimRight(lines[i+1], "\r")))
-		return isFrameLine(next) || isSampleHeader(next)
+		if isFrameLine(next) {
+			return true
+		}
+		return h.time > 0 && isSampleHeader(next)
 	}
 	return false
+}
+
+// sampleHeader parses a line as a perf script sample header with a pid
+// and an event, timestamp or not.
+func sampleHeader(l string) (header, bool) {
+	if l == "" || l[0] == ' ' || l[0] == '\t' || isFrameLine(l) {
+		return header{}, false
+	}
+	h, err := parseHeader(l)
+	return h, err == nil && h.event != ""
 }
 
 // isSampleHeader reports whether a line is a full perf script sample
 // header: pid, timestamp and event all present.
 func isSampleHeader(l string) bool {
-	if l == "" || l[0] == ' ' || l[0] == '\t' || isFrameLine(l) {
-		return false
-	}
-	h, err := parseHeader(l)
-	return err == nil && h.time > 0 && h.event != ""
+	h, ok := sampleHeader(l)
+	return ok && h.time > 0
 }

@@ -62,7 +62,7 @@ func summary(p *profile.Profile) string {
 }
 
 func TestGolden(t *testing.T) {
-	for _, name := range []string{"loopback-connect", "jit-srcline"} {
+	for _, name := range []string{"loopback-connect", "jit-srcline", "notime/funcab-pid", "notime/funcab-tid-period", "notime/multi-event-notime"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := os.Open(filepath.Join("testdata", name+".txt"))
 			if err != nil {
@@ -184,12 +184,18 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestLooks(t *testing.T) {
-	data, _ := os.ReadFile("testdata/loopback-connect.txt")
-	jit, _ := os.ReadFile("testdata/jit-srcline.txt")
-	if !Looks(data) || !Looks(jit) {
-		t.Error("perf script output not recognised")
+	for _, name := range []string{"loopback-connect.txt", "jit-srcline.txt", "notime/funcab-pid.txt", "notime/funcab-tid-period.txt", "notime/multi-event-notime.txt"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !Looks(data) {
+			t.Errorf("%s: perf script output not recognised", name)
+		}
 	}
-	for _, s := range []string{"", "{}", "go 1.22 trace", "heap profile: 1: 2 [3: 4] @ heap/1048576\n", "main.f;main.g 10\n"} {
+	for _, s := range []string{"", "{}", "go 1.22 trace", "heap profile: 1: 2 [3: 4] @ heap/1048576\n", "main.f;main.g 10\n",
+		// A header without a timestamp is taken only with a stack frame under it.
+		"server 8080 started:\nserver 8081 started:\n", "worker 3 failed:\n\tretrying in 5s\n", "job 12 done:\nok\n"} {
 		if Looks([]byte(s)) {
 			t.Errorf("%q taken for perf script", s)
 		}
@@ -205,6 +211,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data[:min(len(data), 4096)])
 	}
 	f.Add([]byte("a b 1/2 [0] 1.5: 7 cpu-clock:\n\tff x+0x1 (y)\n  f.c:9\n\n"))
+	f.Add([]byte("java 19983 cycles:\nffffffff8103d0ca native_write_msr_safe ([kernel.kallsyms])\n7f1e sym with spaces (/tmp/perf-1.map)\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(bytes.NewReader(data), Options{MapDir: "-", MaxLine: 4096})
 		if err != nil {
@@ -328,14 +335,23 @@ func TestIsCPUEvent(t *testing.T) {
 // oracle: the same stacks with the same counts, all events together as
 // that script counts them. multi-event: three software events of sh and
 // ls; md5sum: cpu-clock of find and md5sum, deep kernel stacks.
+//
+// The notime files print their sample headers without a timestamp (perf
+// script -F comm,pid,event,ip,sym,dso and the like), as FlameGraph's test
+// inputs do; the same recording printed with and without the period reads
+// the same.
 func TestStackcollapseOracle(t *testing.T) {
-	for _, name := range []string{"multi-event", "md5sum"} {
-		t.Run(name, func(t *testing.T) { checkOracle(t, name) })
+	for name, oracle := range map[string]string{
+		"multi-event": "multi-event", "md5sum": "md5sum",
+		"notime/funcab-pid": "notime/funcab", "notime/funcab-tid-period": "notime/funcab",
+		"notime/multi-event-notime": "notime/multi-event-notime",
+	} {
+		t.Run(name, func(t *testing.T) { checkOracle(t, name, oracle) })
 	}
 }
 
-func checkOracle(t *testing.T, name string) {
-	oracle, err := os.ReadFile("testdata/" + name + ".stackcollapse")
+func checkOracle(t *testing.T, name, oracleName string) {
+	oracle, err := os.ReadFile("testdata/" + oracleName + ".stackcollapse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,4 +424,52 @@ func FuzzParseJITMap(f *testing.F) {
 		}
 		t.Fatalf("%#x named %q outside its range in %+v", addr, name, m)
 	})
+}
+
+// perf script -F without time, the shape of FlameGraph's test inputs: the
+// samples read as the timed ones do, each counts one sample when no period
+// was printed, and the profile says what the header lacked.
+func TestNoTimestamps(t *testing.T) {
+	read := func(name string) *profile.Profile {
+		t.Helper()
+		data, err := os.ReadFile("testdata/notime/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse(bytes.NewReader(data), Options{MapDir: "-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bare, withPeriod := read("funcab-pid.txt"), read("funcab-tid-period.txt")
+	if bare.DurationNanos != 0 || !slices.Contains(bare.Comments, NoTimeComment) || !slices.Contains(bare.Comments, NoPeriodComment) {
+		t.Errorf("no time, no period: duration %d, comments %q", bare.DurationNanos, bare.Comments)
+	}
+	if u := bare.SampleType[1].Unit; u != "count" {
+		t.Errorf("cpu-clock without periods in %s, want count", u)
+	}
+	if u := withPeriod.SampleType[1].Unit; u != "nanoseconds" || slices.Contains(withPeriod.Comments, NoPeriodComment) {
+		t.Errorf("cpu-clock with periods in %s, comments %q", u, withPeriod.Comments)
+	}
+	// func_b does twice func_a's work (funcab.c).
+	share := func(p *profile.Profile, fn string) float64 {
+		var hit, all int64
+		for _, s := range p.Sample {
+			all += s.Value[0]
+			for _, l := range s.Location {
+				if l.Line[0].Function.Name == fn {
+					hit += s.Value[0]
+					break
+				}
+			}
+		}
+		return float64(hit) / float64(all)
+	}
+	for _, p := range []*profile.Profile{bare, withPeriod} {
+		a, b := share(p, "func_a"), share(p, "func_b")
+		if a < 0.2 || b < 1.5*a {
+			t.Errorf("func_a %.2f, func_b %.2f of the samples, want about 1/3 and 2/3", a, b)
+		}
+	}
 }

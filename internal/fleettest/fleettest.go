@@ -263,6 +263,22 @@ func freeAddr(t testing.TB) string {
 // root.
 func Postgres(t testing.TB) string {
 	t.Helper()
+	return StartPostgres(t, false).DSN
+}
+
+// PostgresServer is a throwaway PostgreSQL cluster.
+type PostgresServer struct {
+	DSN    string // postgres:// over the unix socket
+	PID    int    // the postmaster
+	Socket string // the unix socket's directory
+	Port   int    // on 127.0.0.1 too when started with tcp
+	User   string
+}
+
+// StartPostgres is Postgres that also listens on a free loopback port
+// when tcp is set, and says where it runs.
+func StartPostgres(t testing.TB, tcp bool) *PostgresServer {
+	t.Helper()
 	initdb, postgres := pgTool("initdb"), pgTool("postgres")
 	if initdb == "" || postgres == "" {
 		Missing(t, "PostgreSQL's initdb and postgres", "postgresql")
@@ -300,10 +316,18 @@ func Postgres(t testing.TB) string {
 	if out, err := asUser(exec.Command(initdb, "-D", data, "-U", "perfdoctor", "--auth=trust", "--no-sync", "-E", "UTF8")).CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	cmd := asUser(exec.Command(postgres, "-D", data, "-k", sock, "-c", "listen_addresses=", "-c", "fsync=off", "-p", "5432"))
+	srv := &PostgresServer{Socket: sock, Port: 5432, User: "perfdoctor"}
+	listen := ""
+	if tcp {
+		_, port, _ := net.SplitHostPort(freeAddr(t))
+		srv.Port, _ = strconv.Atoi(port)
+		listen = "127.0.0.1"
+	}
+	cmd := asUser(exec.Command(postgres, "-D", data, "-k", sock, "-c", "listen_addresses="+listen, "-c", "fsync=off", "-p", strconv.Itoa(srv.Port)))
 	run(t, cmd)
-	dsn := "postgres:///postgres?host=" + url.QueryEscape(sock) + "&port=5432&user=perfdoctor&sslmode=disable"
-	db, err := sql.Open("pgx", dsn)
+	srv.PID = cmd.Process.Pid
+	srv.DSN = "postgres:///postgres?host=" + url.QueryEscape(sock) + "&port=" + strconv.Itoa(srv.Port) + "&user=perfdoctor&sslmode=disable"
+	db, err := sql.Open("pgx", srv.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +336,7 @@ func Postgres(t testing.TB) string {
 	for {
 		err := db.Ping()
 		if err == nil {
-			return dsn
+			return srv
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("postgres did not accept connections within 30s: %v", err)

@@ -6,6 +6,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/bld001"
 	"github.com/perfdoctor/perfdoctor/rules/cpu001"
+	"github.com/perfdoctor/perfdoctor/rules/db001"
 	"github.com/perfdoctor/perfdoctor/rules/disk001"
 	"github.com/perfdoctor/perfdoctor/rules/disk002"
 	"github.com/perfdoctor/perfdoctor/rules/gc001"
@@ -62,6 +63,7 @@ func All() []*rules.Rule {
 	return []*rules.Rule{
 		bld001.Rule,   // BLD001 pgo-not-used
 		cpu001.Rule,   // CPU001 hot-function
+		db001.Rule,    // DB001 redone-work
 		disk001.Rule,  // DISK001 sync-disk-write
 		disk002.Rule,  // DISK002 disk-io-wait
 		gc001.Rule,    // GC001 gc-pressure

@@ -2,6 +2,7 @@ package lib004
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/internal/human"
@@ -14,18 +15,39 @@ import (
 // nativeVariants are native codecs seen through perf, most specific first:
 // zlib's level shows in its frames only when the library has symbols
 // (deflate_slow runs levels 4-9, deflate_fast 1-3); a stripped libz.so is
-// only "[unknown] libz.so.1.2.13".
-var nativeVariants = []variant{
-	{frames: evidence.FuncPrefix("deflate_slow", "longest_match"), level: "zlib deflate_slow (levels 4-9)", high: true},
-	{frames: evidence.FuncPrefix("deflate_fast"), level: "zlib deflate_fast (levels 1-3)"},
-	{frames: frames.NativeZlib, level: "zlib (libz.so has no symbols for its internals, so the level is not visible)"},
-	{frames: frames.NativeZstdCompress, level: "zstd (native library; level not visible)"},
-	{frames: frames.NativeBrotliEncode, level: "brotli encoder (native library; quality not visible)"},
-	{frames: frames.NativeLZ4, level: "lz4 (native library), already a fast codec"},
+// only "[unknown] libz.so.1.2.13". Each names the library file its frames
+// come from and the Debian package carrying that library's symbols.
+var nativeVariants = []nativeVariant{
+	{variant: variant{frames: evidence.FuncPrefix("deflate_slow", "longest_match"), level: "zlib deflate_slow (levels 4-9)", high: true}, library: "libz.so", dbgsym: "zlib1g-dbgsym"},
+	{variant: variant{frames: evidence.FuncPrefix("deflate_fast"), level: "zlib deflate_fast (levels 1-3)"}, library: "libz.so", dbgsym: "zlib1g-dbgsym"},
+	{variant: variant{frames: frames.NativeLibdeflate, level: "libdeflate (already the fastest DEFLATE; level not visible)"}, library: "libdeflate.so", dbgsym: "libdeflate0-dbgsym"},
+	{variant: variant{frames: frames.NativeZlib, level: "zlib (libz.so has no symbols for its internals, so the level is not visible)"}, library: "libz.so", dbgsym: "zlib1g-dbgsym"},
+	{variant: variant{frames: frames.NativeZstdCompress, level: "zstd (native library; level not visible)"}, library: "libzstd.so", dbgsym: "libzstd1-dbgsym"},
+	{variant: variant{frames: frames.NativeBrotliEncode, level: "brotli encoder (native library; quality not visible)"}, library: "libbrotlienc.so", dbgsym: "libbrotli1-dbgsym"},
+	{variant: variant{frames: frames.NativeLZ4, level: "lz4 (native library), already a fast codec"}, library: "liblz4.so", dbgsym: "liblz4-1-dbgsym"},
+}
+
+// nativeVariant is a native codec: its frames, and the library they are in.
+type nativeVariant struct {
+	variant
+	library string // the file name's start, as perf shows a stripped frame
+	dbgsym  string // Debian's package with the library's symbols
+}
+
+// libraryFile is the mapped file a codec's samples were in, as perf named
+// it ("libz.so.1.2.13" from "[unknown] libz.so.1.2.13"), or the library's
+// name when its frames had symbols.
+func libraryFile(cpu *evidence.Stacks, v nativeVariant) string {
+	for _, fn := range cpu.Matched(v.frames, 50) {
+		if name, ok := strings.CutPrefix(fn, "[unknown] "); ok && strings.HasPrefix(name, v.library) {
+			return name
+		}
+	}
+	return v.library
 }
 
 // nativeFix is the prescription for a native codec, by the process that runs it.
-func nativeFix(comm string, v variant) string {
+func nativeFix(comm string, v nativeVariant) string {
 	switch comm {
 	case "nginx":
 		return "nginx compresses responses on every request: serve precompressed files for static content " +
@@ -37,6 +59,9 @@ func nativeFix(comm string, v variant) string {
 		return "Check the server's compression setting (level and which data it applies to) and compress less often or at a lower level." + measure
 	}
 	switch {
+	case v.library == "libdeflate.so":
+		return "libdeflate is already the fastest DEFLATE: cache or precompress responses that do not change, " +
+			"lower the compression level it is called with (1-6), and skip small or already-compressed payloads." + measure
 	case v.high:
 		return "Lower the zlib level (deflateInit2's level; 6 is the default, 1-3 run deflate_fast) or switch to zstd or libdeflate, and cache compressed forms of content that does not change." + measure
 	}
@@ -51,7 +76,7 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 	if share < minShare {
 		return false
 	}
-	var best variant
+	var best nativeVariant
 	var bestShare float64
 	for _, v := range nativeVariants {
 		if s := cpu.Share(v.frames); s > bestShare {
@@ -62,9 +87,20 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 	if s := pass.Evidence.SystemEnd; s != nil && s.Process != nil {
 		comm = s.Process.Comm
 	}
+	// What the fix gives back, by what it can be: nginx serving files
+	// precompressed at deploy (gzip_static) compresses nothing per request,
+	// all of the share; where the content is dynamic, a lower level saves
+	// at least recoverHigh of it. Which applies is not in the frames.
 	rate, basis := recoverOther, "share of on-CPU samples in a native codec; serving precompressed content or a lower level typically saves at least 30% of it"
-	if best.high || comm == "nginx" {
-		rate, basis = recoverHigh, "share of on-CPU samples in a native codec; a lower level or precompressed static content saves at least half of it"
+	impactLow, impactHigh := share*recoverOther, share*recoverHigh
+	if best.high {
+		rate, basis = recoverHigh, "share of on-CPU samples in a native codec; a lower level saves at least half of it, precompressed static content all of it"
+		impactLow, impactHigh = share*recoverHigh, share
+	}
+	if comm == "nginx" {
+		rate, basis = 1, "share of on-CPU samples in a native codec: serving files precompressed once (gzip_static) removes all of it; "+
+			"for dynamic responses a lower level saves at least 60% of it (case C1), the low end of the range"
+		impactLow, impactHigh = share*recoverHigh, share
 	}
 	impact := share * rate
 	sev := rules.SeverityFor(impact)
@@ -72,10 +108,12 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		// The level is not known: an opportunity, not a proven misconfiguration.
 		sev = min(sev, rules.Medium)
 	}
+	library := libraryFile(cpu, best)
 	unsym := frames.LeafShare(cpu, frames.Unsymbolized)
 	shown := []rules.Fact{
 		rules.Share("native compression share of CPU (perf)", share),
 		rules.Text("codec and level (from the frames)", best.level),
+		rules.Text("library (the mapped file)", library),
 	}
 	if comm != "" {
 		shown = append(shown, rules.Text("process", comm))
@@ -83,14 +121,15 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 	caveats := []string{caveat}
 	if unsym > 0.2 {
 		caveats = append(caveats, fmt.Sprintf("%s of the samples end in unsymbolized frames: the codec is known from the library file, "+
-			"not from its functions, so the level and the caller are not visible. To see them, %s (zlib1g-dbgsym for zlib).", human.Percent(unsym), frames.SymbolizeAdvice))
+			"not from its functions, so the level and the caller are not visible. To see them, %s (%s for %s).", human.Percent(unsym), frames.SymbolizeAdvice, best.dbgsym, library))
 	}
 	f := rules.Finding{
 		Severity:    sev,
 		Impact:      impact,
 		Resource:    "cpu",
 		ImpactBasis: basis,
-		Summary:     fmt.Sprintf("Compression uses %s of CPU in a native library (%s)", human.Percent(share), best.level),
+		ImpactRange: &[2]float64{impactLow, impactHigh},
+		Summary:     fmt.Sprintf("Compression uses %s of CPU in %s (%s)", human.Percent(share), library, best.level),
 		Evidence:    shown,
 		Fix:         nativeFix(comm, best),
 		Caveats:     caveats,

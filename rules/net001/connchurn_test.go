@@ -1,13 +1,19 @@
 package net001
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 
 	"github.com/google/pprof/profile"
 
@@ -106,5 +112,71 @@ func TestServerClosingInboundConnectionsIsNotChurn(t *testing.T) {
 	)
 	if res := run(cpu); len(res.Findings) != 0 {
 		t.Fatalf("server-side close reported as churn: %+v", res.Findings[0])
+	}
+}
+
+// Native code through perf: a C client dialling per request fires, the
+// same client keeping its connection does not (testdata/native/record.sh).
+func TestNativeChurn(t *testing.T) {
+	ruletest.Run(t, "testdata/native", []*rules.Rule{Rule})
+}
+
+// proxied returns a request through a real httputil.ReverseProxy to a
+// loopback backend; keepAlive says whether the proxy keeps its upstream
+// connections. The client keeps its own connection to the proxy, so any
+// dialling is the proxy's.
+func proxied(t *testing.T, keepAlive bool) func() {
+	t.Helper()
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(backend.Close)
+	target, _ := url.Parse(backend.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{DisableKeepAlives: !keepAlive, MaxIdleConnsPerHost: 8}
+	front := httptest.NewServer(rp)
+	t.Cleanup(front.Close)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	t.Cleanup(client.CloseIdleConnections)
+	return func() {
+		resp, err := client.Get(front.URL)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// A reverse proxy without upstream keep-alive is told to turn it on in
+// its transport; the same proxy keeping its upstream connections is quiet.
+func TestReverseProxyWithoutKeepAlive(t *testing.T) {
+	res := run(testprof.CPU(t, 2*time.Second, 2, proxied(t, false)))
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a connection-churn finding, got %d (%v)", len(res.Findings), res.NotChecked)
+	}
+	if f := res.Findings[0]; !strings.Contains(f.Summary, "reverse proxy") || !strings.Contains(f.Fix, "keep-alive to upstreams") {
+		t.Errorf("want the proxy's upstream keep-alive: %q\n%s", f.Summary, f.Fix)
+	}
+	if res := run(testprof.CPU(t, 2*time.Second, 2, proxied(t, true))); len(res.Findings) != 0 {
+		t.Errorf("a proxy keeping its upstream connections reported: %+v", res.Findings[0])
+	}
+}
+
+// A real server closing after every response (Tomcat, maxKeepAliveRequests=1,
+// from the corpus) is told to keep connections; healthy corpus servers
+// under the same load are not.
+func TestServerCloseOnCorpus(t *testing.T) {
+	for dir, want := range map[string]string{
+		"../../corpus/jvm-tomcat-keepalive-off/bad": `top NET001 medium "closes its connection after each response" "maxKeepAliveRequests"`,
+		"../../corpus/jvm-tomcat-jsp-healthy/bad":   `never NET001`,
+		"../../corpus/jvm-jetty-static-healthy/bad": `never NET001`,
+	} {
+		exp, err := ruletest.Parse(strings.NewReader(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, res := ruletest.Diagnose(t, dir, []*rules.Rule{Rule})
+		for _, v := range ruletest.Violations(res, exp) {
+			t.Errorf("%s: %s", dir, v)
+		}
 	}
 }

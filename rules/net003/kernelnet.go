@@ -6,6 +6,7 @@ package net003
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/perfdoctor/perfdoctor/facts"
 
@@ -59,7 +60,7 @@ count too unless the process is known.`,
 	},
 	Needs: []rules.Input{rules.Host},
 	Uses:  []rules.Input{rules.Perf},
-	Facts: []facts.Key{facts.CPUStacks, facts.KernelFrames, facts.PerfStacks},
+	Facts: []facts.Key{facts.CPUStacks, facts.KernelFrames, facts.PerfStacks, facts.SystemFrames},
 	Check: check,
 }
 
@@ -185,9 +186,25 @@ func check(pass *rules.Pass) error {
 	}
 	if st != nil {
 		notStorage := st.Has(frames.KernelStorage)
-		first := st.First(facts.Get(pass.Facts, facts.KernelFrames))
+		artefact := st.Has(frames.SchedulerArtefacts)
+		kernel := facts.Get(pass.Facts, facts.KernelFrames)
+		// Kernel time by cause: the system call a sample is in and the
+		// program's frame that made it, whatever the leaf.
+		system := facts.Get(pass.Facts, facts.SystemFrames)
+		own := func(fn string) bool { return !system(fn) && !frames.Unsymbolized(fn) && !kernel(fn) }
+		if calls := frames.Syscalls(st, own, 6); len(calls) > 0 {
+			parts := make([]string, len(calls))
+			for i, c := range calls {
+				parts[i] = c.Syscall + " " + human.Percent(c.Share)
+				if c.Caller != "" {
+					parts[i] += " (from " + rules.ShortFunc(c.Caller) + ")"
+				}
+			}
+			f.Evidence = append(f.Evidence, rules.Text("perf samples by system call", strings.Join(parts, ", ")))
+		}
+		first := st.First(kernel)
 		top := st.TopSites(6, func(s evidence.Sample) *evidence.Frame {
-			if notStorage(s) {
+			if notStorage(s) || artefact(s) {
 				return nil
 			}
 			return first(s)
@@ -196,6 +213,12 @@ func check(pass *rules.Pass) error {
 			f.Evidence = append(f.Evidence, rules.Text("kernel functions in perf", rules.SiteList(top, 6)),
 				rules.Share("perf samples in network soft interrupts", st.Share(softirqFrames)))
 			f.Frames = st.Matched(softirqFrames, 8)
+		}
+		if a := frames.LeafShare(st, frames.SchedulerArtefacts); a >= 0.05 {
+			f.Evidence = append(f.Evidence, rules.Share("perf samples ending in scheduler artefacts (left out of the kernel functions)", a))
+			f.Caveats = append(f.Caveats, fmt.Sprintf("%s of perf's samples end in finish_task_switch or _raw_spin_unlock_irqrestore: "+
+				"on a software clock (a VM without hardware counters) samples taken with interrupts off land there. They say a thread "+
+				"was switched or woken, not what it did: read them as time in the system call above them (by system call, above).", human.Percent(a)))
 		}
 	}
 	// The kernel time a CPU profile sees is the samples inside system

@@ -1,0 +1,216 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/perfdoctor/perfdoctor/collect/system"
+)
+
+// forker is an idle parent that runs a busy child from the start and
+// forks a second one a second later; each stops by itself.
+const forker = `
+timeout --foreground 8 sh -c 'while :; do :; done' & echo $! > "$1/first"
+sleep 1
+timeout --foreground 6 sh -c 'while :; do :; done' & echo $! > "$1/second"
+wait
+`
+
+// startForker starts forker and returns its PID and a function reading a
+// child's PID once the parent has written it.
+func startForker(t *testing.T) (int, func(string) int) {
+	t.Helper()
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed (scripts/test.sh installs linux-perf)")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", forker, "forker", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := func(name string) int {
+		for range 100 {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				return pid
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("the forker never wrote %s", name)
+		return 0
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{"first", "second"} {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL) // the test's own children's children
+				}
+			}
+		}
+		killGroup(cmd)
+	})
+	return cmd.Process.Pid, child
+}
+
+// perf records a process's tree: the child alive at the start (passed in
+// Also) and the one forked during the window (followed by perf's
+// inheritance), each sample with its own pid; OnlyPID keeps the idle
+// parent alone.
+func TestRecordTree(t *testing.T) {
+	parent, child := startForker(t)
+	child("first")
+	// timeout, the busy shell it runs and the parent's sleep: the busy
+	// shell may start a moment after timeout's PID is written.
+	tree := descendants(t, parent)
+	for i := 0; len(tree) < 3 && i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+		tree = descendants(t, parent)
+	}
+	p, err := Record(context.Background(), Options{PID: parent, Also: tree, Duration: 2500 * time.Millisecond})
+	if err != nil {
+		if strings.Contains(err.Error(), "not permitted") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	child("second")
+	samples := map[int64]int64{}
+	for _, s := range p.Sample {
+		samples[s.NumLabel["pid"][0]] += s.Value[0]
+	}
+	var atStart, forked int64
+	for pid, n := range samples {
+		if slices.Contains(tree, int(pid)) {
+			atStart += n
+		} else if pid != int64(parent) {
+			forked += n
+		}
+	}
+	t.Logf("samples by pid: %v (parent %d, descendants at the start %v)", samples, parent, tree)
+	if atStart < 10 || forked < 10 {
+		t.Errorf("samples by pid %v: want the busy child there at the start and the one forked in the window", samples)
+	}
+
+	// The parent alone: it only waits, so there is nothing to record.
+	_, err = Record(context.Background(), Options{PID: parent, Also: tree, OnlyPID: true, Duration: time.Second})
+	if !errors.Is(err, ErrNoSamples) {
+		t.Errorf("the idle parent alone: %v, want ErrNoSamples", err)
+	}
+}
+
+// A descendant gone between being listed and perf attaching does not
+// cost the recording.
+func TestRecordTreeChildGone(t *testing.T) {
+	parent, child := startForker(t)
+	child("first")
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Record(context.Background(), Options{PID: parent, Also: append([]int{gone.Process.Pid}, descendants(t, parent)...), Duration: time.Second})
+	if err != nil {
+		if strings.Contains(err.Error(), "not permitted") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	if len(p.Sample) == 0 {
+		t.Error("no samples")
+	}
+}
+
+// Off the CPU too, the tree's processes are recorded, each sample with
+// its pid: here a child shell waiting for the sleep it runs.
+func TestOffCPUTree(t *testing.T) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf is not installed (scripts/test.sh installs linux-perf)")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", `timeout --foreground 8 sh -c 'while :; do sleep 0.01; done' & echo $! > "$1/napper"; wait`, "tree", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killGroup(cmd) })
+	var napper int
+	for range 100 {
+		if b, err := os.ReadFile(filepath.Join(dir, "napper")); err == nil && strings.HasSuffix(string(b), "\n") {
+			napper, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if napper == 0 {
+		t.Fatal("no child")
+	}
+	t.Cleanup(func() { syscall.Kill(napper, syscall.SIGKILL) })
+	tree := descendants(t, cmd.Process.Pid)
+	p, err := RecordOffCPU(context.Background(), Options{PID: cmd.Process.Pid, Also: tree, Duration: time.Second})
+	if errors.Is(err, ErrSchedNotPermitted) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := map[int64]int64{}
+	var children int64
+	for _, s := range p.Sample {
+		pid := s.NumLabel["pid"][0]
+		off[pid] += s.Value[0]
+		if slices.Contains(tree, int(pid)) {
+			children += s.Value[0]
+		}
+	}
+	if children < int64(100*time.Millisecond) {
+		t.Errorf("off-CPU by pid %v: want the waits of the descendants %v", off, tree)
+	}
+}
+
+// descendants lists pid's descendants as collect does before recording.
+func descendants(t *testing.T, pid int) []int {
+	t.Helper()
+	tree, err := system.Descendants(system.Roots{}, pid)
+	if err != nil || len(tree) == 0 {
+		t.Fatalf("descendants of %d: %v, %v", pid, tree, err)
+	}
+	return tree
+}
+
+// killGroup ends a test's shell and every process it started. The shells
+// run in their own process group and their timeouts in the foreground
+// (timeout otherwise makes a group of its own), so one signal reaches all:
+// a SIGKILL to the shell or a timeout alone would leave its busy child running.
+func killGroup(cmd *exec.Cmd) {
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
+}
+
+// A child that exited but was not reaped answers kill(0) yet is gone for
+// perf: alive leaves it out.
+func TestAliveLeavesZombiesOut(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	for range 100 { // until it has exited; it stays a zombie until Wait
+		if zombie(pid) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := alive([]int{pid, os.Getpid()}); !slices.Equal(got, []int{os.Getpid()}) {
+		t.Errorf("alive = %v, want only this process %d (the zombie %d left out)", got, os.Getpid(), pid)
+	}
+	cmd.Wait()
+}

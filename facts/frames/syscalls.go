@@ -1,0 +1,154 @@
+package frames
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+)
+
+// Kernel time read by cause: a perf stack that enters the kernel through
+// the system call entry is charged to that system call and to the
+// program's frame that made it, whatever the leaf. On a VM's software
+// cpu-clock the leaf is often a scheduler artefact (finish_task_switch,
+// _raw_spin_unlock_irqrestore: where samples taken with interrupts off
+// land), while the work that matters is the system call above it.
+
+// syscallEntry is the kernel's system call entry on x86-64 and arm64.
+var syscallEntry = evidence.FuncPrefix("entry_SYSCALL_64", "do_syscall_64", "el0_svc", "invoke_syscall", "__arm64_sys_")
+
+// SchedulerArtefacts are the leaves where a software clock's samples with
+// interrupts off land: they say the thread was switched or woken, not
+// what it was doing.
+var SchedulerArtefacts = evidence.FuncPrefix("finish_task_switch", "_raw_spin_unlock_irqrestore", "__raw_spin_unlock_irq", "_raw_spin_unlock_irq")
+
+// dispatchExit are kernel frames right under do_syscall_64 that are the
+// return to user space (a preemption there), not the call itself.
+var dispatchExit = evidence.FuncPrefix("exit_to_user_mode", "syscall_exit_to_user_mode", "irqentry_exit")
+
+// SyscallSite is one system call's share of kernel samples and the frame
+// of the program that made it most.
+type SyscallSite struct {
+	Syscall string
+	Share   float64 // of all samples
+	Caller  string  // the program's frame above the call, "" when not seen
+}
+
+// Syscalls charges each sample inside a system call to the call's name
+// (from the kernel's dispatch frame, else the C library's wrapper) and to
+// the first frame above the wrapper that own accepts (the program's code),
+// and returns the calls by share, at most n. Samples outside system calls
+// are not counted.
+func Syscalls(st *evidence.Stacks, own evidence.Matcher, n int) []SyscallSite {
+	if st == nil || st.Total == 0 {
+		return nil
+	}
+	entry, exit := st.FrameHits(syscallEntry), st.FrameHits(dispatchExit)
+	ownHit := st.FrameHits(own)
+	type acc struct {
+		v       int64
+		callers map[string]int64
+	}
+	by := map[string]*acc{}
+	for _, s := range st.Samples {
+		// Frames run from the leaf to the root: find the outermost entry.
+		at := -1
+		for i := len(s.Frames) - 1; i >= 0; i-- {
+			if entry[s.Frames[i]] {
+				at = i
+				break
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		name := ""
+		// Under the entry frames, the first that is neither entry nor exit
+		// names the call (__x64_sys_close, ksys_read, __sys_connect).
+		for i := at - 1; i >= 0; i-- {
+			f := s.Frames[i]
+			if entry[f] {
+				continue
+			}
+			if !exit[f] {
+				name = kernelCallName(st.Frames[f].Func)
+			}
+			break
+		}
+		// Above it, the C library's wrapper, then the program.
+		wrapper, caller := "", ""
+		for i := at + 1; i < len(s.Frames); i++ {
+			fn := st.Frames[s.Frames[i]].Func
+			if wrapper == "" {
+				wrapper = fn
+				continue
+			}
+			if ownHit[s.Frames[i]] {
+				caller = fn
+				break
+			}
+		}
+		if name == "" {
+			name = libcCallName(wrapper)
+		}
+		if name == "" {
+			name = "(unknown call)"
+		}
+		a := by[name]
+		if a == nil {
+			a = &acc{callers: map[string]int64{}}
+			by[name] = a
+		}
+		a.v += s.Value
+		if caller != "" {
+			a.callers[caller] += s.Value
+		}
+	}
+	out := make([]SyscallSite, 0, len(by))
+	for name, a := range by {
+		site := SyscallSite{Syscall: name, Share: float64(a.v) / float64(st.Total)}
+		var best int64
+		for c, v := range a.callers {
+			if v > best || (v == best && c < site.Caller) {
+				site.Caller, best = c, v
+			}
+		}
+		out = append(out, site)
+	}
+	slices.SortFunc(out, func(a, b SyscallSite) int {
+		if a.Share != b.Share {
+			if a.Share > b.Share {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Syscall, b.Syscall)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// kernelCallName is the system call a kernel dispatch frame implements:
+// __x64_sys_close, __se_sys_close, __do_sys_close, ksys_read, __sys_connect.
+func kernelCallName(fn string) string {
+	for _, p := range []string{"__x64_sys_", "__ia32_sys_", "__arm64_sys_", "__se_sys_", "__do_sys_", "__sys_", "ksys_"} {
+		if rest, ok := strings.CutPrefix(fn, p); ok && rest != "" {
+			return rest
+		}
+	}
+	return ""
+}
+
+// libcCallName is the system call a C library wrapper makes, by its name:
+// __libc_connect, __GI___libc_write, __close, read.
+func libcCallName(fn string) string {
+	if fn == "" || strings.HasPrefix(fn, "[unknown]") || strings.ContainsAny(fn, ".(/") {
+		return ""
+	}
+	for _, p := range []string{"__GI___libc_", "__libc_", "__GI___", "__GI_", "__"} {
+		fn = strings.TrimPrefix(fn, p)
+	}
+	return strings.TrimSuffix(fn, "_nocancel")
+}

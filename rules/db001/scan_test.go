@@ -1,0 +1,68 @@
+package db001
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
+)
+
+// H2 looking users up by an unindexed email (corpus jvm-h2-missing-index)
+// is told to index it; the same server with the index
+// (testdata/h2-indexed) and the healthy corpus servers are not.
+func TestH2(t *testing.T) {
+	ruletest.Run(t, "testdata", []*rules.Rule{Rule})
+	for dir, want := range map[string]string{
+		"../../corpus/jvm-h2-missing-index/bad":        `top DB001 high "H2 scans whole tables" "create an index"`,
+		"../../corpus/jvm-tomcat-jsp-healthy/bad":      `never DB001`,
+		"../../corpus/jvm-zookeeper-reads-healthy/bad": `never DB001`,
+	} {
+		exp, err := ruletest.Parse(strings.NewReader(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, res := ruletest.Diagnose(t, dir, []*rules.Rule{Rule})
+		for _, v := range ruletest.Violations(res, exp) {
+			t.Errorf("%s: %s", dir, v)
+		}
+	}
+}
+
+// Native engines through perf: PostgreSQL's sequential scan under its
+// executor, with its per-row qual, from 10% of CPU; an index scan is not
+// a table walk.
+func TestPostgresFrames(t *testing.T) {
+	run := func(stacks ...testprof.Stack) rules.Result {
+		cpu := testprof.Build(stacks...)
+		return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
+	}
+	exec := []string{"ExecScan", "ExecProcNode", "standard_ExecutorRun", "ExecutorRun", "PortalRun", "exec_simple_query", "PostgresMain"}
+	seq := append([]string{"heapgettup_pagemode", "heap_getnextslot", "SeqNext"}, exec...)
+	qual := append([]string{"ExecInterpExpr", "ExecQual"}, exec...)
+	idx := append([]string{"_bt_search", "btgettuple", "index_getnext_tid", "IndexNext"}, exec...)
+	res := run(
+		testprof.Stack{Value: 400, Funcs: seq},
+		testprof.Stack{Value: 200, Funcs: qual},
+		testprof.Stack{Value: 400, Funcs: []string{"secure_read", "pq_recvbuf", "PostgresMain"}},
+	)
+	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Summary, "PostgreSQL") || !strings.Contains(res.Findings[0].Summary, "60% of CPU") {
+		t.Fatalf("want a PostgreSQL scan at 60%%: %+v", res.Findings)
+	}
+	if r := res.Findings[0].ImpactRange; r == nil || r[0] != 0.6 {
+		t.Errorf("impact range %v, want it to start at the walk and its tests, 0.6", r)
+	}
+	// Under the threshold: 9% in the walk.
+	if res := run(testprof.Stack{Value: 90, Funcs: seq}, testprof.Stack{Value: 910, Funcs: idx}); len(res.Findings) != 0 {
+		t.Errorf("a 9%% walk reported: %+v", res.Findings[0])
+	}
+	// Index scans, however hot, are not table walks.
+	if res := run(testprof.Stack{Value: 900, Funcs: idx}, testprof.Stack{Value: 100, Funcs: qual}); len(res.Findings) != 0 {
+		t.Errorf("index scans reported: %+v", res.Findings[0])
+	}
+}
