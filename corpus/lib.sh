@@ -510,3 +510,28 @@ mariadb_start() {
 pg_postmaster() {
 	head -n1 "$1/postmaster.pid"
 }
+
+# json_upstream PORT DIR: the backend of the proxy scenarios: an nginx (one
+# worker, keep-alive kept) on 127.0.0.1:PORT answering every request with the
+# same 70-byte JSON document, its configuration and log in DIR.
+json_upstream() {
+	local port=$1 dir=$2
+	cat >"$dir/upstream.conf" <<CONF
+worker_processes 1;
+error_log $dir/upstream-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:$port backlog=4096;
+    keepalive_requests 100000;
+    location / {
+      default_type application/json;
+      return 200 '{"id":42,"name":"widget","price":9.5,"stock":17,"tags":["blue","small"]}';
+    }
+  }
+}
+CONF
+	nginx_start "$dir/upstream.conf"
+	wait_port "$port"
+}

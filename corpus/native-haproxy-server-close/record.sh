@@ -11,24 +11,7 @@ apt_need haproxy nginx-light
 scenario_init
 
 UP=$(free_port)
-cat >"$W/upstream.conf" <<CONF
-worker_processes 1;
-error_log $W/upstream-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  server {
-    listen 127.0.0.1:$UP backlog=4096;
-    keepalive_requests 100000;
-    location / {
-      default_type application/json;
-      return 200 '{"id":42,"name":"widget","price":9.5,"stock":17,"tags":["blue","small"]}';
-    }
-  }
-}
-CONF
-nginx_start "$W/upstream.conf"
-wait_port "$UP"
+json_upstream "$UP" "$W"
 
 # haproxy_start PORT OPTION-LINE: the proxy under test, in the foreground.
 haproxy_start() {
