@@ -136,5 +136,5 @@ func Read[T any](ev *evidence.Evidence, f *Fact[T]) T {
 // its declarations.
 func All() []Key {
 	return []Key{CPUStacks, PerfStacks, WindowAllocs, AllocStacks, KernelFrames, SystemFrames, CoresUsed,
-		GCCost, Owners, Runtime, TimeWait, WorkDone}
+		GCCost, Owners, Runtime, TimeWait, WorkDone, Configuration, Program, DominantPath}
 }

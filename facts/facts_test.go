@@ -91,6 +91,12 @@ func readAny(p *facts.Pass, k facts.Key) {
 		facts.Get(p, f)
 	case *facts.Fact[facts.Work]:
 		facts.Get(p, f)
+	case *facts.Fact[*facts.ProgramCode]:
+		facts.Get(p, f)
+	case *facts.Fact[*facts.Path]:
+		facts.Get(p, f)
+	case *facts.Fact[facts.Config]:
+		facts.Get(p, f)
 	default:
 		panic("a fact of a type this test does not know: add it to readAny")
 	}

@@ -88,7 +88,9 @@ func readOwners(ev *evidence.Evidence) *CodeOwners {
 			o.Main, o.Source = moduleRoot(b.MainPackage), "the executable's main package, read up to its repository"
 		}
 		for _, pre := range systemPrefixes {
-			if o.Program == "" && strings.HasPrefix(p.Executable, pre) {
+			// A JVM's executable is the launcher (/usr/lib/jvm/.../bin/java):
+			// the program is the application it runs, not the package.
+			if o.Program == "" && strings.HasPrefix(p.Executable, pre) && path.Base(p.Executable) != "java" {
 				o.Program = fmt.Sprintf("%s is installed by the system's package manager", p.Executable)
 			}
 		}
@@ -162,6 +164,10 @@ func (o *CodeOwners) Of(f evidence.Frame) Ownership {
 		return Ownership{OwnerDependency, moduleRoot(path.Dir(after)), "its file is under vendor/"}
 	}
 	if mod, ok := fileModule(f.File); ok {
+		if mod == o.Main {
+			// go install pkg@version builds the main module from the cache.
+			return Ownership{Owner: OwnerMain, Why: "in the main module " + o.Main + " (" + o.Source + ")"}
+		}
 		return Ownership{OwnerDependency, mod, "its file is in the module cache (" + path.Base(mod) + "@version)"}
 	}
 	switch {

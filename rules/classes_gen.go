@@ -7,6 +7,7 @@ package rules
 // meaning once released.
 var Classes = []string{
 	"pgo-not-used",
+	"configuration",
 	"hot-function",
 	"redone-work",
 	"sync-disk-write",
@@ -52,6 +53,7 @@ var Classes = []string{
 	"conntrack-pressure",
 	"listen-backlog",
 	"downstream-wait",
+	"small-requests",
 	"scheduler-overhead",
 	"goroutine-churn",
 	"scheduling-latency",

@@ -123,7 +123,7 @@ Start with:  perfdoctor demo`,
 		a.fleetCommand(), a.historyCommand(),
 		a.fetchAsyncProfilerCommand(),
 
-		a.tryCommand(), a.pgoCommand(),
+		a.tryCommand(), a.pgoCommand(), a.mcpCommand(),
 	)
 	return root
 }

@@ -57,3 +57,12 @@ var ScanFrames = evidence.FuncPrefix(
 	"runtime.typePointers", "runtime.(*mspan).typePointersOf", "runtime.(*gcWork).tryGetSpan",
 	"runtime.extractHeapBitsSmall", "runtime.(*mspan).heapBitsSmallForAddr", "runtime.spanOf",
 )
+
+// JVMGCFrames are a JVM collector's own functions as native profilers name them
+// (HotSpot's C++ symbols), seen on the GC threads' stacks.
+var JVMGCFrames = evidence.FuncPrefix(
+	"G1", "GCTaskThread::", "ConcurrentGCThread::", "CollectedHeap::", "GenCollectedHeap::",
+	"ZMark", "ZRelocate", "ZHeap", "ZDriver", "ZWorker", "ZCollect", "ZPage", "ZBarrier", "ZGeneration", "ZThread",
+	"PSPromotionManager", "PSScavenge", "PSParallelCompact", "ParallelScavengeHeap", "PSOldGen", "PSYoungGen",
+	"DefNewGeneration", "SerialHeap", "TenuredGeneration", "MarkSweep", "GenMarkSweep", "SerialFullGC", "Shenandoah",
+)

@@ -25,6 +25,8 @@ const newestGo = "go1.27.0"
 var olderGoOnly = map[string]string{
 	"runtime.findrunnable": "findRunnable from Go 1.21",
 	"runtime.scanobject":   "scanObject from Go 1.26",
+	"runtime.mapiterinit":  "internal/runtime/maps.(*Iter).Init from Go 1.24 (swiss maps)",
+	"runtime.mapiternext":  "internal/runtime/maps.(*Iter).Next from Go 1.24 (swiss maps)",
 }
 
 // runtimeName is a function name or prefix in the runtime's namespace.

@@ -5,7 +5,9 @@ package catalog
 import (
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/bld001"
+	"github.com/perfdoctor/perfdoctor/rules/cfg001"
 	"github.com/perfdoctor/perfdoctor/rules/cpu001"
+	"github.com/perfdoctor/perfdoctor/rules/cpu002"
 	"github.com/perfdoctor/perfdoctor/rules/db001"
 	"github.com/perfdoctor/perfdoctor/rules/disk001"
 	"github.com/perfdoctor/perfdoctor/rules/disk002"
@@ -51,6 +53,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/net004"
 	"github.com/perfdoctor/perfdoctor/rules/net005"
 	"github.com/perfdoctor/perfdoctor/rules/net006"
+	"github.com/perfdoctor/perfdoctor/rules/net007"
 	"github.com/perfdoctor/perfdoctor/rules/sched001"
 	"github.com/perfdoctor/perfdoctor/rules/sched002"
 	"github.com/perfdoctor/perfdoctor/rules/sched003"
@@ -62,7 +65,9 @@ import (
 func All() []*rules.Rule {
 	return []*rules.Rule{
 		bld001.Rule,   // BLD001 pgo-not-used
+		cfg001.Rule,   // CFG001 configuration
 		cpu001.Rule,   // CPU001 hot-function
+		cpu002.Rule,   // CPU002 redone-work
 		db001.Rule,    // DB001 redone-work
 		disk001.Rule,  // DISK001 sync-disk-write
 		disk002.Rule,  // DISK002 disk-io-wait
@@ -108,6 +113,7 @@ func All() []*rules.Rule {
 		net004.Rule,   // NET004 conntrack-pressure
 		net005.Rule,   // NET005 listen-backlog
 		net006.Rule,   // NET006 downstream-wait
+		net007.Rule,   // NET007 small-requests
 		sched001.Rule, // SCHED001 scheduler-overhead
 		sched002.Rule, // SCHED002 goroutine-churn
 		sched003.Rule, // SCHED003 scheduling-latency

@@ -1,10 +1,11 @@
-// Package cpu001 names the application's own hottest code when no
-// specific rule explains where the CPU goes (finding class hot-function).
+// Package cpu001 names the program's dominant path when no specific rule
+// explains where the CPU goes (finding class hot-function): the widest
+// subtree rooted in the program's own code, from its entry to where the
+// cost spreads, and what it calls there.
 package cpu001
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/facts"
@@ -21,37 +22,55 @@ var Rule = &rules.Rule{
 	ID:    "CPU001",
 	Class: "hot-function",
 	Doc: rules.Doc{
-		Title: "One of the application's functions dominates CPU",
+		Title: "The program's dominant path: where its CPU goes",
 		Text: `The fallback: when no specific rule explains the CPU, perfdoctor still points
-at the place to look. Each CPU sample is charged to the innermost frame outside
-the Go runtime and standard library (the service's own code or a library it
-calls), so a function that spends its time in sort or strings is charged for it.`,
-		Evidence: `The CPU profile, minus the samples that other findings already explain.
-Reports the top function from 5% of CPU with its hottest lines and callers, at
-severity info, or low from 15%: every service has a hottest function, so this
-finding is where to look, never an alarm. Frames perf could not symbolize
-("[unknown]") are never named: their time goes to the first named frame above
-them, samples with none are left out of the shares, and from 5% the report says
-how much was unnamed and how to name it. When no function of the program is
-named above a native library family (OpenSSL, memcpy/malloc, PCRE, protobuf and
-other serializers) and the library outweighs every named function, the library
-is reported with its own prescription.`,
-		Fix: `Read the named lines: look for work that grows with input size (nested loops
-over slices, a linear search that wants a map or set), repeated conversions,
-and work that could be done once instead of per request.`,
+at the place to look, as an engineer reads a profile: not the hottest leaf
+(a sort's comparison, a hash, a getter), which is the cost of what the code
+above it does, but the widest subtree rooted in the program's own code. Its
+entry is where a unit of work starts in the program (a handler, a worker's
+loop); the chain follows the one callee that holds most of the cost down to
+where the cost spreads; what that function calls is where the time goes.
+The question to ask of the path is whether its work is needed per request.`,
+		Evidence: `The CPU profile, minus the samples that other findings already explain. The
+program's own code is the main module's for Go (the executable's build info,
+else the profiles' file paths), the main binary's for a native program, Java
+classes outside the JDK and the common libraries and frameworks for the JVM
+(a server run by its own command line, as Jetty's start.jar or Tomcat's
+Bootstrap, is the program); when its widest subtree holds under 5% of CPU, the
+path starts in the application code it runs on. Each sample's entry is its
+outermost own frame; the entry with the most samples roots the path, and the
+chain continues while one callee holds 75% of its caller's samples (a push on
+the pushgateway keeps 98-99.9% from call to call down to Gatherers.Gather,
+whose callees then hold 49% and 47%). Reported from 5% of CPU at severity
+info, or low from 15%: every service has a dominant path, usually its handler
+doing its job, so this finding is where to look, never an alarm (healthy
+servers' paths hold 23-79%: ZooKeeper's doIO 27%, Jetty's request 70%, Tomcat's
+79%). Frames perf could not symbolize ("[unknown]") are never named: samples
+ending in them with no named frame are left out of the shares, and from 5% the
+report says how much was unnamed and how to name it. When no function of the
+program is named above a native library family (OpenSSL, memcpy/malloc, PCRE,
+protobuf and other serializers) and the library outweighs every named
+function, the library is reported with its own prescription.`,
+		Fix: `Read the path from its entry to where the cost spreads, then the lines named: is
+the work the path does needed for every request? Work that could be done once,
+cached or kept up to date incrementally is the largest saving; then work that
+grows with input size (nested loops over slices, a linear search that wants a
+map or set) and repeated conversions.`,
 		Before:  `for _, a := range xs { for _, b := range ys { if a == b { ... } } }   // O(n*m)`,
 		After:   `set := make(map[T]struct{}, len(ys)); ...; if _, ok := set[a]; ok { ... }`,
-		Caveats: `The estimated gain assumes the code can be made about twice as fast; the real figure depends on the algorithm.`,
+		Caveats: `The estimated gain assumes the work under the path's end can be made about twice as fast; the real figure depends on what the path does, and is all of it when the work need not be done per request.`,
 		Since:   "0.1",
 	},
 	Needs:    []rules.Input{rules.CPU},
 	Fallback: true,
-	Facts:    []facts.Key{facts.CPUStacks, facts.Owners, facts.SystemFrames},
+	Facts:    []facts.Key{facts.CPUStacks, facts.Owners, facts.SystemFrames, facts.Program},
 	Check:    check,
 }
 
 const (
 	minShare = 0.05
+	// lowShare is the share from which the path is graded low, not info.
+	lowShare = 0.15
 	// unsymbolizedNote is the share of samples ending in unnamed frames
 	// from which the report says so and how to name them.
 	unsymbolizedNote = 0.05
@@ -71,11 +90,10 @@ func check(pass *rules.Pass) error {
 	isExplained := cpu.Has(func(fn string) bool { return explained[fn] })
 	unexplained := func(s evidence.Sample) bool { return !isExplained(s) }
 	// Kernel and shared-library frames (perf, folded stacks) are calls the
-	// code above them made: their time is charged to the application
-	// function that made them, as the Go standard library's is.
-	// Unsymbolized frames ("[unknown]") are never named: their time is
-	// charged to the first named frame above them, and samples with none
-	// are left out of the shares, which are computed on what is known.
+	// code above them made, as the Go standard library's are.
+	// Unsymbolized frames ("[unknown]") are never named, and samples with
+	// no named frame are left out of the shares, which are computed on
+	// what is known.
 	system := facts.Get(pass.Facts, facts.SystemFrames)
 	appFrame := cpu.First(func(fn string) bool { return rules.IsApplication(fn) && !system(fn) && !frames.Unsymbolized(fn) })
 	// A sample with no named application frame whose leaf is in a native
@@ -123,67 +141,91 @@ func check(pass *rules.Pass) error {
 	if reportLibrary(pass, cpu, byLib, byFunc, known, unknownLeaf) {
 		return nil
 	}
-	if len(byFunc) == 0 {
+	prog := facts.Get(pass.Facts, facts.Program)
+	path := prog.PathOf(cpu, unexplained)
+	if path == nil {
 		return nil
 	}
-	names := make([]string, 0, len(byFunc))
-	for fn := range byFunc {
-		names = append(names, fn)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if byFunc[names[i]] != byFunc[names[j]] {
-			return byFunc[names[i]] > byFunc[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	top := names[0]
-	share := float64(byFunc[top]) / float64(known)
+	scale := float64(cpu.Total) / float64(known) // shares of the named CPU
+	share := path.Share * scale
 	if share < minShare {
 		return nil
 	}
-	cum := cpu.Share(func(fn string) bool { return fn == top }) * float64(cpu.Total) / float64(known)
-	lines := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
-		if !unexplained(s) {
-			return nil
-		}
-		if f := appFrame(s); f != nil && f.Func == top {
-			return f
-		}
-		return nil
-	})
-	callers := cpu.TopSites(3, func(s evidence.Sample) *evidence.Frame {
-		for i, id := range s.Frames {
-			if cpu.Frames[id].Func == top && i+1 < len(s.Frames) {
-				return &cpu.Frames[s.Frames[i+1]]
+	in := func(s evidence.Sample) bool { return unexplained(s) && path.Under(s) }
+	endPos := len(path.Chain) - 1
+	// at picks the frame of a sample under the path at a chain position.
+	at := func(pos int) func(evidence.Sample) *evidence.Frame {
+		return func(s evidence.Sample) *evidence.Frame {
+			if !unexplained(s) {
+				return nil
 			}
+			return path.Frame(s, pos)
 		}
-		return nil
-	})
-	// A healthy service always has a hottest function, usually its request
-	// handler doing its job: naming it is guidance, not an alarm.
+	}
+	end := path.Last()
+	lines := cpu.TopSites(5, at(endPos))
+	callerPos := endPos
+	for callerPos > 0 && !path.Chain[callerPos].Own {
+		callerPos--
+	}
+	var calls []evidence.Site
+	if callerPos != endPos {
+		calls = cpu.TopSites(2, at(callerPos))
+	}
 	sev := rules.Info
-	if share >= 0.15 {
+	if share >= lowShare {
 		sev = rules.Low
+	}
+	summary := fmt.Sprintf("The dominant path %s holds %s of CPU", path.ChainText(), human.Percent(share))
+	if len(path.Chain) == 1 {
+		summary = fmt.Sprintf("%s holds %s of CPU", path.Name(end.Func), human.Percent(share))
+		if len(path.Callees) == 0 {
+			summary += " in its own code"
+		}
+	}
+	if len(path.Callees) > 0 {
+		var parts []string
+		for _, c := range path.Callees[:min(3, len(path.Callees))] {
+			parts = append(parts, path.Name(c.Func)+" "+human.Percent(c.Share*scale))
+		}
+		summary += "; " + path.Name(end.Func) + " spreads it over " + strings.Join(parts, ", ")
+	}
+	if !path.Own {
+		summary += " (the program's own code holds too little CPU to start from; the path starts in the code it runs on)"
 	}
 	f := rules.Finding{
 		Severity:    sev,
-		Impact:      float64(byFunc[top]) / float64(cpu.Total) / 2, // of all CPU, as other rules' impacts are
+		Impact:      path.End * scale / 2,
 		Resource:    "cpu",
-		ImpactBasis: "half of the CPU charged to the function: assumes it can be made about twice as fast",
-		Summary:     fmt.Sprintf("%s uses %s of CPU (its own code and the library calls it makes)", rules.ShortFunc(top), human.Percent(share)),
+		ImpactBasis: "half of the CPU under the path's end: assumes the work there can be made about twice as fast",
+		Summary:     summary,
 		Evidence: []rules.Fact{
-			rules.Share("CPU charged to the function", share),
-			rules.Share("CPU with the function on the stack (cum)", cum),
+			rules.Text("dominant path", path.Text()),
+			rules.Share("CPU under the path's entry ("+path.Name(path.Entry())+")", share),
+			rules.Share("CPU under the path's end ("+path.Name(end.Func)+")", path.End*scale),
 		},
 		Fix:       pass.Rule.Doc.Fix + pgoAdvice(pass.Evidence),
-		Locations: append(rules.Locations(lines, "hot line"), rules.Locations(callers, "caller")...),
-		Frames:    []string{top},
+		Locations: append(rules.Locations(lines, "hot line"), rules.Locations(calls, "the program's call")...),
+		Frames:    []string{end.Func},
 	}
-	if len(lines) > 0 {
-		// A dependency's hot function is not the user's to optimise: the
-		// lever is how often the service calls it and how it is set up.
+	// The program's frame that calls into a dependency decides whose
+	// change the fix is: the leaves below it are the cost of the call.
+	site := lines
+	if len(calls) > 0 {
+		site = calls
+		caller, callee := path.Chain[callerPos], path.Chain[callerPos+1]
+		down := ""
+		if callee.Func != end.Func {
+			down = " (down to " + path.Name(end.Func) + ", where it spreads)"
+		}
+		codeFix := fmt.Sprintf("%s calls %s, under which %s of CPU goes%s: the change is in %s, the program's code. Is the call needed for every request? "+
+			"Do it once or cache its result, batch it, skip it when its result is unused, or configure the library to do less; a faster %s is its maintainers' change.",
+			rules.SiteName(calls[0].Frame), path.Name(callee.Func), human.Percent(callee.Share*scale), down, path.Name(caller.Func), path.Name(callee.Func))
+		f.Fix = codeFix + pgoAdvice(pass.Evidence)
+	}
+	if len(site) > 0 {
 		var whose rules.Fact
-		f.Fix, whose, _ = rules.Advise(facts.Get(pass.Facts, facts.Owners), lines[0].Frame, f.Fix,
+		f.Fix, whose, _ = rules.Advise(facts.Get(pass.Facts, facts.Owners), site[0].Frame, f.Fix,
 			"Call it less (cache its results, batch, or skip work whose result is unused), look for a configuration that makes it cheaper, or choose another library or component for this path; a faster version of the code itself is its maintainers' change.")
 		f.Evidence = append(f.Evidence, whose)
 	}
@@ -191,16 +233,7 @@ func check(pass *rules.Pass) error {
 		f.Evidence = append(f.Evidence, rules.Share("CPU in unsymbolized frames, left out of the shares", unknownLeaf))
 		f.Caveats = append(f.Caveats, "Part of the CPU could not be named: "+frames.SymbolizeAdvice+".")
 	}
-	for _, fn := range names[1:min(4, len(names))] {
-		s := float64(byFunc[fn]) / float64(known)
-		if s >= minShare/2 {
-			f.Evidence = append(f.Evidence, rules.Share("next: "+rules.ShortFunc(fn), s))
-		}
-	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool {
-		fr := appFrame(s)
-		return fr != nil && fr.Func == top && unexplained(s)
-	}}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: in}
 	pass.Report(f)
 	return nil
 }

@@ -75,14 +75,12 @@ func check(pass *rules.Pass) error {
 	}
 	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	profShare := cpu.Share(frames.GCFrames)
-	gcShare := profShare
 	basis := "share of CPU samples with a GC frame on the stack; cutting allocations and giving the GC headroom together can recover most of it"
 	// The runtime's own CPU accounting, when the target serves
 	// runtime/metrics, is exact over the window where samples estimate.
-	rw, haveRW := ev.Runtime()
-	exact := haveRW && rw.Has(evidence.MetricGCCPU) && rw.Has(evidence.MetricTotalCPU) && rw.GCShare > 0
+	gcShare, exact := goruntime.GCShare(ev, cpu)
+	rw, _ := ev.Runtime()
 	if exact {
-		gcShare = rw.GCShare
 		basis = "GC share of the CPU the process used over the window, from runtime/metrics (/cpu/classes/gc/total over /cpu/classes/total minus idle); cutting allocations and giving the GC headroom together can recover most of it"
 	}
 	if gcShare < lowShare {
@@ -143,7 +141,7 @@ func check(pass *rules.Pass) error {
 	f.Locations = rules.Locations(sites, "allocation site (share of objects allocated)")
 
 	settings := ev.Settings()
-	live := liveHeap(ev)
+	live := goruntime.LiveHeap(ev)
 	if live > 0 {
 		f.Evidence = append(f.Evidence, rules.Bytes("live heap", live))
 	}
@@ -218,21 +216,6 @@ func allocSites(window facts.Allocations) (sites []evidence.Site, sinceStart boo
 	p, inWindow := window.Profile, window.InWindow
 	st := evidence.NewStacks(p, "alloc_objects")
 	return st.TopSites(5, st.First(func(fn string) bool { return !evidence.IsRuntime(fn) })), p != nil && !inWindow
-}
-
-// liveHeap estimates the live heap: the heap profile's in-use bytes are as
-// of the last GC, which is what survives; else HeapAlloc at the end.
-func liveHeap(ev *evidence.Evidence) uint64 {
-	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricHeapLive) && rw.HeapLive > 0 {
-		return rw.HeapLive // marked at the last GC, exact
-	}
-	if st := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_space"); st != nil && st.Total > 0 {
-		return uint64(st.Total)
-	}
-	if m := ev.MetricsEnd; m != nil {
-		return m.HeapAlloc
-	}
-	return 0
 }
 
 func round(v float64, digits int) float64 {

@@ -11,6 +11,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/internal/human"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -73,12 +74,12 @@ func Headroom(s evidence.Settings, live uint64, gcShare float64) Advice {
 		rules.Share("expected GC share of CPU at the proposed GOGC", after),
 	)
 	a.Text = fmt.Sprintf("Then give the GC headroom: GOMEMLIMIT=%s and GOGC=%d (now %d). Expected GC CPU about %s instead of %s; memory cost: peak heap from ~%s to ~%s, capped by GOMEMLIMIT.",
-		goMemLimit(budget), proposed, gogc, human.Percent(after), human.Percent(gcShare), human.Bytes(peakNow), human.Bytes(peakAfter))
+		GoMemLimit(budget), proposed, gogc, human.Percent(after), human.Percent(gcShare), human.Bytes(peakNow), human.Bytes(peakAfter))
 	a.Config = &rules.ConfigFix{Gain: gcShare - after, Changes: []rules.ConfigChange{
-		{Kind: rules.ConfigEnv, Name: "GOMEMLIMIT", Value: goMemLimit(budget), Now: nowMemLimit(s.GOMEMLIMIT)},
+		{Kind: rules.ConfigEnv, Name: "GOMEMLIMIT", Value: GoMemLimit(budget), Now: nowMemLimit(s.GOMEMLIMIT)},
 		{Kind: rules.ConfigEnv, Name: "GOGC", Value: fmt.Sprint(proposed), Now: fmt.Sprint(gogc)},
 	}}
-	a.Example = fmt.Sprintf("GOMEMLIMIT=%s GOGC=%d   # or in code: debug.SetMemoryLimit(%d); debug.SetGCPercent(%d)", goMemLimit(budget), proposed, budget, proposed)
+	a.Example = fmt.Sprintf("GOMEMLIMIT=%s GOGC=%d   # or in code: debug.SetMemoryLimit(%d); debug.SetGCPercent(%d)", GoMemLimit(budget), proposed, budget, proposed)
 	return a
 }
 
@@ -87,8 +88,33 @@ func nowMemLimit(b uint64) string {
 	if b == 0 {
 		return ""
 	}
-	return goMemLimit(b)
+	return GoMemLimit(b)
 }
 
-// goMemLimit formats bytes in the GOMEMLIMIT syntax.
-func goMemLimit(b uint64) string { return fmt.Sprintf("%dMiB", max(b>>20, 1)) }
+// GoMemLimit formats bytes in the GOMEMLIMIT syntax.
+func GoMemLimit(b uint64) string { return fmt.Sprintf("%dMiB", max(b>>20, 1)) }
+
+// LiveHeap estimates the live heap: the heap profile's in-use bytes are as
+// of the last GC, which is what survives; else HeapAlloc at the end.
+func LiveHeap(ev *evidence.Evidence) uint64 {
+	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricHeapLive) && rw.HeapLive > 0 {
+		return rw.HeapLive // marked at the last GC, exact
+	}
+	if st := evidence.NewStacks(ev.Profile(evidence.Heap), "inuse_space"); st != nil && st.Total > 0 {
+		return uint64(st.Total)
+	}
+	if m := ev.MetricsEnd; m != nil {
+		return m.HeapAlloc
+	}
+	return 0
+}
+
+// GCShare is the collector's share of the process's CPU over the window:
+// the runtime's own accounting when the target serves runtime/metrics
+// (exact), else the share of CPU samples with a GC frame on the stack.
+func GCShare(ev *evidence.Evidence, cpu *evidence.Stacks) (share float64, exact bool) {
+	if rw, ok := ev.Runtime(); ok && rw.Has(evidence.MetricGCCPU) && rw.Has(evidence.MetricTotalCPU) && rw.GCShare > 0 {
+		return rw.GCShare, true
+	}
+	return cpu.Share(frames.GCFrames), false
+}

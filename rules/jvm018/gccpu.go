@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
@@ -65,14 +66,8 @@ const (
 	minCPU = time.Second
 )
 
-// Frames are the collector's own functions as native profilers name them
-// (HotSpot's C++ symbols), seen on the GC threads' stacks.
-var Frames = evidence.FuncPrefix(
-	"G1", "GCTaskThread::", "ConcurrentGCThread::", "CollectedHeap::", "GenCollectedHeap::",
-	"ZMark", "ZRelocate", "ZHeap", "ZDriver", "ZWorker", "ZCollect", "ZPage", "ZBarrier", "ZGeneration", "ZThread",
-	"PSPromotionManager", "PSScavenge", "PSParallelCompact", "ParallelScavengeHeap", "PSOldGen", "PSYoungGen",
-	"DefNewGeneration", "SerialHeap", "TenuredGeneration", "MarkSweep", "GenMarkSweep", "SerialFullGC", "Shenandoah",
-)
+// Frames are the collector's own functions (frames.JVMGCFrames).
+var Frames = frames.JVMGCFrames
 
 func check(pass *rules.Pass) error {
 	ev := pass.Evidence

@@ -93,7 +93,11 @@ var (
 	kpFrames = evidence.FuncPrefix(
 		kp+"flate.(*compressor).", kp+"flate.(*Writer).", kp+"flate.NewWriter", kp+"flate.(*fastEncL", kp+"flate.(*fastGen)",
 		kp+"flate.(*huffmanBitWriter).", kp+"flate.(*huffmanEncoder).", kp+"flate.StatelessDeflate",
-		kp+"gzip.(*Writer).", kp+"zlib.(*Writer).", kp+"gzhttp.", kp+"zstd.(*Encoder).",
+		kp+"gzip.(*Writer).", kp+"zlib.(*Writer).", kp+"zstd.(*Encoder).",
+		// gzhttp's compressing writer, not its handler wrapper: every
+		// response passes the wrapper, and one not compressed (no
+		// Accept-Encoding, too small, an empty 204) costs no compression.
+		kp+"gzhttp.(*GzipResponseWriter).", kp+"gzhttp/writer/",
 		kp+"zstd.(*fastEncoder", kp+"zstd.(*doubleFastEncoder", kp+"zstd.(*betterFastEncoder", kp+"zstd.(*bestFastEncoder",
 		kp+"zstd.(*blockEnc).", "github.com/klauspost/pgzip.(*Writer).",
 	)

@@ -4,8 +4,6 @@ package lib007
 
 import (
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/perfdoctor/perfdoctor/facts"
 
@@ -73,13 +71,8 @@ var (
 	// convenience functions that compile per call.
 	convenience = evidence.FuncPrefix("regexp.MatchString", "regexp.Match", "regexp.MatchReader")
 
-	initFrames = func(fn string) bool {
-		return strings.HasPrefix(fn, "runtime.doInit") || strings.HasPrefix(fn, "sync.(*Once).doSlow") ||
-			goInit.MatchString(fn) || strings.HasSuffix(fn, ".<clinit>")
-	}
-	// package initialisers and their closures: "pkg.init", "pkg.init.0",
-	// "pkg.init.0.func1"; not methods named init ("pkg.(*T).init").
-	goInit = regexp.MustCompile(`^[^()]*\.init(\.\d+)?(\.func\d+.*)?$`)
+	// initFrames run once: compiling under them is not per request.
+	initFrames = frames.Startup
 )
 
 const (

@@ -1,0 +1,296 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect"
+	"github.com/perfdoctor/perfdoctor/diagnose"
+	"github.com/perfdoctor/perfdoctor/load"
+	"github.com/perfdoctor/perfdoctor/underload"
+	"github.com/perfdoctor/perfdoctor/verify"
+)
+
+// Bounds of live work: an agent's call should end in minutes, and an MCP
+// client waits for it.
+const (
+	defaultWindow = 10 * time.Second
+	maxWindow     = 2 * time.Minute
+	maxVerify     = 10 * time.Minute // rounds × both sides × (warm-up + duration)
+	maxWorkers    = 256
+)
+
+type collectInput struct {
+	Target          string  `json:"target" jsonschema:"a live Go service's pprof URL (http://127.0.0.1:6060 or .../debug/pprof/)"`
+	DurationSeconds float64 `json:"duration_seconds,omitempty" jsonschema:"the observation window in seconds (default 10, at most 120)"`
+	Output          string  `json:"output,omitempty" jsonschema:"the bundle folder to create (default a new folder in the first allowed folder)"`
+}
+
+type collectAnswer struct {
+	Bundle  string   `json:"bundle" jsonschema:"the bundle written: pass it to diagnose, top, callers, source or diff"`
+	Items   []string `json:"items" jsonschema:"what the bundle holds"`
+	Failed  []string `json:"failed,omitempty" jsonschema:"what could not be collected, and why"`
+	Partial bool     `json:"partial"`
+}
+
+type runInput struct {
+	Target          string  `json:"target" jsonschema:"the service's pprof URL (http://127.0.0.1:6060)"`
+	Load            string  `json:"load" jsonschema:"the URL to load while collecting (http://127.0.0.1:8080/api)"`
+	DurationSeconds float64 `json:"duration_seconds,omitempty" jsonschema:"the collection window under load (default 10, at most 120)"`
+	WarmupSeconds   float64 `json:"warmup_seconds,omitempty" jsonschema:"load before collecting starts (default 2)"`
+	Concurrency     int     `json:"concurrency,omitempty" jsonschema:"closed-loop workers (default 8, at most 256)"`
+	Rate            float64 `json:"rate,omitempty" jsonschema:"requests per second for an open loop instead (concurrency is then the connections)"`
+	Output          string  `json:"output,omitempty" jsonschema:"the bundle folder to create (default a new folder in the first allowed folder)"`
+}
+
+type runAnswer struct {
+	Load string `json:"load" jsonschema:"what the load measured"`
+	diagnoseAnswer
+}
+
+type verifyInput struct {
+	Before          string  `json:"before" jsonschema:"URL of the version before the change (http://127.0.0.1:8080/)"`
+	After           string  `json:"after" jsonschema:"URL of the version after the change"`
+	Rounds          int     `json:"rounds,omitempty" jsonschema:"rounds, each measuring both versions once, order alternating (default 4, 2..20)"`
+	DurationSeconds float64 `json:"duration_seconds,omitempty" jsonschema:"each measurement's length (default 3)"`
+	WarmupSeconds   float64 `json:"warmup_seconds,omitempty" jsonschema:"load before each measurement, not counted (default 1)"`
+	Concurrency     int     `json:"concurrency,omitempty" jsonschema:"closed-loop workers (default 8, at most 256)"`
+	MinChange       float64 `json:"min_change,omitempty" jsonschema:"ignore significant changes smaller than this fraction (e.g. 0.03)"`
+}
+
+type verifyAnswer struct {
+	Verdict  string     `json:"verdict" jsonschema:"faster, slower or no significant change"`
+	Why      string     `json:"why,omitempty"`
+	Method   string     `json:"method"`
+	Rounds   int        `json:"rounds" jsonschema:"complete rounds"`
+	Ratios   []ratio    `json:"ratios" jsonschema:"after/before with 95% confidence intervals"`
+	Warnings []string   `json:"warnings,omitempty"`
+	Sides    [2]measure `json:"means" jsonschema:"before and after: mean figures over the rounds"`
+}
+
+type ratio struct {
+	Figure string  `json:"figure"`
+	Ratio  float64 `json:"ratio"`
+	Low    float64 `json:"ci95_low"`
+	High   float64 `json:"ci95_high"`
+	Change string  `json:"change" jsonschema:"better, worse or none"`
+}
+
+type measure struct {
+	Throughput float64 `json:"throughput" jsonschema:"successful requests per second"`
+	P50Millis  float64 `json:"p50_ms"`
+	P99Millis  float64 `json:"p99_ms"`
+	Errors     int64   `json:"errors"`
+}
+
+func (s *server) registerLive(srv *mcp.Server) {
+	addTool(srv, "collect", "Collect a bundle from a live Go service's pprof endpoint: CPU, heap, allocs, mutex, block and "+
+		"goroutine profiles, a short execution trace, runtime statistics and, for a local process, /proc snapshots. "+
+		"Loopback targets only, unless the user allowed others.", s.collect)
+	addTool(srv, "run", "Load a service (load URL) while collecting a bundle from its pprof endpoint (target) after a "+
+		"warm-up, then diagnose the bundle: the load's figures and the ranked findings.", s.run)
+	addTool(srv, "verify", "Compare two running versions of a service under the same load (before and after URLs): paired "+
+		"rounds alternating their order, after/before ratios of throughput and latency with 95% intervals, and a verdict.", s.verify)
+}
+
+// window turns seconds into a collection window, def when none was asked.
+func window(seconds float64, def time.Duration) (time.Duration, error) {
+	if seconds == 0 {
+		return def, nil
+	}
+	d := time.Duration(seconds * float64(time.Second))
+	if seconds < 1 || d > maxWindow || math.IsNaN(seconds) {
+		return 0, fmt.Errorf("duration %gs out of range 1..%g", seconds, maxWindow.Seconds())
+	}
+	return d, nil
+}
+
+// bundleDir is where a new bundle goes: the output asked for, or a new
+// folder named after the target in the first allowed folder.
+func (s *server) bundleDir(output, target string) (string, error) {
+	if output == "" {
+		output = collect.DefaultBundleName(target, time.Now())
+	}
+	return s.writePath(output)
+}
+
+func (s *server) collectBundle(ctx context.Context, target string, seconds float64, output string) (string, error) {
+	if err := s.checkTarget(target); err != nil {
+		return "", err
+	}
+	d, err := window(seconds, defaultWindow)
+	if err != nil {
+		return "", err
+	}
+	dir, err := s.bundleDir(output, target)
+	if err != nil {
+		return "", err
+	}
+	m, err := collect.Collect(ctx, collect.Options{Target: target, Duration: d, OutDir: dir, Logger: s.log})
+	if err != nil {
+		if m != nil {
+			return "", fmt.Errorf("collect %s: %w (a partial bundle is in %s)", target, err, dir)
+		}
+		return "", fmt.Errorf("collect %s: %w", target, err)
+	}
+	return dir, nil
+}
+
+func (s *server) collect(ctx context.Context, in collectInput) (*collectAnswer, error) {
+	dir, err := s.collectBundle(ctx, in.Target, in.DurationSeconds, in.Output)
+	if err != nil {
+		return nil, err
+	}
+	m, err := bundle.ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	return manifestAnswer(dir, m), nil
+}
+
+func manifestAnswer(dir string, m *bundle.Manifest) *collectAnswer {
+	a := &collectAnswer{Bundle: dir, Items: []string{}, Partial: m.Partial}
+	for _, it := range m.Items {
+		if it.Error == "" {
+			a.Items = append(a.Items, it.Name)
+		}
+	}
+	for _, it := range m.Failed() {
+		a.Failed = append(a.Failed, clip(it.Name+": "+it.Error, factChars))
+	}
+	return a
+}
+
+func loadConfig(url string, concurrency int, rate float64, d time.Duration) (load.Config, error) {
+	switch {
+	case concurrency == 0:
+		concurrency = 8
+	case concurrency < 0 || concurrency > maxWorkers:
+		return load.Config{}, fmt.Errorf("concurrency %d out of range 1..%d", concurrency, maxWorkers)
+	}
+	if rate < 0 {
+		return load.Config{}, fmt.Errorf("rate %g: want requests per second > 0, or none for a closed loop", rate)
+	}
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return load.Config{}, fmt.Errorf("load URL %q: want http:// or https://", url)
+	}
+	return load.Config{URL: url, Concurrency: concurrency, Rate: rate, Duration: d}, nil
+}
+
+func (s *server) run(ctx context.Context, in runInput) (*runAnswer, error) {
+	for _, u := range []string{in.Target, in.Load} {
+		if err := s.checkTarget(u); err != nil {
+			return nil, err
+		}
+	}
+	d, err := window(in.DurationSeconds, defaultWindow)
+	if err != nil {
+		return nil, err
+	}
+	warmup, err := window(in.WarmupSeconds, 2*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	cfg, err := loadConfig(in.Load, in.Concurrency, in.Rate, d)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := s.bundleDir(in.Output, in.Target)
+	if err != nil {
+		return nil, err
+	}
+	res, err := underload.Run(ctx, underload.Options{PprofURL: in.Target, Load: cfg, Warmup: warmup, BundleDir: dir,
+		Logger: s.log, Messages: io.Discard})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := diagnose.Run(ctx, diagnose.Request{Paths: []string{dir}, Tool: s.tool})
+	if err != nil {
+		return nil, err
+	}
+	if err := diagnose.SaveReports(dir, rep); err != nil {
+		return nil, err
+	}
+	a := &runAnswer{Load: clip(res.Load.String(), summaryChars)}
+	a.Bundle = dir
+	return a, summarise(rep, &a.diagnoseAnswer, a, 0)
+}
+
+func (s *server) verify(ctx context.Context, in verifyInput) (*verifyAnswer, error) {
+	if in.Before == in.After {
+		return nil, errors.New("before and after are the same URL; give each version its own address")
+	}
+	for _, u := range []string{in.Before, in.After} {
+		if err := s.checkTarget(u); err != nil {
+			return nil, err
+		}
+	}
+	rounds := in.Rounds
+	switch {
+	case rounds == 0:
+		rounds = 4
+	case rounds < 2 || rounds > 20:
+		return nil, fmt.Errorf("rounds %d out of range 2..20 (one round has no confidence interval)", rounds)
+	}
+	d, err := window(in.DurationSeconds, 3*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	warmup, err := window(in.WarmupSeconds, time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	if total := time.Duration(rounds*2) * (d + warmup); total > maxVerify {
+		return nil, fmt.Errorf("verify would take %s, over %s: fewer rounds or shorter measurements", total, maxVerify)
+	}
+	if in.MinChange < 0 || in.MinChange >= 1 {
+		return nil, fmt.Errorf("min_change %g out of range 0..1", in.MinChange)
+	}
+	before, err := loadConfig(in.Before, in.Concurrency, 0, d)
+	if err != nil {
+		return nil, err
+	}
+	after, err := loadConfig(in.After, in.Concurrency, 0, d)
+	if err != nil {
+		return nil, err
+	}
+	v, err := verify.Run(ctx, verify.Options{Before: before, After: after,
+		PIDs:   [2]int{verify.LocalPID(in.Before), verify.LocalPID(in.After)},
+		Rounds: rounds, Warmup: warmup, MinChange: in.MinChange})
+	if err != nil {
+		return nil, err
+	}
+	a := &verifyAnswer{Verdict: v.Verdict, Why: clip(v.Why, summaryChars), Method: v.Method, Rounds: len(v.Rounds), Ratios: []ratio{}}
+	for _, r := range v.Ratios {
+		a.Ratios = append(a.Ratios, ratio{Figure: r.Figure, Ratio: round4(r.Estimate), Low: round4(r.Low), High: round4(r.High), Change: r.Change})
+	}
+	for _, w := range v.Warnings[:min(len(v.Warnings), warnings)] {
+		a.Warnings = append(a.Warnings, clip(w, summaryChars))
+	}
+	for _, r := range v.Rounds {
+		for i, res := range []*load.Result{r.Before, r.After} {
+			if res == nil {
+				continue
+			}
+			m := &a.Sides[i]
+			n := float64(len(v.Rounds))
+			m.Throughput += res.Throughput / n
+			m.P50Millis += res.Latency.P50.Seconds() * 1e3 / n
+			m.P99Millis += res.Latency.P99.Seconds() * 1e3 / n
+			m.Errors += res.Errors
+		}
+	}
+	for i := range a.Sides {
+		m := &a.Sides[i]
+		m.Throughput, m.P50Millis, m.P99Millis = round4(m.Throughput), round4(m.P50Millis), round4(m.P99Millis)
+	}
+	return a, nil
+}

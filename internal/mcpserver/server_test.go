@@ -1,0 +1,117 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func testServer(t *testing.T, roots ...string) *server {
+	t.Helper()
+	s := &server{}
+	for _, r := range roots {
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.roots = append(s.roots, real)
+	}
+	return s
+}
+
+// Paths resolve inside the allowed folders only: no way out through
+// "..", an absolute path or a symlink, and nothing is written over.
+func TestPathsConfined(t *testing.T) {
+	root, other := t.TempDir(), t.TempDir()
+	s := testServer(t, root)
+	if err := os.WriteFile(filepath.Join(root, "cpu.pb.gz"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "secret"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.readPath("cpu.pb.gz"); err != nil || p != filepath.Join(s.roots[0], "cpu.pb.gz") {
+		t.Errorf("relative path in the root: %q, %v", p, err)
+	}
+	for _, p := range []string{filepath.Join(other, "secret"), "../" + filepath.Base(other) + "/secret", "escape/secret", "/"} {
+		if _, err := s.readPath(p); err == nil || !strings.Contains(err.Error(), "outside the allowed folders") {
+			t.Errorf("read %s: %v", p, err)
+		}
+	}
+	if _, err := s.writePath("cpu.pb.gz"); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("write over a file: %v", err)
+	}
+	if _, err := s.writePath("escape/new"); err == nil || !strings.Contains(err.Error(), "outside the allowed folders") {
+		t.Errorf("write through a symlink out: %v", err)
+	}
+	if p, err := s.writePath("new"); err != nil || p != filepath.Join(s.roots[0], "new") {
+		t.Errorf("new bundle in the root: %q, %v", p, err)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	s := &server{targets: []string{"10.0.0.5:6060", "db.internal"}}
+	for _, ok := range []string{"http://127.0.0.1:6060", "http://[::1]:6060/debug/pprof/", "http://localhost:8080/", "http://10.0.0.5:6060", "http://db.internal:9000/"} {
+		if err := s.checkTarget(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"http://10.0.0.5:6061", "http://192.0.2.1/", "127.0.0.1:6060", "not a url"} {
+		if err := s.checkTarget(bad); err == nil {
+			t.Errorf("%s: allowed", bad)
+		}
+	}
+}
+
+// fitPage keeps the answer within the bound and hands back a cursor to
+// the rest; the pages cover every item once.
+func TestFitPage(t *testing.T) {
+	items := make([]string, 200)
+	for i := range items {
+		items[i] = strings.Repeat("x", 100) + string(rune('a'+i%26))
+	}
+	var got []string
+	for start := 0; ; {
+		var a struct {
+			Items []string `json:"items"`
+			Next  string   `json:"next_cursor,omitempty"`
+		}
+		if err := fitPage(items, start, 100, &a, func(p []string, next string) { a.Items, a.Next = p, next }); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(a); len(b) > MaxAnswer {
+			t.Fatalf("page of %d bytes", len(b))
+		}
+		if len(a.Items) == 0 {
+			t.Fatalf("no progress at %d", start)
+		}
+		got = append(got, a.Items...)
+		if a.Next == "" {
+			break
+		}
+		var err error
+		if start, err = parseCursor(a.Next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != len(items) {
+		t.Errorf("pages hold %d items of %d", len(got), len(items))
+	}
+	if _, err := parseCursor("-1"); err == nil {
+		t.Error("negative cursor accepted")
+	}
+}
+
+func TestClip(t *testing.T) {
+	if got := clip("héllo wörld", 8); len(got) > 8 || !strings.HasSuffix(got, "…") {
+		t.Errorf("clip: %q", got)
+	}
+	if clip("short", 10) != "short" {
+		t.Error("clipped a short string")
+	}
+}
