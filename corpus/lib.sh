@@ -288,17 +288,19 @@ mvn_classpath() {
 	echo "$2/*"
 }
 
-# pg_start DATADIR PORT: a private PostgreSQL cluster (the distribution's
-# binaries, run as the postgres user) on 127.0.0.1:PORT, socket in DATADIR.
+# pg_start DATADIR PORT [POSTGRES-ARG...]: a private PostgreSQL cluster (the
+# distribution's binaries, run as the postgres user) on 127.0.0.1:PORT,
+# socket in DATADIR, with the postgres arguments given (-c name=value).
 pg_start() {
 	local data=$1 port=$2 bin
+	shift 2
 	bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 	if [ ! -f "$data/PG_VERSION" ]; then
 		mkdir -p "$data"
 		chown postgres: "$data"
 		runuser -u postgres -- "$bin/initdb" -D "$data" -A trust -U postgres >/dev/null
 	fi
-	bg runuser -u postgres -- "$bin/postgres" -D "$data" -p "$port" -k "$data" -c listen_addresses=127.0.0.1 >"$data.log" 2>&1
+	bg runuser -u postgres -- "$bin/postgres" -D "$data" -p "$port" -k "$data" -c listen_addresses=127.0.0.1 "$@" >"$data.log" 2>&1
 	wait_port "$port" 60
 }
 
@@ -361,19 +363,22 @@ PY
 }
 
 # jvm_record_cmd PID PORT DEST SECONDS UNITS UNIT CMD: like jvm_record for a
-# load that is not HTTP: CMD (a client doing UNITS units of work named UNIT,
-# {host} and {port} standing for 127.0.0.1:PORT) runs again and again over
-# the window, and the bundle counts the units served.
+# load that is not HTTP (pd_record_cmd with --jvm, or $JVM_COLLECT).
 jvm_record_cmd() {
-	local pid=$1 port=$2 dest=$3 secs=$4 units=$5 unit=$6 cmd=$7 tmp
-	tmp=$(mktemp -d)
+	pd_record_cmd "${JVM_COLLECT:---jvm}" "$@"
+}
+
+# pd_record_cmd MODE PID PORT DEST SECONDS UNITS UNIT CMD [RUN-FLAGS...]: like
+# pd_record for a load that is not HTTP: CMD (a client doing UNITS units of
+# work named UNIT, {host} and {port} standing for 127.0.0.1:PORT) runs again
+# and again over the window, and the bundle counts the units served.
+pd_record_cmd() {
+	local mode=$1 pid=$2 port=$3 dest=$4 secs=$5 units=$6 unit=$7 cmd=$8
+	shift 8
 	# run takes --load or --load-cmd, not both: the placeholders are ours
 	cmd=${cmd//\{host\}/127.0.0.1}
 	cmd=${cmd//\{port\}/$port}
-	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load-cmd "$cmd" \
-		--units "$units" --unit "$unit" -d "${secs}s" -o "$tmp" >"$tmp/report.out"
-	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
-	keep_bundle "$tmp" "$dest"
+	pd_record "$mode" "$pid" "$dest" "$secs" --load-cmd "$cmd" --units "$units" --unit "$unit" "$@"
 }
 
 # pd_verify_cmd BEFORE_PORT AFTER_PORT SCENARIO_DIR UNITS UNIT CMD
@@ -422,4 +427,111 @@ measure_http() {
 		jvm_record "$fix_pid" "$fix" "$HERE/fixed" 20 "$@"
 	fi
 	set_measured "$HERE" throughput
+}
+
+# pd_record MODE PID DEST SECONDS RUN-FLAGS...: perfdoctor run observing
+# the local process PID with MODE (--perf for any native process through
+# Linux perf, --jvm, --jfr) for SECONDS under the load RUN-FLAGS give
+# (--load URL [-c N ...], or --load tcp://127.0.0.1:PORT --load-cmd CMD
+# --units N --unit NAME); the bundle, with load.json, is kept in DEST and
+# the report's load line and findings go to stderr.
+pd_record() {
+	local mode=$1 pid=$2 dest=$3 secs=$4 tmp
+	shift 4
+	tmp=$(mktemp -d)
+	"$PD" run "$mode" "$pid" -d "${secs}s" -o "$tmp" "$@" >"$tmp/report.out"
+	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
+	keep_bundle "$tmp" "$dest"
+}
+
+# drop_measured SCENARIO_DIR FIELD: removes one ratio (cpu_per_unit) from
+# scenario.json's "measured", for a server whose work is done by processes
+# other than the one listening (verify's CPU per unit reads the listener
+# alone: a PostgreSQL postmaster, an nginx or Apache master), so no figure
+# stands there that measured the wrong process.
+drop_measured() {
+	python3 - "$1/scenario.json" "$2" <<'PY'
+import json, sys
+path, field = sys.argv[1], sys.argv[2]
+s = json.load(open(path))
+s.get("measured", {}).pop(field, None)
+with open(path, "w") as f:
+    json.dump(s, f, indent=2, ensure_ascii=False)
+    f.write("\n")
+PY
+}
+
+# nginx_start CONF: an nginx in the foreground (its master process is
+# BG_PID) with the configuration file CONF, its error log on CONF.stderr
+# until the configuration's own error_log takes over.
+nginx_start() {
+	bg nginx -e "$1.stderr" -c "$1" -g "daemon off; pid $1.pid;"
+}
+
+# redis_start PORT DIR [DIRECTIVE...]: a redis-server on 127.0.0.1:PORT with
+# its files and log in DIR (emptied first), no RDB snapshots, and the redis.conf
+# directives given (one per argument, e.g. 'appendfsync always'); BG_PID is
+# its PID.
+redis_start() {
+	local port=$1 dir=$2 d
+	shift 2
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	{
+		printf 'bind 127.0.0.1\nport %s\ndir %s\nsave ""\nlogfile %s/redis.log\n' "$port" "$dir" "$dir"
+		for d in "$@"; do printf '%s\n' "$d"; done
+	} >"$dir/redis.conf"
+	bg redis-server "$dir/redis.conf"
+	wait_port "$port"
+}
+
+# mariadb_start PORT DIR [OPTION...]: a private MariaDB server (the
+# distribution's mariadbd, its data in DIR, created afresh) on
+# 127.0.0.1:PORT, root without a password, with the [mariadbd] options
+# given (one per argument, e.g. 'sync_binlog=1'); BG_PID is its PID.
+mariadb_start() {
+	local port=$1 dir=$2 o
+	shift 2
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	{
+		printf '[mariadbd]\ndatadir=%s/data\nsocket=%s/sock\nport=%s\nbind-address=127.0.0.1\nuser=root\n' "$dir" "$dir" "$port"
+		printf 'pid-file=%s/pid\nlog-error=%s/error.log\n' "$dir" "$dir"
+		for o in "$@"; do printf '%s\n' "$o"; done
+	} >"$dir/my.cnf"
+	mariadb-install-db --defaults-file="$dir/my.cnf" --auth-root-authentication-method=normal \
+		--skip-test-db >"$dir/install.log" 2>&1
+	bg mariadbd --defaults-file="$dir/my.cnf"
+	wait_port "$port" 120
+}
+
+# pg_postmaster DATADIR: the PID of the postmaster pg_start started there
+# (BG_PID is runuser's), printed.
+pg_postmaster() {
+	head -n1 "$1/postmaster.pid"
+}
+
+# json_upstream PORT DIR: the backend of the proxy scenarios: an nginx (one
+# worker, keep-alive kept) on 127.0.0.1:PORT answering every request with the
+# same 70-byte JSON document, its configuration and log in DIR.
+json_upstream() {
+	local port=$1 dir=$2
+	cat >"$dir/upstream.conf" <<CONF
+worker_processes 1;
+error_log $dir/upstream-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:$port backlog=4096;
+    keepalive_requests 100000;
+    location / {
+      default_type application/json;
+      return 200 '{"id":42,"name":"widget","price":9.5,"stock":17,"tags":["blue","small"]}';
+    }
+  }
+}
+CONF
+	nginx_start "$dir/upstream.conf"
+	wait_port "$port"
 }

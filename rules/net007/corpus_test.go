@@ -47,21 +47,22 @@ func TestCorpus(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "bad")); errors.Is(err, fs.ErrNotExist) {
 				t.Skip("not recorded yet")
 			}
+			var sc struct {
+				Truth struct {
+					Classes []string `json:"classes"`
+				} `json:"truth"`
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &sc); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			ours := slices.Contains(sc.Truth.Classes, Rule.Class)
 			want, listed := corpusWant[name]
 			if !listed {
-				var sc struct {
-					Truth struct {
-						Classes []string `json:"classes"`
-					} `json:"truth"`
-				}
-				data, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := json.Unmarshal(data, &sc); err != nil {
-					t.Fatalf("%s: %v", file, err)
-				}
-				if slices.Contains(sc.Truth.Classes, Rule.Class) {
+				if ours {
 					t.Fatalf("its truth names %s: say in corpusWant what NET007 must report", Rule.Class)
 				}
 				want = "none"
@@ -74,8 +75,10 @@ func TestCorpus(t *testing.T) {
 			for _, v := range ruletest.Violations(res, exp) {
 				t.Error(v)
 			}
-			// The bundle after the fix, where one was kept, must be quiet.
-			if _, err := os.Stat(filepath.Join(dir, "fixed")); err == nil {
+			// The bundle after the fix, where one was kept and the fix was
+			// batching, must be quiet (a fix for another class, such as
+			// redis's appendfsync, leaves the requests as small as they were).
+			if _, err := os.Stat(filepath.Join(dir, "fixed")); err == nil && ours {
 				if _, res := ruletest.Diagnose(t, filepath.Join(dir, "fixed"), []*rules.Rule{Rule}); len(res.Findings) != 0 {
 					t.Errorf("fixed: %s", res.Findings[0].Summary)
 				}
