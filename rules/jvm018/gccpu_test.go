@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 
 	"github.com/google/pprof/profile"
 
@@ -69,5 +70,20 @@ func TestSkipsIdleJVM(t *testing.T) {
 	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 {
 		t.Fatalf("got %+v", res)
+	}
+}
+
+// ZooKeeper under a tight heap (corpus): the collector's samples are 27%
+// of the JVM's CPU, but its pauses only 3.9% and the JVM uses under half
+// the machine: concurrent collection beside requests, graded low (a
+// larger heap measured 1.01x).
+func TestConcurrentCollectionBesideAnIdleMachineIsLow(t *testing.T) {
+	exp, err := ruletest.Parse(strings.NewReader(`fires JVM018 low "mostly concurrent work"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res := ruletest.Diagnose(t, "../../corpus/jvm-zookeeper-tight-heap-healthy/bad", []*rules.Rule{Rule})
+	for _, v := range ruletest.Violations(res, exp) {
+		t.Error(v)
 	}
 }
