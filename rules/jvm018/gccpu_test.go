@@ -78,12 +78,5 @@ func TestSkipsIdleJVM(t *testing.T) {
 // the machine: concurrent collection beside requests, graded low (a
 // larger heap measured 1.01x).
 func TestConcurrentCollectionBesideAnIdleMachineIsLow(t *testing.T) {
-	exp, err := ruletest.Parse(strings.NewReader(`fires JVM018 low "mostly concurrent work"`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, res := ruletest.Diagnose(t, "../../corpus/jvm-zookeeper-tight-heap-healthy/bad", []*rules.Rule{Rule})
-	for _, v := range ruletest.Violations(res, exp) {
-		t.Error(v)
-	}
+	ruletest.Expect(t, "../../corpus/jvm-zookeeper-tight-heap-healthy/bad", []*rules.Rule{Rule}, `fires JVM018 low "mostly concurrent work"`)
 }
