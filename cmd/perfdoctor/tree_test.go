@@ -191,10 +191,12 @@ func TestProcessTreeNginx(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-c", conf, "-p", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() }) // the workers exit with their master
+	// The whole group: a SIGKILLed master leaves its workers running.
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	url := fmt.Sprintf("http://127.0.0.1:%d/page.txt", port)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get(url); err == nil {
