@@ -417,6 +417,13 @@ func TestRunNativeWithLoadCommand(t *testing.T) {
 	if err := json.Unmarshal(b, &l); err != nil || l.Mode != "command" || l.Runs < 1 || l.Requests != 20*l.Runs {
 		t.Fatalf("load.json (%v): %+v", err, l)
 	}
+	// --load beside --load-cmd is the target's address, filling {port}:
+	// the command fails unless it was.
+	code, _, stderr = perfdoctor(t, "run", "--perf", strconv.Itoa(busy.Process.Pid), "--load", "tcp://127.0.0.1:6399",
+		"--load-cmd", "test {port} = 6399 && sleep 0.05", "--units", "1", "-d", "1s", "--warmup", "100ms", "-o", filepath.Join(t.TempDir(), "tcp"))
+	if code != 0 {
+		t.Fatalf("run --load tcp:// --load-cmd: exit %d: %s", code, stderr)
+	}
 	code, _, stderr = perfdoctor(t, "run", "--perf", "1", "--load", "http://127.0.0.1:1/", "--target", "http://127.0.0.1:2")
 	wantOneLineError(t, code, stderr, "one target")
 	code, _, stderr = perfdoctor(t, "run", "--perf", "1", "--load-cmd", "true")

@@ -59,7 +59,9 @@ one run of it does.`,
 			if targets != 1 {
 				return usageError{errors.New("run needs one target: --target PPROF_URL, --perf PID, --jvm PID or --jfr PID")}
 			}
-			if (loadTo == "") == (f.loadCmd == "") {
+			// --load is the URL to load, or beside --load-cmd the target's
+			// address for the command's {host} and {port}.
+			if loadTo == "" && f.loadCmd == "" {
 				return usageError{errors.New("run needs one load: --load URL, or --load-cmd CMD --units N")}
 			}
 			if warmup < 0 || warmup > 10*time.Minute {

@@ -23,14 +23,7 @@ func TestH2(t *testing.T) {
 		"../../corpus/jvm-tomcat-jsp-healthy/bad":      `never DB001`,
 		"../../corpus/jvm-zookeeper-reads-healthy/bad": `never DB001`,
 	} {
-		exp, err := ruletest.Parse(strings.NewReader(want))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, res := ruletest.Diagnose(t, dir, []*rules.Rule{Rule})
-		for _, v := range ruletest.Violations(res, exp) {
-			t.Errorf("%s: %s", dir, v)
-		}
+		ruletest.Expect(t, dir, []*rules.Rule{Rule}, want)
 	}
 }
 

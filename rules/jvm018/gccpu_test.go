@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 
 	"github.com/google/pprof/profile"
 
@@ -70,4 +71,12 @@ func TestSkipsIdleJVM(t *testing.T) {
 	if len(res.Findings) != 0 || len(res.NotChecked) != 1 {
 		t.Fatalf("got %+v", res)
 	}
+}
+
+// ZooKeeper under a tight heap (corpus): the collector's samples are 27%
+// of the JVM's CPU, but its pauses only 3.9% and the JVM uses under half
+// the machine: concurrent collection beside requests, graded low (a
+// larger heap measured 1.01x).
+func TestConcurrentCollectionBesideAnIdleMachineIsLow(t *testing.T) {
+	ruletest.Expect(t, "../../corpus/jvm-zookeeper-tight-heap-healthy/bad", []*rules.Rule{Rule}, `fires JVM018 low "mostly concurrent work"`)
 }

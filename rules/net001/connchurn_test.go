@@ -170,13 +170,6 @@ func TestServerCloseOnCorpus(t *testing.T) {
 		"../../corpus/jvm-tomcat-jsp-healthy/bad":   `never NET001`,
 		"../../corpus/jvm-jetty-static-healthy/bad": `never NET001`,
 	} {
-		exp, err := ruletest.Parse(strings.NewReader(want))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, res := ruletest.Diagnose(t, dir, []*rules.Rule{Rule})
-		for _, v := range ruletest.Violations(res, exp) {
-			t.Errorf("%s: %s", dir, v)
-		}
+		ruletest.Expect(t, dir, []*rules.Rule{Rule}, want)
 	}
 }

@@ -347,6 +347,22 @@ func Diagnose(t testing.TB, dir string, rs []*rules.Rule) (*evidence.Evidence, r
 	return ev, res
 }
 
+// Expect diagnoses the bundle at dir with rs and holds the result to want,
+// expectations written as in a want.txt: for bundles kept elsewhere (the
+// real-server corpus) whose expectations belong to one rule's test.
+func Expect(t *testing.T, dir string, rs []*rules.Rule, want string) rules.Result {
+	t.Helper()
+	exp, err := Parse(strings.NewReader(want))
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	_, res := Diagnose(t, dir, rs)
+	for _, v := range Violations(res, exp) {
+		t.Errorf("%s: %s", dir, v)
+	}
+	return res
+}
+
 // Run checks each case folder under dir holding a want.txt (every one, or
 // those named) with the rules rs, each as a subtest named after the
 // folder. It returns the results by case, for tests that look further.

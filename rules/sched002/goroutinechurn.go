@@ -90,6 +90,7 @@ var serverSites = evidence.FuncPrefix(
 	"net/http.(*connReader).startBackgroundRead", // one per request on a keep-alive connection
 	"golang.org/x/net/http2.(*serverConn)", "google.golang.org/grpc.(*Server)",
 	"google.golang.org/grpc/internal/transport.",
+	"github.com/miekg/dns.(*Server)", // a goroutine per UDP packet or TCP connection (CoreDNS and most Go DNS servers)
 )
 
 const (

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 
 	"github.com/google/pprof/profile"
 
@@ -296,4 +297,11 @@ func TestCreationRateFromRuntimeMetrics(t *testing.T) {
 	if !found || !strings.Contains(res.Findings[0].Summary, "2000 goroutines/s") {
 		t.Errorf("%s %+v", res.Findings[0].Summary, res.Findings[0].Evidence)
 	}
+}
+
+// CoreDNS (corpus, forwarding every query): miekg/dns starts a goroutine
+// per UDP packet, as net/http does per connection; that is the server's
+// design, not churn for the service to bound.
+func TestDNSServerPacketGoroutinesAreNotChurn(t *testing.T) {
+	ruletest.Expect(t, "../../corpus/go-coredns-forward-no-cache/bad", []*rules.Rule{Rule}, "never SCHED002")
 }
