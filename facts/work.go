@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
+
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 )
@@ -128,11 +130,17 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 	d, haveDelta := ev.SystemDelta()
 	sameProcess := haveDelta && d.Seconds > 0 && d.Start.Process != nil && d.End.Process != nil && d.Start.Process.PID == d.End.Process.PID
 	var used float64 // the process's CPU seconds over the window
+	tree := 0.0      // its descendants' CPU seconds, when they were snapshotted
 	if sameProcess {
 		p, q := d.Start.Process, d.End.Process
 		used = q.UserCPUSeconds + q.SystemCPUSeconds - p.UserCPUSeconds - p.SystemCPUSeconds
+		tree = descendantsCPU(d.Start, d.End)
 	}
 	switch {
+	case used+tree > 0 && tree > 0:
+		// A server whose work runs in its children (a database's backends,
+		// a web server's workers): the unit's cost is the tree's.
+		w.Cores, w.CoresSource = (used+tree)/d.Seconds, "/proc process times, with its descendants"
 	case used > 0:
 		w.Cores, w.CoresSource = used/d.Seconds, "/proc process times"
 	case profileCores > 0 && ev.JVM != nil:
@@ -183,4 +191,36 @@ func sub(b, a uint64) uint64 {
 		return 0
 	}
 	return b - a
+}
+
+// descendantsCPU is the CPU seconds a process's descendants used between
+// two snapshots: each seen at both ends (the same process: same start
+// time) by its difference, each born in the window by all of it, and those
+// that exited by what their parents' reaped-children time gained, less what
+// the gone ones had used at the start.
+func descendantsCPU(start, end *bundle.SystemSnapshot) float64 {
+	if start == nil || end == nil || end.Process == nil || start.Process == nil || len(end.Children)+len(start.Children) == 0 {
+		return 0
+	}
+	cpu := func(p bundle.ProcessInfo) float64 { return p.UserCPUSeconds + p.SystemCPUSeconds }
+	before := map[int]bundle.ProcessInfo{}
+	for _, p := range start.Children {
+		before[p.PID] = p
+	}
+	reaped := max(end.Process.ExitedChildrenCPUSeconds-start.Process.ExitedChildrenCPUSeconds, 0)
+	var used float64
+	for _, p := range end.Children {
+		if b, ok := before[p.PID]; ok && b.StartTime == p.StartTime {
+			used += max(cpu(p)-cpu(b), 0)
+			reaped += max(p.ExitedChildrenCPUSeconds-b.ExitedChildrenCPUSeconds, 0)
+			delete(before, p.PID)
+			continue
+		}
+		used += cpu(p)
+	}
+	var gone float64
+	for _, b := range before {
+		gone += cpu(b)
+	}
+	return used + max(reaped-gone, 0)
 }

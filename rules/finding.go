@@ -183,7 +183,14 @@ func Gain(fs []Finding, i int) (share, times, low, high float64, ok bool) {
 		for _, id := range f.Explains {
 			for _, g := range fs {
 				if g.ID == id && g.Resource == "cpu" {
-					explained += g.Impact
+					// What the symptom owns of the CPU samples is disjoint
+					// from the cause's; an impact read from other evidence
+					// (/proc times) may overlap the cause's share.
+					v := g.Impact
+					if g.Cost != nil && g.Cost.CPUClaimed > 0 {
+						v = min(v, g.Cost.CPUOwned)
+					}
+					explained += v
 				}
 			}
 		}

@@ -88,7 +88,25 @@ func check(pass *rules.Pass) error {
 		}
 	}
 	isExplained := cpu.Has(func(fn string) bool { return explained[fn] })
-	unexplained := func(s evidence.Sample) bool { return !isExplained(s) }
+	// What an earlier finding claims is its cost, whatever frames it named
+	// (a database's table scan claims the executor's scan node around them).
+	var claims []func(evidence.Sample) bool
+	for _, f := range pass.Earlier {
+		if f.Claim != nil && f.Claim.CPU != nil && f.Resource == "cpu" {
+			claims = append(claims, f.Claim.CPU)
+		}
+	}
+	unexplained := func(s evidence.Sample) bool {
+		if isExplained(s) {
+			return false
+		}
+		for _, claimed := range claims {
+			if claimed(s) {
+				return false
+			}
+		}
+		return true
+	}
 	// Kernel and shared-library frames (perf, folded stacks) are calls the
 	// code above them made, as the Go standard library's are.
 	// Unsymbolized frames ("[unknown]") are never named, and samples with

@@ -27,8 +27,11 @@ top CPU002 high "DiskMetricStore).checkWriteRequest" "Gatherers.Gather" "--push.
 	"jvm-h2-missing-index": `none`,
 	// Compression of static files per request is compression-level's
 	// (LIB004 prescribes precompressing): nothing here.
-	"go-caddy-encode-gzip-9": `none`,
-	"jvm-jetty-gzip-level-9": `none`,
+	"go-caddy-encode-gzip-9":    `none`,
+	"jvm-jetty-gzip-level-9":    `none`,
+	"native-nginx-gzip-level-9": `none`,
+	// PostgreSQL scanning the users table per lookup: DB001's.
+	"native-postgresql-missing-index": `none`,
 	// A cache turned off by a flag: the configuration is the cause, and
 	// the work it redoes is the query engine's ordinary work, no family's.
 	"go-victoriametrics-cache-disabled": `none`,

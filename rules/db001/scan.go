@@ -57,8 +57,15 @@ type engine struct {
 	name   string
 	scan   evidence.Matcher // walking the table's rows
 	perRow evidence.Matcher // testing the condition on each row walked
-	query  evidence.Matcher
-	plan   string
+	// node is the executor's scan node, which holds the walk and the
+	// per-row tests alike, and indexFetch an index scan's fetch under it:
+	// where the walk dominates the node's fetching, the node's samples are
+	// the scan's (PostgreSQL's quals run inside ExecScan, and its static
+	// functions are unnamed in a distribution's stripped binary).
+	node       evidence.Matcher
+	indexFetch evidence.Matcher
+	query      evidence.Matcher
+	plan       string
 }
 
 var engines = []engine{
@@ -75,8 +82,11 @@ var engines = []engine{
 		name:   "PostgreSQL",
 		scan:   evidence.FuncPrefix("ExecSeqScan", "SeqNext", "heapgettup", "heap_getnextslot", "ExecParallelSeqScan"),
 		perRow: evidence.FuncPrefix("ExecQual", "ExecInterpExpr"),
-		query:  evidence.FuncPrefix("ExecutorRun", "standard_ExecutorRun", "PortalRun"),
-		plan:   `EXPLAIN ANALYZE shows "Seq Scan on TABLE" with "Rows Removed by Filter"`,
+		node:   evidence.FuncPrefix("ExecScan"),
+		indexFetch: evidence.FuncPrefix("IndexNext", "IndexOnlyNext", "BitmapHeapNext", "index_getnext", "index_fetch_heap",
+			"btgettuple", "_bt_first", "_bt_next", "_bt_search"),
+		query: evidence.FuncPrefix("ExecutorRun", "standard_ExecutorRun", "PortalRun"),
+		plan:  `EXPLAIN ANALYZE shows "Seq Scan on TABLE" with "Rows Removed by Filter"`,
 	},
 	{
 		name:   "MariaDB/MySQL",
@@ -111,7 +121,12 @@ func check(pass *rules.Pass) error {
 	// cursor); the high end is every query running a scan.
 	scan, perRow, query := cpu.Has(best.scan), cpu.Has(best.perRow), cpu.Has(best.query)
 	scanQueries := cpu.ShareWhere(query)
-	work := cpu.ShareWhere(func(s evidence.Sample) bool { return scan(s) || (perRow(s) && query(s)) })
+	inScan := func(s evidence.Sample) bool { return scan(s) || (perRow(s) && query(s)) }
+	if best.node != nil && bestShare >= 4*cpu.Share(best.indexFetch) {
+		node := cpu.Has(best.node)
+		inScan = func(s evidence.Sample) bool { return scan(s) || node(s) || (perRow(s) && query(s)) }
+	}
+	work := cpu.ShareWhere(inScan)
 	impact, high := work, max(work, scanQueries)
 	f := rules.Finding{
 		Severity:    rules.SeverityFor(impact),
@@ -136,7 +151,7 @@ func check(pass *rules.Pass) error {
 		Caveats: []string{pass.Rule.Doc.Caveats},
 		Frames:  cpu.Matched(best.scan, 12),
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return scan(s) || (perRow(s) && query(s)) }}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: inScan}
 	pass.Report(f)
 	return nil
 }
