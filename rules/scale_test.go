@@ -15,3 +15,17 @@ func TestScaleImpactScalesTheRange(t *testing.T) {
 		t.Error("the rule's own range value was changed in place")
 	}
 }
+
+// A cause's gain adds what its CPU symptoms own of the samples, not an
+// impact a symptom read from other evidence that overlaps the cause's.
+func TestGainCountsWhatSymptomsOwn(t *testing.T) {
+	fs := []Finding{
+		{ID: "DB001", Resource: "cpu", Impact: 0.8, Explains: []string{"NET003", "GC001"}},
+		{ID: "NET003", Resource: "cpu", Impact: 0.21, Cost: &Cost{CPUClaimed: 0.03, CPUOwned: 0.01}}, // from /proc
+		{ID: "GC001", Resource: "cpu", Impact: 0.05, Cost: &Cost{CPUClaimed: 0.05, CPUOwned: 0.05}},
+	}
+	share, _, _, _, ok := Gain(fs, 0)
+	if !ok || share < 0.86-1e-9 || share > 0.86+1e-9 {
+		t.Errorf("share %v, want 0.8 + 0.01 + 0.05 = 0.86", share)
+	}
+}
