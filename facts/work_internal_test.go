@@ -22,8 +22,8 @@ func TestDescendantsCPU(t *testing.T) {
 		proc(12, 4, 101, 0), // its PID reused by a new process at the end
 	}}
 	end := &bundle.SystemSnapshot{Process: &parentEnd, Children: []bundle.ProcessInfo{
-		proc(10, 5, 101, 0), // +3
-		proc(13, 0.5, 150, 0), // born in the window: 0.5
+		proc(10, 5, 101, 0),    // +3
+		proc(13, 0.5, 150, 0),  // born in the window: 0.5
 		proc(12, 0.25, 160, 0), // a new process: 0.25
 	}}
 	// 3 + 0.5 + 0.25 + (3 reaped - 1 and 4 the gone ones had: 0) = 3.75
