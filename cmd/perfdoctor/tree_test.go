@@ -126,7 +126,7 @@ func TestProcessTreePostgres(t *testing.T) {
 		t.Fatalf("pgbench -i: %v\n%s", err, out)
 	}
 	// Select-only clients for longer than both windows; pgbench stops by itself.
-	bench := exec.Command(pgbench, args("-S", "-c", "4", "-j", "2", "-T", "25")...)
+	bench := exec.Command(pgbench, args("-S", "-c", "4", "-j", "2", "-T", "60")...)
 	if err := bench.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -226,6 +226,20 @@ func check(pass *rules.Pass) error {
 		Locations: append(rules.Locations(lines, "hot line"), rules.Locations(calls, "the program's call")...),
 		Frames:    []string{end.Func},
 	}
+	// Where the cost spreads into the program's own functions, the
+	// costliest one's own lines come first: its loop, not the call to it.
+	if len(path.Callees) > 0 && path.Callees[0].Own {
+		top := path.Callees[0].Func
+		inTop := cpu.First(func(fn string) bool { return fn == top })
+		calleeLines := cpu.TopSites(3, func(s evidence.Sample) *evidence.Frame {
+			if !in(s) {
+				return nil
+			}
+			return inTop(s)
+		})
+		f.Locations = append(rules.Locations(calleeLines, "hot line in "+path.Name(top)), f.Locations...)
+		f.Frames = append(f.Frames, top)
+	}
 	// The program's frame that calls into a dependency decides whose
 	// change the fix is: the leaves below it are the cost of the call.
 	site := lines
