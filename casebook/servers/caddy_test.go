@@ -61,14 +61,16 @@ http://127.0.0.1:%d {
 	adminURL := fmt.Sprintf("http://127.0.0.1:%d", admin)
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", proxy))
+		last := fmt.Sprint(err)
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
 				break
 			}
+			last = res.Status
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("caddy did not serve: %v", err)
+			t.Fatalf("caddy did not serve through its proxy on port %d (upstream %d) within 15 s: last answer %s", proxy, plain, last)
 		}
 	}
 	run := func(t *testing.T, port int, header ...string) harness.Report {
