@@ -1,11 +1,7 @@
 package cpu002
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -41,49 +37,6 @@ top CPU002 high "DiskMetricStore).checkWriteRequest" "Gatherers.Gather" "--push.
 }
 
 func TestCorpus(t *testing.T) {
-	root := filepath.Join("..", "..", "corpus")
-	dirs, err := filepath.Glob(filepath.Join(root, "*", "scenario.json"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no corpus scenarios under %s: %v", root, err)
-	}
-	for _, file := range dirs {
-		name := filepath.Base(filepath.Dir(file))
-		t.Run(name, func(t *testing.T) {
-			want, listed := corpusCases[name]
-			if !listed {
-				var sc struct {
-					Truth struct {
-						Classes []string `json:"classes"`
-					} `json:"truth"`
-				}
-				data, err := os.ReadFile(file)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := json.Unmarshal(data, &sc); err != nil {
-					t.Fatalf("%s: %v", file, err)
-				}
-				if slices.Contains(sc.Truth.Classes, Rule.Class) {
-					t.Fatalf("its truth names %s: say in corpusCases what CPU002 must report", Rule.Class)
-				}
-				want = "none"
-			}
-			exp, err := ruletest.Parse(strings.NewReader(want))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, res := ruletest.Diagnose(t, filepath.Join(root, name, "bad"), []*rules.Rule{Rule})
-			for _, v := range ruletest.Violations(res, exp) {
-				t.Error(v)
-			}
-			// A scenario's fixed bundle, where there is one, does the work
-			// as the fix says: nothing redone.
-			if _, err := os.Stat(filepath.Join(root, name, "fixed")); err == nil {
-				_, res := ruletest.Diagnose(t, filepath.Join(root, name, "fixed"), []*rules.Rule{Rule})
-				if len(res.Findings) != 0 {
-					t.Errorf("fixed: %s", res.Findings[0].Summary)
-				}
-			}
-		})
-	}
+	ruletest.Corpus(t, ruletest.CorpusCheck{Root: filepath.Join("..", "..", "corpus"), Rules: []*rules.Rule{Rule},
+		Class: Rule.Class, Want: corpusCases, EveryFixedQuiet: true})
 }

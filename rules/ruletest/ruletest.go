@@ -28,8 +28,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -437,4 +439,65 @@ func Fingerprint(ev *evidence.Evidence) string {
 		h.Write(b)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// CorpusCheck holds one rule to every recorded scenario of the real-server
+// corpus (a folder under Root holding scenario.json and its bad/ bundle).
+type CorpusCheck struct {
+	Root  string
+	Rules []*rules.Rule
+	// Class is the rule's finding class: a scenario whose truth names it
+	// must be listed in Want.
+	Class string
+	// Want holds the expectations per scenario, want.txt-style; a scenario
+	// not listed must get no finding.
+	Want map[string]string
+	// EveryFixedQuiet holds every kept fixed/ bundle to no finding; else
+	// only those of scenarios whose truth names Class (a fix for another
+	// class may leave this rule's cost as it was).
+	EveryFixedQuiet bool
+}
+
+// Corpus runs c, each scenario as a subtest named after its folder.
+func Corpus(t *testing.T, c CorpusCheck) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(c.Root, "*", "scenario.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus scenarios under %s: %v", c.Root, err)
+	}
+	for _, file := range files {
+		dir := filepath.Dir(file)
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			if _, err := os.Stat(filepath.Join(dir, "bad")); errors.Is(err, fs.ErrNotExist) {
+				t.Skip("not recorded yet")
+			}
+			var sc struct {
+				Truth struct {
+					Classes []string `json:"classes"`
+				} `json:"truth"`
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &sc); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			ours := slices.Contains(sc.Truth.Classes, c.Class)
+			want, listed := c.Want[name]
+			if !listed {
+				if ours {
+					t.Fatalf("its truth names %s: say in the test's expectations what the rule must report", c.Class)
+				}
+				want = "none"
+			}
+			Expect(t, filepath.Join(dir, "bad"), c.Rules, want)
+			if _, err := os.Stat(filepath.Join(dir, "fixed")); err == nil && (ours || c.EveryFixedQuiet) {
+				if _, res := Diagnose(t, filepath.Join(dir, "fixed"), c.Rules); len(res.Findings) != 0 {
+					t.Errorf("fixed: %s", res.Findings[0].Summary)
+				}
+			}
+		})
+	}
 }
