@@ -136,7 +136,7 @@ func TestOffCPUTree(t *testing.T) {
 		t.Skip("perf is not installed (scripts/test.sh installs linux-perf)")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", `timeout --foreground 8 sh -c 'while :; do sleep 0.01; done' & echo $! > "$1/napper"; wait`, "tree", dir)
+	cmd := exec.Command("sh", "-c", `timeout --foreground 8 sh -c 'echo $$ > "$0/napper"; while :; do sleep 0.01; done' "$1" & wait`, "tree", dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,13 @@ func TestOffCPUTree(t *testing.T) {
 		t.Fatal("no child")
 	}
 	t.Cleanup(func() { syscall.Kill(napper, syscall.SIGKILL) })
+	// The napping shell writes its own pid, so it exists when the tree is
+	// read: with timeout's pid written instead, a busy machine read the
+	// tree before timeout had forked the shell, and nothing napped in it.
 	tree := descendants(t, cmd.Process.Pid)
+	if !slices.Contains(tree, napper) {
+		t.Fatalf("descendants %v miss the napping shell %d", tree, napper)
+	}
 	p, err := RecordOffCPU(context.Background(), Options{PID: cmd.Process.Pid, Also: tree, Duration: time.Second})
 	if errors.Is(err, ErrSchedNotPermitted) {
 		t.Skip(err)
