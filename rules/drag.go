@@ -58,7 +58,7 @@ func dragOverhead(st *evidence.Stacks, fs []Finding) {
 	}
 	for i := range fs {
 		f := &fs[i]
-		if f.Resource != "cpu" || f.CausedBy != "" || f.Growing || f.Claim == nil || f.Claim.CPU == nil || f.Impact <= 0 {
+		if f.Resource != "cpu" || f.CausedBy != "" || f.Growing || f.OverheadCounted || f.Claim == nil || f.Claim.CPU == nil || f.Impact <= 0 {
 			continue
 		}
 		lo, hi := f.Impact, f.Impact

@@ -116,32 +116,6 @@ var (
 
 const minShare = 0.03
 
-// A connection costs more than the frames that open and close it: socket
-// creation and its options, the event loop's registration of each new
-// descriptor, the per-connection state the program sets up and frees, and
-// the handshake's and teardown's packets, which the kernel processes in soft
-// interrupts wherever they land. Keeping connections removes all of it. On
-// six measured interventions the fix removed 1.2 to 1.7 times the share the
-// connect, accept and close frames hold of the process's CPU (CPU per unit,
-// bad against fixed): HAProxy's server close 0.67 of 0.39, Tomcat closing
-// each connection 0.59 of NET007's 0.40, Caddy's proxy without keep-alive
-// 0.43 of 0.36, casebook D2 0.72 of 0.58 and R2 0.59 of 0.35; nginx's proxy
-// without upstream keep-alive gained 2.64x in throughput, at least 0.62 of
-// 0.42. The estimate is the median ratio, the range from the frames' share
-// to a little above the largest.
-const (
-	dragEstimate = 1.4
-	dragHigh     = 1.75
-	maxRemoved   = 0.95
-)
-
-// withDrag sets what keeping connections removes, from the share of CPU the
-// connection frames hold.
-func withDrag(f *rules.Finding, seen float64) {
-	f.Impact = min(seen*dragEstimate, maxRemoved)
-	f.ImpactRange = &[2]float64{seen, max(f.Impact, min(seen*dragHigh, maxRemoved))}
-}
-
 func check(pass *rules.Pass) error {
 	if !pass.EnoughCPU() {
 		return nil
@@ -215,7 +189,7 @@ func check(pass *rules.Pass) error {
 		Locations: rules.Locations(callers, "code that dials or closes"),
 		Frames:    cpu.Matched(evidence.Any(dialFrames, closeFrames), 12),
 	}
-	withDrag(&f, share)
+	rules.WithConnectionDrag(&f, share, share, share)
 	if proxy {
 		f.Summary = fmt.Sprintf("The reverse proxy dials and closes an upstream connection per request: %s of CPU", human.Percent(share))
 	}
@@ -315,7 +289,7 @@ func checkServerClose(pass *rules.Pass, cpu *evidence.Stacks) {
 		Fix:    serverKeepAliveFix(pass, cpu),
 		Frames: cpu.Matched(inboundLifecycle, 12),
 	}
-	withDrag(&f, share)
+	rules.WithConnectionDrag(&f, share, share, share)
 	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: lifecycle}
 	pass.Report(f)
 }
