@@ -7,9 +7,10 @@
 #
 #   casebook/record.sh                 every case, services built with this Go
 #   PERFDOCTOR_CASEBOOK_CASES=d1,b3 casebook/record.sh    some (the others are kept)
+#   PERFDOCTOR_CASEBOOK_GO=go1.27.0 casebook/record.sh     services built with that Go
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version=$(go env GOVERSION)
+version=${PERFDOCTOR_CASEBOOK_GO:-$(go env GOVERSION)}
 dest=casebook/testdata/recorded/$(echo "$version" | grep -oE '^go[0-9]+\.[0-9]+')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
