@@ -108,7 +108,7 @@ func TestJSONIsRanked(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Both high: the order is the estimates'. Keeping the connections is
-	// estimated at 1.4 times the dial's 25% (what a connection drags,
+	// estimated at 1.5 times the dial's 25% (what a connection drags,
 	// rules.WithConnectionDrag), above the collector's 30%.
 	if len(doc.Findings) < 2 || doc.Findings[0].Class != "connection-churn" || doc.Findings[1].Class != "gc-pressure" ||
 		doc.Findings[0].Impact < doc.Findings[1].Impact {

@@ -12,9 +12,10 @@ package rules
 // Caddy's proxy without keep-alive 0.43 of 0.36, casebook D2 0.72 of 0.58
 // and R2 0.59 of 0.35; nginx's proxy without upstream keep-alive gained
 // 2.64x in throughput, at least 0.62 of 0.42. The estimate is the median
-// ratio, the range from the frames' share to a little above the largest.
+// ratio (1.48, rounded), the range from the frames' share to a little above
+// the largest.
 const (
-	connectionDragEstimate = 1.4
+	connectionDragEstimate = 1.5
 	connectionDragHigh     = 1.75
 	maxConnectionRemoved   = 0.95
 )

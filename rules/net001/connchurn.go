@@ -65,7 +65,7 @@ soft interrupts). On six measured interventions keeping connections removed
 1.2-1.7 times the frames' share of the process's CPU per unit (HAProxy 0.67 of
 0.39, Tomcat 0.59 of 0.40, Caddy 0.43 of 0.36, casebook D2 0.72 of 0.58 and R2
 0.59 of 0.35; nginx's proxy at least 0.62 of 0.42 from its 2.64x throughput):
-the estimate is 1.4 times the share, the range 1.0-1.75 times.`,
+the estimate is the median, 1.5 times the share, the range 1.0-1.75 times.`,
 		Fix: `Reuse connections. HTTP: one shared http.Client for the process, keep-alive
 on, Transport.MaxIdleConnsPerHost sized to the concurrency (the default is 2),
 and always drain and close response bodies. UDP: keep connected sockets, e.g.
@@ -177,7 +177,7 @@ func check(pass *rules.Pass) error {
 	f := rules.Finding{
 		Severity:    rules.SeverityFor(share),
 		Resource:    "cpu",
-		ImpactBasis: "share of CPU samples dialling or closing outbound connections, which reuse removes, and with it what each connection drags outside those frames (socket set-up, event-loop registration, the handshake's soft interrupts): 1.4x the share, 1.0-1.75x, as measured on six interventions",
+		ImpactBasis: "share of CPU samples dialling or closing outbound connections, which reuse removes, and with it what each connection drags outside those frames (socket set-up, event-loop registration, the handshake's soft interrupts): 1.5x the share, 1.0-1.75x, as measured on six interventions",
 		Summary:     fmt.Sprintf("%s connections are dialled and closed per request: %s of CPU", kind, human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Share("dial + close share of CPU", share),
@@ -278,7 +278,7 @@ func checkServerClose(pass *rules.Pass, cpu *evidence.Stacks) {
 		Resource: "cpu",
 		ImpactBasis: "share of CPU accepting, setting up and closing connections; keep-alive removes it, and with it " +
 			"what each connection drags outside those frames (the TCP handshakes and teardowns the kernel handles in soft interrupts, " +
-			"the event loop's registrations): 1.4x the share, 1.0-1.75x, as measured on six interventions; the client's connects, which fall too, are not counted",
+			"the event loop's registrations): 1.5x the share, 1.0-1.75x, as measured on six interventions; the client's connects, which fall too, are not counted",
 		Summary: fmt.Sprintf("The server closes its connection after each response: %.2f new connections per %s under a load that keeps them alive; "+
 			"accepting and closing them is %s of CPU", w.NewConnsPerUnit, w.Unit, human.Percent(share)),
 		Evidence: []rules.Fact{

@@ -470,7 +470,7 @@ func check(pass *rules.Pass) error {
 		// Keep-alive removes what each connection drags besides its frames
 		// (rules.WithConnectionDrag: six measured interventions).
 		rules.WithConnectionDrag(&f, f.ImpactRange[0], impact, f.ImpactRange[1])
-		f.ImpactBasis += "; with what each connection drags outside the profile's frames (the handshake's soft interrupts, event-loop registration): 1.4x, 1.0-1.75x, as measured on six interventions"
+		f.ImpactBasis += "; with what each connection drags outside the profile's frames (the handshake's soft interrupts, event-loop registration): 1.5x, 1.0-1.75x, as measured on six interventions"
 	}
 	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return classify(s) == fixed }}
 	pass.Report(f)
