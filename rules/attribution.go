@@ -300,9 +300,7 @@ func link(fs []Finding, symptom, cause int, why string) {
 // and scales with those: otherwise it would shrink the finding that owns
 // the samples (PostgreSQL's scan, 96% owned, was cut to 82%).
 func capCPU(fs []Finding) {
-	fromOther := func(f Finding) bool {
-		return f.Cost == nil || f.Cost.CPUClaimed <= 0 || f.Impact > 2*f.Cost.CPUOwned+0.01
-	}
+	fromOther := estimatedElsewhere
 	var claimed, other float64
 	for _, f := range fs {
 		switch {
@@ -336,6 +334,13 @@ func capCPU(fs []Finding) {
 			f.ImpactBasis += "; scaled down so the diagnosis's CPU shares add up to at most 100%"
 		}
 	}
+}
+
+// estimatedElsewhere reports a CPU finding whose impact was not read from
+// the samples it owns: it claims none, or its impact is well above them
+// (more than twice, plus a point: NET003's kernel share from /proc).
+func estimatedElsewhere(f Finding) bool {
+	return f.Cost == nil || f.Cost.CPUClaimed <= 0 || f.Impact > 2*f.Cost.CPUOwned+0.01
 }
 
 // fillExplains writes each link's other direction: the cause lists its

@@ -66,7 +66,11 @@ func dragOverhead(st *evidence.Stacks, fs []Finding) {
 	o := float64(unowned) / float64(st.Total)
 	for i := range fs {
 		f := &fs[i]
-		if f.Resource != "cpu" || f.CausedBy != "" || f.Growing || f.Claim == nil || f.Claim.CPU == nil || f.Impact <= 0 {
+		// Only a share read from the samples the finding owns: one read
+		// from other evidence (NET003's kernel share from /proc) or
+		// scaled by the rule's own model has its own basis.
+		if f.Resource != "cpu" || f.CausedBy != "" || f.Growing || f.Claim == nil || f.Claim.CPU == nil || f.Impact <= 0 ||
+			f.Cost == nil || f.Cost.CPUClaimed <= 0 || f.Impact > 1.05*f.Cost.CPUOwned+0.005 {
 			continue
 		}
 		lo, hi := f.Impact, f.Impact
@@ -74,7 +78,10 @@ func dragOverhead(st *evidence.Stacks, fs []Finding) {
 		if stated {
 			lo, hi = f.ImpactRange[0], f.ImpactRange[1]
 		}
-		if o >= minDrag && !f.OverheadCounted {
+		// The program's work and its configuration drive the collector
+		// and the scheduler; the kernel's work and the runtime's own do
+		// not add to them.
+		if o >= minDrag && !f.OverheadCounted && f.Claim.Level >= LevelCode {
 			f.Impact = min(f.Impact/(1-o), maxShare)
 			hi += o
 			f.ImpactBasis += fmt.Sprintf("; with what the work drags: the collector's and scheduler's CPU no finding owns (%s of CPU) "+
