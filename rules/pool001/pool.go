@@ -147,6 +147,7 @@ func check(pass *rules.Pass) error {
 	candidates = append(candidates, settings(args)...)
 	candidates = append(candidates, threadGroups(ev.JVM, work.Cores)...)
 	candidates = append(candidates, connections(ev, args)...)
+	candidates = append(candidates, nativeWorkers(ev)...)
 
 	var r *reading
 	if ev.Platform() == evidence.PlatformGo {
@@ -256,11 +257,14 @@ func fromLoad(q facts.Queue, work facts.Work, candidates []bound) *reading {
 	r := &reading{wait: q.WaitShare, waitFrom: "the load's latencies (Little's law)", inFlight: q.InFlight, inService: q.InService}
 	// A thread group or the connections say which pool it is, a
 	// setting what sizes it.
-	for _, kind := range []string{"threads", "connections", "setting"} {
+	for _, kind := range []string{"threads", "processes", "connections", "setting"} {
 		if i := slices.IndexFunc(matched, func(b bound) bool { return b.kind == kind }); i >= 0 {
 			b := matched[i]
 			r.name, r.what, r.resize = b.name, b.what, b.resize
-			r.unit = map[string]string{"threads": "threads", "connections": "connections", "setting": "slots"}[kind]
+			r.unit = map[string]string{"threads": "threads", "processes": "processes", "connections": "connections", "setting": "slots"}[kind]
+			if b.unit != "" {
+				r.unit = b.unit
+			}
 			if kind == "setting" {
 				r.name = "the pool " + b.name + " sizes"
 			}
@@ -299,6 +303,8 @@ func (r *reading) sized(matched []bound) {
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d threads in %s (%s)", b.size, b.name, b.what))
 		case "connections":
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d connections held to %s", b.size, b.name))
+		case "processes":
+			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d %s (%s)", b.size, b.name, b.what))
 		}
 	}
 	if r.what == "" {
@@ -313,6 +319,12 @@ func nextBound(candidates []bound, r *reading) *bound {
 	var best *bound
 	for i, b := range candidates {
 		if b.kind == "setting" || b.size <= r.size || float64(b.size) >= r.inFlight {
+			continue
+		}
+		// A bound of the size served at once is the same pool seen another
+		// way: Apache's 18 threads are its 16 workers (each holding one of
+		// the 16 proxied connections), a listener and a main thread.
+		if r.inService > 0 && b.matches(r.inService) {
 			continue
 		}
 		if best == nil || b.size < best.size {
