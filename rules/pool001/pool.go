@@ -46,7 +46,9 @@ latency and served at once E = throughput × the fastest request's latency
 / mean. The load alone fires only when a bound of the service's shows the
 same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
 Netty's, Executors', a hand-made one) using at least 10% of the process's
-CPU, the connections the process holds to one peer, or a pool-sizing
+CPU, a native server's threads in one process of its tree or its processes
+alike (Apache's MPM workers, PHP-FPM's children), the connections the
+process and its descendants hold to one peer, or a pool-sizing
 setting on its command line (name=value or a flag and its value), of size k
 with E / k between 0.5 and 1.15 (a saturated bound's slots are all busy;
 the fastest request is a lower bound on the mean hold), and when the holds
@@ -81,7 +83,12 @@ the CPUs bound a pool whose holders compute.`,
 		Caveats: `The gain assumes the backend keeps its service time with more requests at
 once; a backend at its own capacity does not, and then the pool is the
 right place for the queue. The load's figures cover its whole run, the
-profiles their window.`,
+profiles their window. Read from the load alone, the service time is the
+fastest request's: a strictly first-come-first-served queue in front of a
+saturated pool (a hand-made pool reading one queue) gives every request the
+same wait, the fastest request then carries a whole turn, and the load
+cannot tell the pool from a slow backend; Apache's mpm_event and the
+executors named above let some requests through at once.`,
 		Since: "0.4",
 		Refs: []string{
 			"https://pkg.go.dev/database/sql#DB.SetMaxOpenConns",
