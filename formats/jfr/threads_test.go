@@ -146,3 +146,21 @@ func TestPoolsByBehaviour(t *testing.T) {
 		}
 	}
 }
+
+func TestIsQueueTake(t *testing.T) {
+	for name, want := range map[string]bool{
+		"java.util.concurrent.LinkedBlockingQueue.take":                 true,
+		"java.util.concurrent.ArrayBlockingQueue.poll":                  true,
+		"java.util.concurrent.SynchronousQueue$TransferStack.transfer":  true,
+		"java.util.concurrent.LinkedBlockingDeque.takeFirst":            true,
+		"org.eclipse.jetty.util.BlockingArrayQueue.poll":                true,
+		"java.util.concurrent.LinkedBlockingQueue.put":                  false,
+		"java.util.concurrent.CompletableFuture.get":                    false,
+		"com.acme.QueueConsumer.take":                                   false,
+		"java.util.concurrent.locks.AbstractQueuedSynchronizer.acquire": false,
+	} {
+		if got := isQueueTake(name); got != want {
+			t.Errorf("isQueueTake(%q) = %v", name, got)
+		}
+	}
+}
