@@ -80,7 +80,9 @@ concurrent 25 ms tasks) is 57% busy; casebook J3 fixed 13% (32 threads for
 never blocked; J3 bad (2 threads for 20 ms backend calls) 99% busy and
 91-97% blocked, the smallpool fixture 100% and 80% (its 16 callers, parked
 on the pool's futures, 93% blocked with 24% of the samples, are its
-symptom).`,
+symptom). A pool POOL001 already names from the load's latencies (with
+the setting that sizes it and the next bound behind it) is left to that
+finding.`,
 		Fix: `Size a pool for blocking tasks from Little's law: threads = task rate ×
 task time (blocked and running), or CPUs × (1 + wait time / compute time),
 and bound the queue in front of it so overload is refused rather than
@@ -101,7 +103,11 @@ Semaphore instead of a pool size.`,
 		},
 	},
 	Needs: []rules.Input{rules.JVM},
-	Check: check,
+	// After the others: a pool POOL001 already named from the load's
+	// queueing (with its setting and the next bound behind it) is left to
+	// that finding.
+	Fallback: true,
+	Check:    check,
 }
 
 const caveat = "JFR records blocking of 10 ms or more under the profile settings, so shorter waits count as idle: the busy share is a lower bound. The queue in front of the pool is not recorded; a saturated pool is where tasks queue."
@@ -114,15 +120,16 @@ const (
 	// with too few threads read 0.00 (the servers fixtures: Jetty, a
 	// ThreadPoolExecutor, a hand-made pool; Netty's event loops wait in
 	// epoll, which JFR does not record); Jetty growing its pool to the
-	// 32 connections it serves (36 threads) 2.5, fixed pools of 64 for
-	// 32 connections 33-49.
+	// 32 connections it serves (37 threads) 3.3, fixed pools of 64 for
+	// 32 connections 34-36.
 	maxIdleThreads = 0.5
-	// minWorkSamples is the share of the JVM's execution samples a group
-	// of threads known only by its name and its waits (not an executor's
-	// workers, not an event loop) must run to be where the work runs:
-	// the saturated pools of the servers fixtures run 60-100%, threads
-	// that only wait on a pool's futures 0-24%.
-	minWorkSamples  = 0.10
+	// minWorkShare is the share of the JVM's execution samples (or of its
+	// CPU, when async-profiler took the samples) a group of threads known
+	// only by its name and its waits (not an executor's workers, not an
+	// event loop) must run to be where the work runs, not a housekeeping
+	// group: the saturated pools of the servers fixtures run 60-96% of the
+	// samples, Spring Boot's Jetty pool in the corpus 31% of the CPU.
+	minWorkShare    = 0.10
 	smallBusyHigh   = 0.97
 	blockedMajority = 0.5
 	cpuBound        = 0.8 // JVM CPU share above which more threads cannot help
@@ -162,35 +169,47 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	cpus := jvmthreads.CPUs(s, 1)
-	var small []saturated
+	sampled := false // the recording's execution samples name threads (not with async-profiler's)
+	for _, p := range s.Threading.Pools {
+		sampled = sampled || p.Samples > 0
+	}
 	for _, p := range s.Threading.Pools {
 		u := usage(p, span, cpus)
 		u.ofJVM = float64(p.Samples) / float64(max(s.ExecutionSamples, 1))
-		waits := poolWaits(s.Threading.TaskWaits, p.Name)
+		w := poolWaits(s.Threading.TaskWaits, p.Name)
 		switch {
 		case u.busy >= smallBusy && u.idleThreads < maxIdleThreads && u.blocked >= blockedMajority && s.JVMCPU < cpuBound &&
-			(p.Executor || p.EventLoop || u.ofJVM >= minWorkSamples && !waits.coordinated()):
-			small = append(small, saturated{p, u, waits})
+			(p.Executor || p.EventLoop || runsWork(p, u, s, sampled) && !w.coordinated() && !w.onFutures()):
+			if !queueingNamed(pass.Earlier, p.Name) {
+				pass.Report(tooSmall(pass, p, u, w, s.JVMCPU, cpus))
+			}
 		case p.Executor && p.Threads >= max(largePerCPU*cpus, largeMin) && u.runnable >= runnableMost && u.ofJVM >= cpuMajority &&
 			(u.cores >= 0.5*float64(cpus) || machineBusy(s)):
 			pass.Report(tooLarge(pass, p, u, cpus))
 		}
 	}
-	for _, c := range small {
-		if c.waits.onFutures() && len(small) > 1 && !c.pool.Executor {
-			continue // waiting for another saturated pool's tasks: its symptom
-		}
-		pass.Report(tooSmall(pass, c.pool, c.use, c.waits, s.JVMCPU, cpus))
-	}
 	return nil
 }
 
-// saturated is a pool whose threads are all busy, blocked inside their
-// work: requests queue for it.
-type saturated struct {
-	pool  jfr.Pool
-	use   use
-	waits waits
+// queueingNamed reports whether a pool-queueing finding (POOL001, from the
+// load's latencies by Little's law) already names the pool.
+func queueingNamed(earlier []rules.Finding, pool string) bool {
+	for _, f := range earlier {
+		if f.Class == "pool-queueing" && strings.Contains(f.Summary, "("+pool+")") {
+			return true
+		}
+	}
+	return false
+}
+
+// runsWork reports whether a group of threads known only by its name runs
+// a share of the JVM's work: of its execution samples, else (async-profiler
+// took the CPU samples) of its CPU by jdk.ThreadCPULoad.
+func runsWork(p jfr.Pool, u use, s *jfr.Summary, sampled bool) bool {
+	if sampled {
+		return u.ofJVM >= minWorkShare
+	}
+	return s.JVMCPU > 0 && p.CPU/s.JVMCPU >= minWorkShare
 }
 
 // waits are a pool's recorded waits inside its work, by site.
