@@ -11,6 +11,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/rules/jvmthreads"
 )
 
 // bound is a bounded resource the evidence shows with its size: a group of
@@ -58,29 +59,6 @@ const (
 	minGroupCPU = 0.10
 )
 
-// jvmPool names a thread pool from its threads' names.
-type jvmPool struct {
-	name   *regexp.Regexp
-	what   string
-	resize string
-}
-
-var jvmPools = []jvmPool{
-	{regexp.MustCompile(`^(https?|ajp)-(nio2?|apr|jsse-nio)-.*-exec$`), "Tomcat's connector executor",
-		"maxThreads on the Connector in server.xml (Spring Boot: server.tomcat.threads.max, default 200)"},
-	{regexp.MustCompile(`^qtp\d+$`), "Jetty's QueuedThreadPool",
-		"the QueuedThreadPool's maxThreads (jetty.threadPool.maxThreads, default 200)"},
-	{regexp.MustCompile(`^XNIO-\d+ task$`), "Undertow's worker pool",
-		"Undertow's worker threads (Spring Boot: server.undertow.threads.worker)"},
-	{regexp.MustCompile(`^((nio|epoll|kqueue|io_uring)EventLoopGroup-\d+|reactor-http-(nio|epoll))$`), "a Netty event loop group",
-		"the EventLoopGroup's thread count (Reactor Netty: -Dreactor.netty.ioWorkerCount); move blocking calls off the event loop"},
-	{regexp.MustCompile(`^pool-\d+-thread$`), "an executor made by java.util.concurrent.Executors",
-		"the thread count given to Executors.newFixedThreadPool"},
-	{regexp.MustCompile(`^ForkJoinPool\.commonPool-worker$`), "the common ForkJoinPool",
-		"-Djava.util.concurrent.ForkJoinPool.common.parallelism, or a pool of its own for blocking work"},
-	{regexp.MustCompile(`^ForkJoinPool-\d+-worker$`), "a ForkJoinPool", "the pool's parallelism"},
-}
-
 // threadGroups are the JVM's groups of threads named alike, as bounds:
 // any implementation, recognised by its threads' names and their CPU.
 func threadGroups(s *jfr.Summary, processCores float64) []bound {
@@ -90,16 +68,10 @@ func threadGroups(s *jfr.Summary, processCores float64) []bound {
 	cpus := float64(max(s.HWThreads, 1))
 	var out []bound
 	for _, p := range s.Threading.Pools {
-		b := bound{kind: "threads", name: p.Name, size: p.Threads, cores: p.CPU * cpus,
-			what: "a pool of threads named alike", resize: "the pool's thread count"}
+		what, resize, _ := jvmthreads.PoolKind(p.Name)
+		b := bound{kind: "threads", name: p.Name, size: p.Threads, cores: p.CPU * cpus, what: what, resize: resize}
 		if processCores > 0 && b.cores < minGroupCPU*processCores {
 			continue
-		}
-		for _, k := range jvmPools {
-			if k.name.MatchString(p.Name) {
-				b.what, b.resize = k.what, k.resize
-				break
-			}
 		}
 		out = append(out, b)
 	}

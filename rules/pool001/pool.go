@@ -9,12 +9,15 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/facts/frames"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/jvmthreads"
 )
 
 // Rule is POOL001.
@@ -59,7 +62,11 @@ the process under 80% of its cores. Measured on the corpus: Tomcat with
 2 threads (0.89), cores / E 0.22, 0.40 of 2 cores; HikariCP with one
 connection 97%, E 0.94 for 1 connection (0.94), 0.22, 0.21 cores; the
 Tomcat fix's side (200 threads) queues next on Hikari's 10 connections,
-72%, E 8.9 for 10 (0.89), 0.14. On services written for the rule (32
+72%, E 8.9 for 10 (0.89), 0.14; Jetty with 8 threads
+(server.jetty.threads.max=8, an acceptor and a selector among them) 85%,
+E 4.9 for 8 (0.62), 0.17, 0.86 cores. A JVM pool read here is left
+out of JVM011, which reads the same pool from its threads' waits without the
+load's figures. On services written for the rule (32
 clients, a 20 ms dependency): database/sql with SetMaxOpenConns(1) 92% in
 the trace (96% by the load), E 1.14 for 1 connection, cores / E 0.03, the
 requests 97% blocked past the wait; net/http's MaxConnsPerHost 2 and a
@@ -100,11 +107,8 @@ executors named above let some requests through at once.`,
 	// Where requests wait (Go), or what bounds them: a JVM's threads, the
 	// process's sockets and command line.
 	NeedsOneOf: []rules.Input{rules.Trace, rules.Goroutine, rules.System, rules.JVM},
-	// After the others: it leaves a pool JVM011 already named from its
-	// executor's events to that finding.
-	Fallback: true,
-	Facts:    []facts.Key{facts.WorkDone, facts.LoadQueue, facts.CPUStacks},
-	Check:    check,
+	Facts:      []facts.Key{facts.WorkDone, facts.LoadQueue, facts.CPUStacks},
+	Check:      check,
 }
 
 const (
@@ -168,9 +172,6 @@ func check(pass *rules.Pass) error {
 	}
 	if work.Available > 0 && work.Busy() > maxBusy {
 		return nil // the CPUs are the bound
-	}
-	if earlierNamed(pass.Earlier, r) {
-		return nil
 	}
 	pass.Report(finding(pass, r, q, work))
 	return nil
@@ -341,17 +342,6 @@ func nextBound(candidates []bound, r *reading) *bound {
 	return best
 }
 
-// earlierNamed reports whether a finding of JVM011 (thread pool too small,
-// from its executor's events) already names the pool.
-func earlierNamed(earlier []rules.Finding, r *reading) bool {
-	for _, f := range earlier {
-		if f.Class == "jvm-thread-pool-size" && r.name != "" && strings.Contains(f.Summary, r.name) {
-			return true
-		}
-	}
-	return false
-}
-
 // gains is the throughput the fix gives: at least with the service time
 // the pool's holds take now (size / throughput), capped by the CPUs at the
 // CPU each request costs now; at most with the fastest request's.
@@ -408,6 +398,11 @@ func finding(pass *rules.Pass, r *reading, q facts.Queue, work facts.Work) rules
 	f.Example = example(pass, r, target)
 	if w := r.goWait; w != nil && w.at.Func != "" {
 		f.Locations = []rules.Location{{Function: w.at.Func, File: w.at.File, Line: w.at.Line, Share: r.wait, Role: "where requests wait for the pool"}}
+	}
+	if sites, total := threadWaits(pass.Evidence, r); len(sites) > 0 {
+		// A JVM's pool: where its threads wait inside the work (JFR).
+		f.Locations = jvmthreads.Locations(sites, total, 3, func(jfr.WaitSite) string { return "where the pool's threads wait" })
+		f.Summary += "; its threads wait in " + jvmthreads.SiteName(sites[0].Stack)
 	}
 	if w := r.goWait; w != nil && w.pool != nil {
 		f.Claim = poolClaim(pass, w.pool)
@@ -587,6 +582,23 @@ func poolClaim(pass *rules.Pass, p *frames.Pool) *rules.Claim {
 		}
 		return inLib && (churn || lib(stacks.Frames[s.Frames[0]].Func))
 	}}
+}
+
+// threadWaits are a JVM thread pool's recorded waits inside its work (JFR:
+// sleeps, parks, socket reads), when the pool read is a group of threads.
+func threadWaits(ev *evidence.Evidence, r *reading) ([]jfr.WaitSite, time.Duration) {
+	if ev.JVM == nil || r.unit != "threads" || r.name == "" {
+		return nil, 0
+	}
+	var sites []jfr.WaitSite
+	var total time.Duration
+	for _, w := range ev.JVM.Threading.TaskWaits {
+		if w.Class == r.name {
+			sites = append(sites, w)
+			total += w.Total
+		}
+	}
+	return sites, total
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
