@@ -28,7 +28,7 @@ const (
 )
 
 type diagnoseInput struct {
-	Path            string  `json:"path,omitempty" jsonschema:"a bundle folder, a folder of profiles or one profile file, inside the allowed folders"`
+	Path string `json:"path,omitempty" jsonschema:"a bundle folder, a folder of profiles or one profile file, inside the allowed folders"`
 	// Instead of path, a live target (pprof URL, perf_pid or jvm_pid):
 	// perfdoctor collects a bundle from it first.
 	liveTarget

@@ -33,10 +33,10 @@ const (
 // liveTarget is what collect and run observe: one of a Go service's pprof
 // URL, a local process through perf, or a local JVM.
 type liveTarget struct {
-	Target string `json:"target,omitempty" jsonschema:"a live Go service's pprof URL (http://127.0.0.1:6060 or .../debug/pprof/); or give perf_pid or jvm_pid"`
-	PerfPID int   `json:"perf_pid,omitempty" jsonschema:"a local process of any language to observe through Linux perf instead (its PID)"`
-	JVMPID  int   `json:"jvm_pid,omitempty" jsonschema:"a local JVM to record instead (its PID): async-profiler and JFR, or JFR alone when the agent cannot be loaded"`
-	JFROnly bool  `json:"jfr_only,omitempty" jsonschema:"with jvm_pid: record with Java Flight Recorder alone, no async-profiler"`
+	Target  string `json:"target,omitempty" jsonschema:"a live Go service's pprof URL (http://127.0.0.1:6060 or .../debug/pprof/); or give perf_pid or jvm_pid"`
+	PerfPID int    `json:"perf_pid,omitempty" jsonschema:"a local process of any language to observe through Linux perf instead (its PID)"`
+	JVMPID  int    `json:"jvm_pid,omitempty" jsonschema:"a local JVM to record instead (its PID): async-profiler and JFR, or JFR alone when the agent cannot be loaded"`
+	JFROnly bool   `json:"jfr_only,omitempty" jsonschema:"with jvm_pid: record with Java Flight Recorder alone, no async-profiler"`
 }
 
 type collectInput struct {
