@@ -6,6 +6,7 @@
 package jvm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,9 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	}
 	if opt.Duration < time.Second || opt.Duration > 10*time.Minute {
 		return nil, fmt.Errorf("duration %s is outside 1s..10m", opt.Duration)
+	}
+	if err := CheckJVM(opt.PID); err != nil {
+		return nil, err
 	}
 	if opt.Settings == "" {
 		opt.Settings = "profile"
@@ -373,4 +377,18 @@ func (c *collection) snapshot(file, name string) {
 		return
 	}
 	c.w.AddJSON(name, file, snap, time.Since(t0))
+}
+
+// CheckJVM refuses a process that has not loaded a JVM: attaching sends
+// the process SIGQUIT, which a JVM answers and most other programs (a Go
+// service among them) die of.
+func CheckJVM(pid int) error {
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return fmt.Errorf("process %d: %w", pid, errors.Unwrap(err))
+	}
+	if !bytes.Contains(maps, []byte("/libjvm.so")) {
+		return fmt.Errorf("process %d is not a JVM (no libjvm.so loaded); attaching would send it SIGQUIT", pid)
+	}
+	return nil
 }
