@@ -71,9 +71,6 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	if opt.Duration < time.Second || opt.Duration > 10*time.Minute {
 		return nil, fmt.Errorf("duration %s is outside 1s..10m", opt.Duration)
 	}
-	if err := CheckJVM(opt.PID); err != nil {
-		return nil, err
-	}
 	if opt.Settings == "" {
 		opt.Settings = "profile"
 	}
@@ -95,6 +92,9 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	}
 	jcmd, jfrTool, err := tools(opt.Roots, opt.PID)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckJVM(opt.Roots, opt.PID); err != nil {
 		return nil, err
 	}
 	w, err := bundle.Create(opt.OutDir)
@@ -382,8 +382,12 @@ func (c *collection) snapshot(file, name string) {
 // CheckJVM refuses a process that has not loaded a JVM: attaching sends
 // the process SIGQUIT, which a JVM answers and most other programs (a Go
 // service among them) die of.
-func CheckJVM(pid int) error {
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+func CheckJVM(roots system.Roots, pid int) error {
+	proc := roots.Proc
+	if proc == "" {
+		proc = "/proc"
+	}
+	maps, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "maps"))
 	if err != nil {
 		return fmt.Errorf("process %d: %w", pid, errors.Unwrap(err))
 	}
