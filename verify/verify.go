@@ -44,7 +44,7 @@ type Options struct {
 	// other: on a busy shared machine both then meet the same neighbours,
 	// so the paired CPU per request keeps only the versions' difference.
 	// Throughput and latency then compete for the same CPUs. Rounds' First
-	// is "both". Not with Start.
+	// is "both". With Start, both versions start for each round.
 	Together bool
 }
 
@@ -146,7 +146,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			sequence = []int{1, 0}
 			p.First = "after"
 		}
-		if o.Together && o.Start == nil {
+		if o.Together {
 			p.First = "both"
 			errs := make([]error, 2)
 			var wg sync.WaitGroup

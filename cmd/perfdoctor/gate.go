@@ -16,6 +16,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/gate"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
+	"github.com/perfdoctor/perfdoctor/internal/supervise"
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/report/loadtext"
@@ -36,7 +37,7 @@ type gateFlags struct {
 	rounds                   int
 	warmup, ready, window    time.Duration
 	out                      string
-	together                 bool
+	together, fresh          bool
 }
 
 func (a *app) gateCommand() *cobra.Command {
@@ -127,6 +128,7 @@ rates.`,
 	fl.DurationVar(&g.warmup, "warmup", time.Second, "services: load before each measurement, not counted")
 	fl.DurationVar(&g.ready, "ready-timeout", 30*time.Second, "how long a started build may take to accept connections")
 	fl.DurationVar(&g.window, "profile-window", 5*time.Second, "services: how long to profile each build under load")
+	fl.BoolVar(&g.fresh, "fresh", false, "services: start each build anew for every measurement, so that two processes of one build differing (memory layout, what they warmed) counts as noise, not as a change")
 	fl.BoolVar(&g.together, "together", false, "services: load both builds at the same time in each round (steadier CPU per request on a busy machine)")
 	fl.StringVar(&g.out, "out", "", "directory for gate.md, gate.json, diff.html and each side's reports")
 	return cmd
@@ -152,6 +154,8 @@ func (a *app) gateService(cmd *cobra.Command, f *loadFlags, g *gateFlags) (*gate
 		return nil, usageError{fmt.Errorf("--profile-window %s out of range 1s..%s", g.window, load.MaxDuration)}
 	case len(g.baseProfile)+len(g.headProfile) > 0:
 		return nil, usageError{errors.New("--base-profile and --head-profile go with --base-bench; services are profiled through --base-pprof and --head-pprof")}
+	case g.fresh && (g.baseCmd == "" || g.headCmd == ""):
+		return nil, usageError{errors.New("--fresh starts each build for every measurement: it needs --base-cmd and --head-cmd")}
 	}
 	cfgs, restore, err := f.configure(cmd, g.base, g.head)
 	if err != nil {
@@ -163,21 +167,45 @@ func (a *app) gateService(cmd *cobra.Command, f *loadFlags, g *gateFlags) (*gate
 	if a.verbose {
 		echo = a.stderr
 	}
-	for _, s := range []struct{ name, command, url string }{{"base", g.baseCmd, g.base}, {"head", g.headCmd, g.head}} {
-		if s.command == "" {
-			continue
-		}
+	sides := []struct{ name, command, url string }{{"base", g.baseCmd, g.base}, {"head", g.headCmd, g.head}}
+	start := func(i int) (*supervise.Process, int, error) {
+		s := sides[i]
 		p, err := verify.StartTarget(ctx, s.name, s.command, s.url, g.ready, echo, a.log)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		defer p.Stop()
+		// The process answering on the port, not the shell around it.
+		pid := verify.LocalPID(s.url)
+		if pid == 0 {
+			pid = p.PID()
+		}
+		return p, pid, nil
 	}
-	v, err := verify.Run(ctx, verify.Options{Before: cfgs[0], After: cfgs[1],
-		PIDs:   [2]int{verify.LocalPID(g.base), verify.LocalPID(g.head)},
-		Rounds: g.rounds, Warmup: g.warmup, MinChange: g.threshold, Together: g.together,
+	o := verify.Options{Before: cfgs[0], After: cfgs[1], Rounds: g.rounds, Warmup: g.warmup, MinChange: g.threshold, Together: g.together,
 		OnRound: func(done, of int, r verify.Round) { fmt.Fprintln(a.stderr, loadtext.RoundLine(done, of, r)) },
-	})
+	}
+	if g.fresh {
+		o.Start = func(_ context.Context, i int) (int, func(), error) {
+			p, pid, err := start(i)
+			if err != nil {
+				return 0, nil, err
+			}
+			return pid, p.Stop, nil
+		}
+	} else {
+		for i, s := range sides {
+			if s.command == "" {
+				continue
+			}
+			p, _, err := start(i)
+			if err != nil {
+				return nil, err
+			}
+			defer p.Stop()
+		}
+		o.PIDs = [2]int{verify.LocalPID(g.base), verify.LocalPID(g.head)}
+	}
+	v, err := verify.Run(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +220,16 @@ func (a *app) gateService(cmd *cobra.Command, f *loadFlags, g *gateFlags) (*gate
 	if g.basePprof == "" {
 		res.DiffNote = "no --base-pprof and --head-pprof were given"
 		return res, nil
+	}
+	if g.fresh {
+		// The rounds stopped their processes: start both for the profiles.
+		for i := range sides {
+			p, _, err := start(i)
+			if err != nil {
+				return nil, err
+			}
+			defer p.Stop()
+		}
 	}
 	var reps [2]*report.Report
 	for i, side := range []struct{ name, pprof string }{{"base", g.basePprof}, {"head", g.headPprof}} {

@@ -30,7 +30,7 @@ func gateServices(t *testing.T, baseBin, headBin string, pprof bool, extra ...st
 	t.Helper()
 	base, head := closedPort(t), closedPort(t)
 	dir = t.TempDir()
-	args := []string{"gate", "--out", dir, "--rounds", "4", "-d", "1s", "--warmup", "300ms", "-c", "4", "--threshold", "0.25",
+	args := []string{"gate", "--out", dir, "--rounds", "6", "-d", "1s", "--warmup", "300ms", "-c", "4", "--threshold", "0.1",
 		"--base-cmd", "exec " + baseBin + " -listen " + base, "--base", "http://" + base + "/",
 		"--head-cmd", "exec " + headBin + " -listen " + head, "--head", "http://" + head + "/"}
 	if pprof {
@@ -50,7 +50,10 @@ func gateServices(t *testing.T, baseBin, headBin string, pprof bool, extra ...st
 
 // TestGateServices: a head build doing 50% more work per request is a
 // regression, with the function that grew in the comment; the same build
-// on both sides passes. The threshold is 25%, so neither can flake.
+// on both sides passes (started anew for every round, both measured at
+// once). The threshold is 10%: on a busy machine a round's ratio strays by
+// about 10%, so six rounds put the planted run's interval well above it and
+// keep the A/A estimate well below.
 func TestGateServices(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and loads two services")
@@ -62,7 +65,7 @@ func TestGateServices(t *testing.T) {
 		t.Fatalf("planted 50%%: exit %d, verdict %q (%s)\n%s", code, res.Verdict, res.Why, md)
 	}
 	cpu := res.Figures[0]
-	if cpu.Name != "CPU/request" || !cpu.Judged || !cpu.Worse || cpu.Low <= 1.25 {
+	if cpu.Name != "CPU/request" || !cpu.Judged || !cpu.Worse || cpu.Low <= 1 {
 		t.Errorf("judged figure %+v", cpu)
 	}
 	for _, want := range []string{gate.Marker, "perfdoctor gate: performance regression", "| CPU/request |", "**worse**",
@@ -80,7 +83,8 @@ func TestGateServices(t *testing.T) {
 		}
 	}
 
-	code, md, res, _ = gateServices(t, base, base, false)
+	// A/A with each build started anew per round, both loaded at once.
+	code, md, res, _ = gateServices(t, base, base, false, "--fresh", "--together", "--rate", "200")
 	if code != 0 || res.Verdict != gate.Pass {
 		t.Fatalf("A/A: exit %d, verdict %q (%s)\n%s", code, res.Verdict, res.Why, md)
 	}
@@ -96,7 +100,7 @@ func benchmarkBuild(t *testing.T, slow bool) (bench, profile string) {
 	dir := t.TempDir()
 	extra := "return 0"
 	if slow {
-		extra = "return mix(n / 2)"
+		extra = "return mix(2 * n)"
 	}
 	src := fmt.Sprintf(`package work
 
@@ -128,7 +132,7 @@ func BenchmarkWork(b *testing.B) {
 		}
 	}
 	profile = filepath.Join(dir, "cpu.pprof")
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-count", "6", "-benchtime", "200ms", "-cpuprofile", profile)
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-count", "8", "-benchtime", "100ms", "-cpuprofile", profile)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -142,7 +146,9 @@ func BenchmarkWork(b *testing.B) {
 }
 
 // TestGateBenchmarks: go test -bench results and CPU profiles of a base
-// and a head whose benchmark does 50% more work in a new function.
+// and a head whose benchmark does three times the work, two thirds of it
+// in a new function: far beyond the noise of a busy machine (runs of one
+// build were seen to spread from 36 to 95 µs).
 func TestGateBenchmarks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs benchmarks")
@@ -153,7 +159,7 @@ func TestGateBenchmarks(t *testing.T) {
 	code, md, stderr := perfdoctor(t, "gate", "--out", dir, "--threshold", "0.25",
 		"--base-bench", baseBench, "--base-profile", baseProf, "--head-bench", headBench, "--head-profile", headProf)
 	if code != exitRegression {
-		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitRegression, md, stderr)
+		t.Fatalf("exit %d, want %d\n%s\n%s\nbase:\n%s\nhead:\n%s", code, exitRegression, md, stderr, readFile(t, baseBench), readFile(t, headBench))
 	}
 	for _, want := range []string{"| example.com/work.BenchmarkWork-", "ns/op", "**worse**", "`work.extra`", "Welch's t-test"} {
 		if !strings.Contains(md, want) {
@@ -190,6 +196,7 @@ func TestGateBadInput(t *testing.T) {
 		"not bench":      {[]string{"gate", "--out", out, "--base-bench", notBench, "--head-bench", notBench}, "no benchmark results"},
 		"missing bench":  {[]string{"gate", "--out", out, "--base-bench", filepath.Join(dir, "none.txt"), "--head-bench", notBench}, "--base-bench"},
 		"one bench":      {[]string{"gate", "--out", out, "--base-bench", notBench}, "gate needs both --base-bench FILE and --head-bench FILE"},
+		"fresh no cmd":   {[]string{"gate", "--out", out, "--fresh", "--base", "http://127.0.0.1:1/", "--head", "http://127.0.0.1:2/"}, "--fresh starts each build"},
 		"profile alone":  {[]string{"gate", "--out", out, "--base", "http://127.0.0.1:1/", "--head", "http://127.0.0.1:2/", "--base-profile", notBench}, "go with --base-bench"},
 		"nobody listens": {[]string{"gate", "--out", out, "--rounds", "2", "-d", "1s", "--warmup", "0s", "--base", "http://" + closedPort(t) + "/", "--head", "http://" + closedPort(t) + "/"}, "perfdoctor: "},
 	} {
@@ -198,4 +205,13 @@ func TestGateBadInput(t *testing.T) {
 			wantOneLineError(t, code, stderr, tc.want)
 		})
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
