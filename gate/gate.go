@@ -7,6 +7,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -205,19 +206,9 @@ func ChangedFindings(base, head *report.Report) []FindingChange {
 			HeadImpact: f.Impact, BaseImpact: b, New: !had})
 	}
 	slices.SortStableFunc(out, func(x, y FindingChange) int {
-		return -cmpFloat(x.HeadImpact-x.BaseImpact, y.HeadImpact-y.BaseImpact)
+		return cmp.Compare(y.HeadImpact-y.BaseImpact, x.HeadImpact-x.BaseImpact)
 	})
 	return out
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // shortFunc names a function for the comment.

@@ -150,24 +150,30 @@ func TestJSONMatchesSchema(t *testing.T) {
 	}
 }
 
-// TestCommandLoads compares two versions loaded by a benchmark command, as
-// for a server that speaks neither HTTP nor UDP: the after side's command
-// does the same units in a tenth of the time. The verdict follows
-// throughput alone, and no latency figure is made up.
-func TestCommandLoads(t *testing.T) {
-	var ports [2]string
+// commandPair listens on two ports (this process) and loads each with a
+// command doing the same units, ten times faster on the second port.
+func commandPair(t *testing.T) (ports [2]string, cfg func(port string) load.Config) {
+	t.Helper()
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer l.Close()
+		t.Cleanup(func() { l.Close() })
 		_, ports[i], _ = net.SplitHostPort(l.Addr().String())
 	}
 	slow := "if [ {port} = " + ports[0] + " ]; then sleep 0.2; else sleep 0.02; fi"
-	cfg := func(port string) load.Config {
+	return ports, func(port string) load.Config {
 		return load.Config{URL: "tcp://127.0.0.1:" + port, Command: slow, UnitsPerRun: 100, Unit: "op", Duration: 800 * time.Millisecond}
 	}
+}
+
+// TestCommandLoads compares two versions loaded by a benchmark command, as
+// for a server that speaks neither HTTP nor UDP: the after side's command
+// does the same units in a tenth of the time. The verdict follows
+// throughput alone, and no latency figure is made up.
+func TestCommandLoads(t *testing.T) {
+	ports, cfg := commandPair(t)
 	v, err := Run(context.Background(), Options{Before: cfg(ports[0]), After: cfg(ports[1]), Rounds: 3,
 		PIDs: [2]int{LocalPID("tcp://127.0.0.1:" + ports[0]), LocalPID("tcp://127.0.0.1:" + ports[1])}})
 	if err != nil {
@@ -194,19 +200,7 @@ func TestCommandLoads(t *testing.T) {
 // This test process listens on both ports, so its own CPU time is read
 // through the threads' schedstat.
 func TestTogether(t *testing.T) {
-	var ports [2]string
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		_, ports[i], _ = net.SplitHostPort(l.Addr().String())
-	}
-	slow := "if [ {port} = " + ports[0] + " ]; then sleep 0.2; else sleep 0.02; fi"
-	cfg := func(port string) load.Config {
-		return load.Config{URL: "tcp://127.0.0.1:" + port, Command: slow, UnitsPerRun: 100, Unit: "op", Duration: 800 * time.Millisecond}
-	}
+	ports, cfg := commandPair(t)
 	pid := os.Getpid()
 	v, err := Run(context.Background(), Options{Before: cfg(ports[0]), After: cfg(ports[1]), Rounds: 2, Together: true, PIDs: [2]int{pid, pid}})
 	if err != nil {
