@@ -56,7 +56,10 @@ given) it runs verify's paired rounds, alternating the order, and judges the
 CPU time per request read from /proc (--judge cpu, the default: both builds
 must run on this host) or throughput and p99 latency (--judge load). With
 --base-pprof/--head-pprof it then profiles each build under the same load,
-diagnoses both and diffs their CPU profiles.
+diagnoses both and diffs their CPU profiles. On a shared machine, measured
+best (docs/ci.md): --fresh (each build started anew every round) --together
+(both loaded at once) --rate R, with both commands pinned to the same CPUs
+(taskset -c 1 ...).
 
 On benchmarks (--base-bench/--head-bench: go test -bench output with -count
 6 or more) it judges each benchmark's ns/op; --base-profile/--head-profile
