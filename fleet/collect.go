@@ -15,6 +15,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect"
+	"github.com/perfdoctor/perfdoctor/evidence"
 )
 
 // Defaults of Plan.
@@ -76,8 +77,11 @@ type Collected struct {
 	Status string
 	Error  string
 	Bundle string
-	Took   time.Duration
-	dir    string // where its bundle goes
+	// Evidence, when set, is the instance's evidence already in memory (read
+	// from a store); Bundle then holds the same profiles on disk.
+	Evidence *evidence.Evidence
+	Took     time.Duration
+	dir      string // where its bundle goes
 }
 
 // Pick chooses which instances of s to collect: the Hottest first (by CPU;

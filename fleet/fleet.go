@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,14 +34,20 @@ type Options struct {
 // Report is the fleet report every format renders; its JSON is documented
 // in docs/fleet.md.
 type Report struct {
-	SchemaVersion int       `json:"schema_version"`
-	Tool          string    `json:"tool"`
-	Prometheus    string    `json:"prometheus"`
-	GroupBy       string    `json:"group_by"`
-	Match         string    `json:"match,omitempty"`
-	CPUQuery      string    `json:"cpu_query"`
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
+	SchemaVersion int    `json:"schema_version"`
+	Tool          string `json:"tool"`
+	Prometheus    string `json:"prometheus"`
+	// Store, for a run over a profile store instead of Prometheus' targets,
+	// names it ("pyroscope http://host:4040"); From and To are the time
+	// range its profiles were read over.
+	Store    string     `json:"store,omitempty"`
+	From     *time.Time `json:"from,omitempty"`
+	To       *time.Time `json:"to,omitempty"`
+	GroupBy  string     `json:"group_by"`
+	Match    string     `json:"match,omitempty"`
+	CPUQuery string     `json:"cpu_query"`
+	Start    time.Time  `json:"start"`
+	End      time.Time  `json:"end"`
 	// Partial is true when some picked instance could not be collected.
 	Partial   bool           `json:"partial"`
 	Plan      PlanSummary    `json:"plan"`
@@ -177,7 +185,7 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 		r.Match = opt.Match.String()
 	}
 	for _, s := range f.Services {
-		sd := diagnoseService(ctx, s.Name, s.dir, byService[s.Name], p.OutDir, opt.Tool)
+		sd := diagnoseService(ctx, s.Name, s.dir, byService[s.Name], p.OutDir, opt.Tool, scrapedMerge)
 		for _, in := range sd.Instances {
 			if in.Picked != "" && in.Status != StatusOK {
 				r.Partial = true
@@ -190,12 +198,19 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 	return r, nil
 }
 
+// scrapedMerge are the kinds merged across a scraped service's instances:
+// the CPU profile is windowed and adds up across processes; the rest of a
+// bundle (heap, goroutines, runtime statistics, trace) is per-process
+// state and comes from the representative instance.
+var scrapedMerge = []evidence.Kind{evidence.CPU}
+
 // diagnoseService diagnoses each collected instance alone (for outliers)
-// and the service as one: the instances' CPU profiles merged.
-func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, outDir, tool string) *ServiceDiag {
+// and the service as one: the instances' profiles of the merged kinds
+// merged.
+func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, outDir, tool string, mergeKinds []evidence.Kind) *ServiceDiag {
 	sd := &ServiceDiag{Name: name, Findings: []rules.Finding{}, Instances: []InstanceReport{}}
 	var bundles []string
-	var cpus []*profile.Profile
+	merge := map[evidence.Kind][]*profile.Profile{}
 	var first *evidence.Evidence // the hottest collected instance's
 	for _, c := range cs {
 		ir := InstanceReport{Instance: c.Name, PprofURL: c.Pprof, Health: c.Health, Picked: c.Picked, Status: c.Status, Error: c.Error}
@@ -207,7 +222,11 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 			ir.Bundle = rel(outDir, c.Bundle)
 		}
 		if c.Status == StatusOK || c.Status == StatusPartial {
-			rep, err := diagnose.Run(ctx, diagnose.Request{Paths: []string{c.Bundle}, Tool: tool})
+			req := diagnose.Request{Paths: []string{c.Bundle}, Tool: tool}
+			if c.Evidence != nil {
+				req = diagnose.Request{Evidence: c.Evidence, Tool: tool}
+			}
+			rep, err := diagnose.Run(ctx, req)
 			if err != nil {
 				ir.Status, ir.Error = StatusFailed, err.Error()
 			} else if cpu := rep.Evidence.Profile(evidence.CPU); cpu == nil {
@@ -227,7 +246,11 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 					first = rep.Evidence
 				}
 				bundles = append(bundles, c.Bundle)
-				cpus = append(cpus, cpu)
+				for _, k := range mergeKinds {
+					if p := rep.Evidence.Profile(k); p != nil {
+						merge[k] = append(merge[k], p)
+					}
+				}
 				sd.Collected++
 			}
 		}
@@ -238,7 +261,7 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 		sd.Error = "no instance could be collected"
 		return sd
 	}
-	if err := sd.diagnoseMerged(ctx, first, bundles, cpus, dir, outDir, tool); err != nil {
+	if err := sd.diagnoseMerged(ctx, first, bundles, merge, dir, outDir, tool); err != nil {
 		sd.Error = err.Error()
 		return sd
 	}
@@ -246,17 +269,25 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 	return sd
 }
 
-// diagnoseMerged runs the catalog over the service: the CPU profiles of all
-// collected instances merged, and the per-process evidence of the first
-// (hottest) one. It writes the merged profile and the service's reports.
-func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evidence, bundles []string, cpus []*profile.Profile, dir, outDir, tool string) error {
+// diagnoseMerged runs the catalog over the service: the profiles of the
+// merged kinds of all collected instances merged, and the rest of the
+// evidence of the first (hottest) one. It writes the merged CPU profile and
+// the service's reports.
+func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evidence, bundles []string, merge map[evidence.Kind][]*profile.Profile, dir, outDir, tool string) error {
 	b := first.Derive().Sources(bundles...)
-	if len(cpus) > 1 {
-		merged, err := profile.Merge(cpus)
-		if err != nil {
-			return fmt.Errorf("service %s: merging CPU profiles: %w", sd.Name, err)
+	for _, k := range slices.Sorted(maps.Keys(merge)) {
+		ps := merge[k]
+		if len(ps) < 2 {
+			continue
 		}
-		b.Profile(evidence.CPU, merged)
+		merged, err := mergeProfiles(ps)
+		if err != nil {
+			return fmt.Errorf("service %s: merging %s profiles: %w", sd.Name, k, err)
+		}
+		b.Profile(k, merged)
+		if k != evidence.CPU {
+			continue
+		}
 		path := filepath.Join(dir, "merged-cpu.pb.gz")
 		if _, err := bundle.WriteProfile(path, merged); err != nil {
 			return fmt.Errorf("service %s: %w", sd.Name, err)
@@ -274,6 +305,23 @@ func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evide
 	}
 	sd.ReportHTML, sd.ReportJSON = rel(outDir, filepath.Join(dir, "report.html")), rel(outDir, filepath.Join(dir, "report.json"))
 	return nil
+}
+
+// mergeProfiles merges the instances' profiles of one kind. Instances
+// sampled at different periods (a store's, or differently configured
+// processes) are merged at the first one's: pprof's merge refuses
+// unequal periods, and the values are already totals.
+func mergeProfiles(ps []*profile.Profile) (*profile.Profile, error) {
+	same := make([]*profile.Profile, len(ps))
+	copy(same, ps)
+	for i, p := range same[1:] {
+		if p.Period != same[0].Period {
+			p = p.Copy()
+			p.Period = same[0].Period
+			same[i+1] = p
+		}
+	}
+	return profile.Merge(same)
 }
 
 func rel(base, path string) string {
@@ -406,6 +454,19 @@ func rankSavings(services []*ServiceDiag) []Saving {
 // ErrNothingCollected is returned by callers that want a non-zero exit when
 // no instance at all could be collected.
 var ErrNothingCollected = errors.New("no instance could be collected")
+
+// Source names where the fleet was read from: the Prometheus server, or
+// the store and its time range.
+func (r *Report) Source() string {
+	if r.Store == "" {
+		return r.Prometheus
+	}
+	s := r.Store
+	if r.From != nil && r.To != nil {
+		s += " " + r.From.UTC().Format(time.RFC3339) + ".." + r.To.UTC().Format(time.RFC3339)
+	}
+	return s
+}
 
 // Collected reports how many instances were collected across services.
 func (r *Report) Collected() int {

@@ -20,6 +20,7 @@ func (a *app) fleetCommand() *cobra.Command {
 		out, db       string
 		tokenFile     string
 		record        bool
+		sf            storeFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet --prometheus URL",
@@ -40,14 +41,21 @@ gives a port, a path or a URL. docs/fleet.md has the details and the JSON.
 
 The bundles, each service's full report (report.html, report.json), its merged
 CPU profile and the fleet report (fleet.html, fleet.json) are written to -o.
-With --record, each service's diagnosis goes into the history database.`,
+With --record, each service's diagnosis goes into the history database.
+
+With --pyroscope URL instead of --prometheus, it reads every service (or one
+--service) that a Pyroscope server holds profiles for over --from..--to:
+each instance's CPU, allocation, mutex and block profiles, merged per service
+by perfdoctor. An instance's cores are its CPU time over the range. Nothing is
+scraped, so --hottest, --sample, --duration and the budget do not apply.`,
 		Example: `  perfdoctor fleet --prometheus http://127.0.0.1:9090
   perfdoctor fleet --prometheus http://prom:9090 --match 'team="payments"' --hottest 5 -f markdown
-  perfdoctor fleet --prometheus http://prom:9090 --group-by app --record --db postgres://perf@db/perf`,
+  perfdoctor fleet --prometheus http://prom:9090 --group-by app --record --db postgres://perf@db/perf
+  perfdoctor fleet --pyroscope http://pyroscope:4040 --from 1h --record`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opt.Prometheus == "" {
-				return usageError{fmt.Errorf("fleet needs --prometheus URL")}
+			if (opt.Prometheus == "") == !sf.used() {
+				return usageError{fmt.Errorf("fleet needs --prometheus URL or --pyroscope URL (one of them)")}
 			}
 			if _, ok := fleetreport.Formats[format]; !ok {
 				return usageError{fmt.Errorf("unknown --format %q (want one of: %s)", format, fleetreport.FormatNames())}
@@ -78,10 +86,27 @@ With --record, each service's diagnosis goes into the history database.`,
 				defer store.Close()
 			}
 			opt.OutDir, opt.Logger, opt.Tool = out, a.log, a.tool()
-			fmt.Fprintf(a.stderr, "perfdoctor fleet: discovering through %s, collecting into %s\n", fleet.RedactURL(opt.Prometheus), out)
-			rep, err := fleet.Run(cmd.Context(), opt)
-			if err != nil {
-				return err
+			var rep *fleet.Report
+			if sf.used() {
+				rd, err := sf.reader()
+				if err != nil {
+					return err
+				}
+				r, err := sf.timeRange()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "perfdoctor fleet: reading %s, writing into %s\n", rd.Describe(), out)
+				rep, err = fleet.DiagnoseStore(cmd.Context(), fleet.StoreOptions{Reader: rd, Range: r, Service: sf.service,
+					GroupBy: sf.serviceLabel, Concurrency: opt.Concurrency, OutDir: out, Tool: opt.Tool, Logger: a.log})
+				if err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stderr, "perfdoctor fleet: discovering through %s, collecting into %s\n", fleet.RedactURL(opt.Prometheus), out)
+				if rep, err = fleet.Run(cmd.Context(), opt); err != nil {
+					return err
+				}
 			}
 			if err := fleetreport.WriteFiles(rep); err != nil {
 				return err
@@ -119,6 +144,7 @@ With --record, each service's diagnosis goes into the history database.`,
 	f.StringVarP(&format, "format", "f", "text", "output format: "+fleetreport.FormatNames())
 	f.StringVar(&tokenFile, "token-file", "", "file holding the bearer token the instances require (or set $"+collect.TokenEnv+")")
 	f.BoolVar(&record, "record", false, "record each service's diagnosis in the history database")
+	sf.add(f, false)
 	f.StringVar(&db, "db", "", "history database: a file (default "+defaultDBHelp()+") or postgres://user@host/db")
 	return cmd
 }

@@ -125,7 +125,7 @@ func instanceCores(in fleet.InstanceReport) string {
 // WriteText is the terminal view: the savings, then each service.
 func WriteText(w io.Writer, r *fleet.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "perfdoctor fleet: %d services from %s, grouped by %s", len(r.Services), r.Prometheus, r.GroupBy)
+	fmt.Fprintf(&b, "perfdoctor fleet: %d services from %s, grouped by %s", len(r.Services), r.Source(), r.GroupBy)
 	if r.Match != "" {
 		fmt.Fprintf(&b, ", matching %s", r.Match)
 	}
@@ -187,7 +187,7 @@ func joinDir(dir, rel string) string {
 func WriteMarkdown(w io.Writer, r *fleet.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## perfdoctor fleet: %d services\n\n", len(r.Services))
-	fmt.Fprintf(&b, "From %s, grouped by `%s`", md(r.Prometheus), md(r.GroupBy))
+	fmt.Fprintf(&b, "From %s, grouped by `%s`", md(r.Source()), md(r.GroupBy))
 	if r.Match != "" {
 		fmt.Fprintf(&b, ", matching `%s`", md(r.Match))
 	}
@@ -251,7 +251,7 @@ th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 small{color:#666}
 </style></head><body>
 <h1>perfdoctor fleet</h1>
-<p>{{len .Services}} services from <code>{{.Prometheus}}</code>, grouped by <code>{{.GroupBy}}</code>{{if .Match}}, matching <code>{{.Match}}</code>{{end}}. <small>{{.Tool}}, {{.Start.UTC.Format "2006-01-02 15:04:05Z"}}</small></p>
+<p>{{len .Services}} services from <code>{{.Source}}</code>, grouped by <code>{{.GroupBy}}</code>{{if .Match}}, matching <code>{{.Match}}</code>{{end}}. <small>{{.Tool}}, {{.Start.UTC.Format "2006-01-02 15:04:05Z"}}</small></p>
 {{if .Partial}}<p class="partial">Partial: some picked instances could not be collected; they are listed with their error below.</p>{{end}}
 <h2>Savings, by cores to recover</h2>
 <table id="savings"><thead><tr><th>#</th><th>finding</th><th>service</th><th>cores to recover</th><th>severity</th><th>summary</th></tr></thead><tbody>

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/fleet"
+	"github.com/perfdoctor/perfdoctor/internal/fleettest"
+	"github.com/perfdoctor/perfdoctor/internal/pyroscopetest"
+	"github.com/perfdoctor/perfdoctor/report"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// TestFleetFromPyroscope: four processes profile themselves with
+// Pyroscope's own Go client (pyroscope-go) and push to a Pyroscope
+// stand-in (internal/pyroscopetest: written from Pyroscope's documented
+// API, not a real server, which cannot be built here); checkout's two
+// instances allocate short-lived garbage, catalog's compute a little and
+// sleep. fleet --pyroscope must rank checkout first, record the run in
+// history, and diagnose and diff must read the same store.
+func TestFleetFromPyroscope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs four profiled processes")
+	}
+	srv := &pyroscopetest.Server{}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	bin := filepath.Join(t.TempDir(), "pushsvc")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/pyroscopetest/pushsvc").CombinedOutput(); err != nil {
+		t.Fatalf("building pushsvc: %v\n%s", err, out)
+	}
+	var wg sync.WaitGroup
+	for _, svc := range []struct{ service, instance, work string }{
+		{"checkout", "checkout-1", "alloc"}, {"checkout", "checkout-2", "alloc"},
+		{"catalog", "catalog-1", "light"}, {"catalog", "catalog-2", "light"},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := exec.Command(bin, "-server", hs.URL, "-service", svc.service, "-instance", svc.instance,
+				"-work", svc.work, "-for", "5s").CombinedOutput()
+			if err != nil {
+				t.Errorf("pushsvc %s: %v\n%s", svc.instance, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	t.Logf("the stand-in took %d uploads", srv.Ingested)
+
+	db := filepath.Join(t.TempDir(), "history.db")
+	out := filepath.Join(t.TempDir(), "fleet")
+	code, stdout, stderr := perfdoctor(t, "fleet", "--pyroscope", hs.URL, "--from", "1m", "-o", out, "-f", "json", "--record", "--db", db)
+	if code != 0 {
+		t.Fatalf("fleet --pyroscope: exit %d\n%s", code, stderr)
+	}
+	fleettest.ValidateFleetJSON(t, fleettest.FleetSchema(t, "../../docs"), []byte(stdout))
+	var rep fleet.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("fleet JSON: %v", err)
+	}
+	if len(rep.Services) != 2 || len(rep.Savings) == 0 {
+		t.Fatalf("want 2 services and savings, got %d services, %d savings\n%s", len(rep.Services), len(rep.Savings), stdout)
+	}
+	// The planted service ranks first; its allocation shows as the
+	// collector's share of its CPU (which of GC001 or CPU001 on the
+	// allocating function ranks first within it varies run to run).
+	gc := -1.0
+	for _, sv := range rep.Savings {
+		if sv.Service == "checkout" && sv.Class == "gc-pressure" {
+			gc = sv.Impact
+		}
+	}
+	if top := rep.Savings[0]; top.Service != "checkout" || top.Cores == nil || *top.Cores <= 0 || gc < 0.1 {
+		for _, sv := range rep.Savings[:min(4, len(rep.Savings))] {
+			t.Logf("saving %d: %s %s impact %.2f cores %v", sv.Rank, sv.Service, sv.Class, sv.Impact, sv.Cores)
+		}
+		t.Fatalf("want checkout first in cores with gc-pressure of at least 10%% of its CPU, got %s %s first, gc-pressure %.2f", top.Service, top.Class, gc)
+	}
+	for _, s := range rep.Services {
+		if len(s.Instances) != 2 || s.Collected != 2 || s.CPUSource != fleet.CPUFromProfile {
+			t.Errorf("service %s: want 2 instances read, cores from profiles; got %d instances, %d read, %s: %+v", s.Name, len(s.Instances), s.Collected, s.CPUSource, s.Instances)
+		}
+	}
+	if !strings.HasPrefix(rep.Store, "pyroscope http://127.0.0.1:") || rep.From == nil || rep.To == nil {
+		t.Errorf("the report names its store and range: store %q from %v to %v", rep.Store, rep.From, rep.To)
+	}
+
+	code, stdout, stderr = perfdoctor(t, "history", "--db", db)
+	if code != 0 || !strings.Contains(stdout, "checkout") || !strings.Contains(stdout, "gc-pressure") {
+		t.Fatalf("history after fleet --pyroscope --record: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	code, stdout, stderr = perfdoctor(t, "diagnose", "--pyroscope", hs.URL, "--service", "checkout", "--from", "5m", "-f", "json")
+	if code != 0 {
+		t.Fatalf("diagnose --pyroscope: exit %d\n%s", code, stderr)
+	}
+	var one report.Report
+	if err := json.Unmarshal([]byte(stdout), &one); err != nil {
+		t.Fatalf("report JSON: %v", err)
+	}
+	if !slices.ContainsFunc(one.Findings, func(f rules.Finding) bool { return f.Class == "gc-pressure" }) {
+		t.Errorf("diagnose --pyroscope --service checkout: want gc-pressure, got %+v", one.Findings)
+	}
+	notChecked := map[string]bool{}
+	for _, nc := range one.NotChecked {
+		for _, m := range nc.Missing {
+			notChecked[string(m)] = true
+		}
+	}
+	if !notChecked["runtime metrics"] && !notChecked["metrics"] {
+		t.Errorf("runtime statistics are not in a store: want them listed as missing, got %+v", one.NotChecked)
+	}
+
+	code, _, stderr = perfdoctor(t, "diff", "--pyroscope", hs.URL, "--service", "catalog", "5m..2s", "3s..now")
+	if code != 0 {
+		t.Errorf("diff --pyroscope of two ranges: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestStoreBadInputs: a store that is not there, a service it does not
+// hold, malformed ranges: one line each, non-zero.
+func TestStoreBadInputs(t *testing.T) {
+	srv := &pyroscopetest.Server{}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fleet", "--pyroscope", "http://" + closedPort(t), "-o", filepath.Join(t.TempDir(), "o")}, "connection refused"},
+		{[]string{"fleet", "--pyroscope", hs.URL, "-o", filepath.Join(t.TempDir(), "o")}, "holds no profiles"},
+		{[]string{"fleet", "--pyroscope", hs.URL, "--prometheus", "http://127.0.0.1:9"}, "one of them"},
+		{[]string{"diagnose", "--pyroscope", hs.URL}, "--service"},
+		{[]string{"diagnose", "--pyroscope", hs.URL, "--service", "nope"}, "no profiles"},
+		{[]string{"diagnose", "--pyroscope", "ftp://x", "--service", "a"}, "want http(s)://host:port"},
+		{[]string{"diagnose", "--pyroscope", hs.URL, "--service", "a", "--from", "yesterday"}, "--from"},
+		{[]string{"diagnose", "--pyroscope", hs.URL, "--service", "a", "--from", "1m", "--to", "2m"}, "is empty"},
+		{[]string{"diff", "--pyroscope", hs.URL, "--service", "a", "1h", "now"}, "FROM..TO"},
+	} {
+		code, _, stderr := perfdoctor(t, c.args...)
+		wantOneLineError(t, code, stderr, c.want)
+	}
+}
