@@ -25,17 +25,19 @@ files, runs the rule catalog and prints the findings ranked by the share of
 CPU (or memory or latency) the fix can recover.
 
 With --pyroscope URL --service NAME it reads the service's profiles from a
-Pyroscope server instead (CPU, allocations, mutex and block, merged over
+Pyroscope server instead (or with --otlp FILE from OTLP profiles files written
+by the OpenTelemetry Collector's file exporter) (CPU, allocations, mutex and block, merged over
 --from..--to across its instances, or one --instance); what a store does not
 hold (runtime statistics, heap, goroutines, trace) is listed as not checked.`,
 		Example: `  perfdoctor diagnose ./b1
   perfdoctor diagnose cpu.pb.gz allocs.pb.gz --format json
   GODEBUG=gctrace=1 ./service 2>&1 | perfdoctor diagnose --gctrace -
-  perfdoctor diagnose --pyroscope http://pyroscope:4040 --service checkout --from 2h`,
+  perfdoctor diagnose --pyroscope http://pyroscope:4040 --service checkout --from 2h
+  perfdoctor diagnose --otlp profiles.json --service checkout`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if sf.used() {
 				if len(args) > 0 {
-					return usageError{fmt.Errorf("give a bundle or --pyroscope, not both")}
+					return usageError{fmt.Errorf("give a bundle or a store (--pyroscope, --otlp), not both")}
 				}
 				return nil
 			}
@@ -64,7 +66,7 @@ hold (runtime statistics, heap, goroutines, trace) is listed as not checked.`,
 				if err != nil {
 					return err
 				}
-				r, err := sf.timeRange()
+				r, err := sf.timeRange(rd)
 				if err != nil {
 					return err
 				}

@@ -31,8 +31,8 @@ are new in B or gone from A; --format html draws a differential flame graph.
 With --fail-on-regression PCT it exits with code 3 when any function's flat
 or cumulative share grew by more than PCT percentage points.
 
-With --pyroscope URL --service NAME, A and B are two time ranges of the
-service in a Pyroscope server, FROM..TO each (2h..1h 1h..now).`,
+With --pyroscope URL --service NAME (or --otlp FILE), A and B are two time
+ranges of the service in the store, FROM..TO each (2h..1h 1h..now).`,
 		Example: `  perfdoctor diff before/ after/
   perfdoctor diff old-cpu.pb.gz new-cpu.pb.gz --format html -o diff.html
   perfdoctor diff main/ pr/ --fail-on-regression 5

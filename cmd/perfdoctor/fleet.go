@@ -43,8 +43,9 @@ The bundles, each service's full report (report.html, report.json), its merged
 CPU profile and the fleet report (fleet.html, fleet.json) are written to -o.
 With --record, each service's diagnosis goes into the history database.
 
-With --pyroscope URL instead of --prometheus, it reads every service (or one
---service) that a Pyroscope server holds profiles for over --from..--to:
+With --pyroscope URL (or --otlp FILE, written by the OpenTelemetry Collector's
+file exporter) instead of --prometheus, it reads every service (or one
+--service) that the store holds profiles for over --from..--to:
 each instance's CPU, allocation, mutex and block profiles, merged per service
 by perfdoctor. An instance's cores are its CPU time over the range. Nothing is
 scraped, so --hottest, --sample, --duration and the budget do not apply.`,
@@ -55,7 +56,7 @@ scraped, so --hottest, --sample, --duration and the budget do not apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (opt.Prometheus == "") == !sf.used() {
-				return usageError{fmt.Errorf("fleet needs --prometheus URL or --pyroscope URL (one of them)")}
+				return usageError{fmt.Errorf("fleet needs --prometheus URL, --pyroscope URL or --otlp FILE (one of them)")}
 			}
 			if _, ok := fleetreport.Formats[format]; !ok {
 				return usageError{fmt.Errorf("unknown --format %q (want one of: %s)", format, fleetreport.FormatNames())}
@@ -92,7 +93,7 @@ scraped, so --hottest, --sample, --duration and the budget do not apply.`,
 				if err != nil {
 					return err
 				}
-				r, err := sf.timeRange()
+				r, err := sf.timeRange(rd)
 				if err != nil {
 					return err
 				}

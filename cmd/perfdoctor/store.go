@@ -8,21 +8,27 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/perfdoctor/perfdoctor/collect/otlpfile"
 	"github.com/perfdoctor/perfdoctor/collect/pyroscope"
 	"github.com/perfdoctor/perfdoctor/collect/store"
 	"github.com/perfdoctor/perfdoctor/evidence"
 )
 
-// storeFlags select a profile store and what to read from it, shared by
+// storeFlags select a profile store (a Pyroscope server, OTLP profiles
+// files) and what to read from it, shared by
 // diagnose, diff and fleet.
 type storeFlags struct {
 	pyroscope, tenant           string
 	serviceLabel, instanceLabel string
 	service, instance           string
 	from, to                    string
+	otlp                        []string
+	flags                       *pflag.FlagSet
 }
 
 func (sf *storeFlags) add(f *pflag.FlagSet, withInstance bool) {
+	sf.flags = f
+	f.StringArrayVar(&sf.otlp, "otlp", nil, "read OTLP profiles from this file, as the OpenTelemetry Collector's file exporter writes it (json or proto, zstd or not; repeat for more files)")
 	f.StringVar(&sf.pyroscope, "pyroscope", "", "read profiles from this Pyroscope server (http://host:4040) instead of a bundle; userinfo is sent as basic auth")
 	f.StringVar(&sf.tenant, "tenant", "", "Pyroscope tenant (X-Scope-OrgID), for multi-tenant servers")
 	f.StringVar(&sf.serviceLabel, "service-label", pyroscope.DefaultServiceLabel, "store label naming the service")
@@ -31,14 +37,20 @@ func (sf *storeFlags) add(f *pflag.FlagSet, withInstance bool) {
 	if withInstance {
 		f.StringVar(&sf.instance, "instance", "", "one instance of --service (default: all of them, merged)")
 	}
-	f.StringVar(&sf.from, "from", "1h", "start of the store's time range: RFC 3339, or a duration before now")
+	f.StringVar(&sf.from, "from", "1h", "start of the store's time range: RFC 3339, or a duration before now (--otlp: default the files' whole span)")
 	f.StringVar(&sf.to, "to", "now", "end of the store's time range: RFC 3339, or a duration before now")
 }
 
 // used reports whether a store was named.
-func (sf *storeFlags) used() bool { return sf.pyroscope != "" }
+func (sf *storeFlags) used() bool { return sf.pyroscope != "" || len(sf.otlp) > 0 }
 
 func (sf *storeFlags) reader() (store.Reader, error) {
+	if sf.pyroscope != "" && len(sf.otlp) > 0 {
+		return nil, usageError{fmt.Errorf("give --pyroscope or --otlp, not both")}
+	}
+	if len(sf.otlp) > 0 {
+		return otlpfile.Open(sf.otlp...)
+	}
 	c, err := pyroscope.New(sf.pyroscope, nil)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--pyroscope: %w", err)}
@@ -47,7 +59,11 @@ func (sf *storeFlags) reader() (store.Reader, error) {
 	return c, nil
 }
 
-func (sf *storeFlags) timeRange() (store.Range, error) {
+// timeRange is --from..--to; for files with neither given, their span.
+func (sf *storeFlags) timeRange(rd store.Reader) (store.Range, error) {
+	if f, ok := rd.(*otlpfile.Files); ok && !sf.flags.Changed("from") && !sf.flags.Changed("to") {
+		return f.Span(), nil
+	}
 	r, err := store.ParseRange(sf.from, sf.to, time.Now())
 	if err != nil {
 		return store.Range{}, usageError{err}

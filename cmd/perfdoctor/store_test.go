@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -10,8 +12,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfdoctor/perfdoctor/fleet"
 	"github.com/perfdoctor/perfdoctor/internal/fleettest"
+	"github.com/perfdoctor/perfdoctor/internal/otlptest"
 	"github.com/perfdoctor/perfdoctor/internal/pyroscopetest"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -148,5 +153,76 @@ func TestStoreBadInputs(t *testing.T) {
 	} {
 		code, _, stderr := perfdoctor(t, c.args...)
 		wantOneLineError(t, code, stderr, c.want)
+	}
+}
+
+// TestDiagnoseOTLPLikePprof: a real bundle's windowed profiles (a
+// Prometheus under GOGC=20, from the corpus) written as an OTLP profiles
+// file, as the Collector's file exporter lays it out, diagnose to the same
+// findings as the same pprof files do, and fleet --otlp ranks them.
+func TestDiagnoseOTLPLikePprof(t *testing.T) {
+	const bundle = "../../corpus/go-prometheus-gogc-20/bad"
+	var ps []*profile.Profile
+	var files []string
+	for _, name := range []string{"cpu.pb.gz", "allocs.pb.gz", "mutex.pb.gz", "block.pb.gz"} {
+		f, err := os.Open(filepath.Join(bundle, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.Parse(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+		files = append(files, filepath.Join(bundle, name))
+	}
+	path := filepath.Join(t.TempDir(), "profiles.json")
+	req := otlptest.FromPprof(otlptest.Resource{Attributes: map[string]string{"service.name": "prometheus", "service.instance.id": "prom-1"}, Profiles: ps})
+	if err := otlptest.WriteJSONLines(path, req); err != nil {
+		t.Fatal(err)
+	}
+	diag := func(args ...string) report.Report {
+		t.Helper()
+		code, stdout, stderr := perfdoctor(t, append([]string{"diagnose", "-f", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("diagnose %v: exit %d\n%s", args, code, stderr)
+		}
+		var rep report.Report
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	fromPprof, fromOTLP := diag(files...), diag("--otlp", path, "--service", "prometheus")
+	if len(fromPprof.Findings) == 0 {
+		t.Fatal("the pprof files give no finding: nothing to compare")
+	}
+	if len(fromOTLP.Findings) != len(fromPprof.Findings) {
+		t.Fatalf("OTLP gives %d findings, pprof %d:\n%+v\n%+v", len(fromOTLP.Findings), len(fromPprof.Findings), fromOTLP.Findings, fromPprof.Findings)
+	}
+	for i, want := range fromPprof.Findings {
+		got := fromOTLP.Findings[i]
+		if got.Rule != want.Rule || math.Abs(got.Impact-want.Impact) > 0.005 {
+			t.Errorf("finding %d: OTLP %s %.3f, pprof %s %.3f", i, got.Rule, got.Impact, want.Rule, want.Impact)
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "fleet")
+	code, stdout, stderr := perfdoctor(t, "fleet", "--otlp", path, "-o", out, "-f", "json")
+	if code != 0 {
+		t.Fatalf("fleet --otlp: exit %d\n%s", code, stderr)
+	}
+	var rep fleet.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Savings) == 0 || rep.Savings[0].Rule != fromPprof.Findings[0].Rule || rep.Savings[0].Cores == nil {
+		t.Fatalf("fleet --otlp: want %s first, got %+v", fromPprof.Findings[0].Rule, rep.Savings)
+	}
+	// The file's span is the range: cores are the CPU profile's CPU time
+	// over its own duration.
+	if c := rep.Services[0].Cores; c <= 0 {
+		t.Errorf("service cores %v, want the CPU profile's", c)
 	}
 }
