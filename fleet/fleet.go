@@ -209,8 +209,10 @@ var scrapedMerge = []evidence.Kind{evidence.CPU}
 // merged.
 func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, outDir, tool string, mergeKinds []evidence.Kind) *ServiceDiag {
 	sd := &ServiceDiag{Name: name, Findings: []rules.Finding{}, Instances: []InstanceReport{}}
-	var bundles []string
-	merge := map[evidence.Kind][]*profile.Profile{}
+	var sources []string
+	// Profiles are merged as instances come, so that one instance's
+	// evidence at a time is held beside the first one's and the merge.
+	m := newMerger()
 	var first *evidence.Evidence // the hottest collected instance's
 	for _, c := range cs {
 		ir := InstanceReport{Instance: c.Name, PprofURL: c.Pprof, Health: c.Health, Picked: c.Picked, Status: c.Status, Error: c.Error}
@@ -218,13 +220,19 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 			v := c.CPU
 			ir.Cores, ir.CPUSource = &v, CPUFromPrometheus
 		}
-		if c.Bundle != "" {
-			ir.Bundle = rel(outDir, c.Bundle)
-		}
 		if c.Status == StatusOK || c.Status == StatusPartial {
-			req := diagnose.Request{Paths: []string{c.Bundle}, Tool: tool}
-			if c.Evidence != nil {
-				req = diagnose.Request{Evidence: c.Evidence, Tool: tool}
+			req, source := diagnose.Request{Paths: []string{c.Bundle}, Tool: tool}, c.Bundle
+			if c.Load != nil {
+				ev, err := c.Load(ctx)
+				if err != nil {
+					ir.Status, ir.Error = StatusFailed, err.Error()
+					sd.Instances = append(sd.Instances, ir) // nothing kept
+					continue
+				}
+				req = diagnose.Request{Evidence: ev, Tool: tool}
+				if len(ev.Sources) > 0 {
+					source = ev.Sources[0]
+				}
 			}
 			rep, err := diagnose.Run(ctx, req)
 			if err != nil {
@@ -241,27 +249,33 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 					top := rep.Findings[0]
 					ir.Top = &TopFinding{Rule: top.Rule, Class: top.Class, Impact: top.Impact}
 				}
-				if len(bundles) == 0 {
+				if len(sources) == 0 {
 					sd.Representative = c.Name // the hottest collected
 					first = rep.Evidence
 				}
-				bundles = append(bundles, c.Bundle)
+				sources = append(sources, source)
 				for _, k := range mergeKinds {
-					if p := rep.Evidence.Profile(k); p != nil {
-						merge[k] = append(merge[k], p)
-					}
+					m.add(k, rep.Evidence.Profile(k))
 				}
 				sd.Collected++
 			}
 		}
+		if c.Bundle != "" {
+			ir.Bundle = rel(outDir, c.Bundle)
+		}
 		sd.Instances = append(sd.Instances, ir)
 	}
 	sd.Cores, sd.CPUSource = serviceCores(sd.Instances)
-	if len(bundles) == 0 {
+	if len(sources) == 0 {
 		sd.Error = "no instance could be collected"
 		return sd
 	}
-	if err := sd.diagnoseMerged(ctx, first, bundles, merge, dir, outDir, tool); err != nil {
+	merged, err := m.result()
+	if err != nil {
+		sd.Error = fmt.Sprintf("service %s: %v", sd.Name, err)
+		return sd
+	}
+	if err := sd.diagnoseMerged(ctx, first, sources, merged, m.count, dir, outDir, tool); err != nil {
 		sd.Error = err.Error()
 		return sd
 	}
@@ -269,21 +283,75 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 	return sd
 }
 
+// merger merges the instances' profiles of each kind as they come, a few
+// at a time: holding every instance's profiles until the end would cost
+// memory in proportion to the instances, merging each as it comes would
+// cost CPU in proportion to their square.
+type merger struct {
+	merged  map[evidence.Kind]*profile.Profile
+	pending map[evidence.Kind][]*profile.Profile
+	count   map[evidence.Kind]int // instances merged into each
+	err     error
+}
+
+// mergeBatch is how many profiles of a kind wait before being merged.
+const mergeBatch = 4
+
+func newMerger() *merger {
+	return &merger{merged: map[evidence.Kind]*profile.Profile{}, pending: map[evidence.Kind][]*profile.Profile{}, count: map[evidence.Kind]int{}}
+}
+
+func (m *merger) add(k evidence.Kind, p *profile.Profile) {
+	if p == nil || m.err != nil {
+		return
+	}
+	m.count[k]++
+	m.pending[k] = append(m.pending[k], p)
+	if len(m.pending[k]) >= mergeBatch {
+		m.flush(k)
+	}
+}
+
+func (m *merger) flush(k evidence.Kind) {
+	ps := m.pending[k]
+	if m.merged[k] != nil {
+		ps = append([]*profile.Profile{m.merged[k]}, ps...)
+	}
+	m.pending[k] = nil
+	switch len(ps) {
+	case 0:
+		return
+	case 1:
+		m.merged[k] = ps[0]
+		return
+	}
+	merged, err := mergeProfiles(ps)
+	if err != nil {
+		m.err = fmt.Errorf("merging %s profiles: %w", k, err)
+		return
+	}
+	m.merged[k] = merged
+}
+
+// result merges what is pending and returns the merge of each kind.
+func (m *merger) result() (map[evidence.Kind]*profile.Profile, error) {
+	for _, k := range slices.Sorted(maps.Keys(m.pending)) {
+		m.flush(k)
+	}
+	return m.merged, m.err
+}
+
 // diagnoseMerged runs the catalog over the service: the profiles of the
 // merged kinds of all collected instances merged, and the rest of the
 // evidence of the first (hottest) one. It writes the merged CPU profile and
 // the service's reports.
-func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evidence, bundles []string, merge map[evidence.Kind][]*profile.Profile, dir, outDir, tool string) error {
-	b := first.Derive().Sources(bundles...)
-	for _, k := range slices.Sorted(maps.Keys(merge)) {
-		ps := merge[k]
-		if len(ps) < 2 {
+func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evidence, sources []string, mergedKinds map[evidence.Kind]*profile.Profile, count map[evidence.Kind]int, dir, outDir, tool string) error {
+	b := first.Derive().Sources(sources...)
+	for _, k := range slices.Sorted(maps.Keys(mergedKinds)) {
+		if count[k] < 2 {
 			continue
 		}
-		merged, err := mergeProfiles(ps)
-		if err != nil {
-			return fmt.Errorf("service %s: merging %s profiles: %w", sd.Name, k, err)
-		}
+		merged := mergedKinds[k]
 		b.Profile(k, merged)
 		if k != evidence.CPU {
 			continue

@@ -1,20 +1,21 @@
 package fleet
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect/store"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules"
 )
 
 // HealthStored is the health of an instance read from a store: it held
@@ -37,11 +38,13 @@ type StoreOptions struct {
 	// Concurrency bounds the services read and diagnosed at once
 	// (DefaultConcurrency).
 	Concurrency int
-	// OutDir receives each instance's profiles as a bundle and each
-	// service's reports, as a scraping run does.
-	OutDir string
-	Tool   string
-	Logger *slog.Logger
+	// OutDir receives each service's reports and merged CPU profile, as a
+	// scraping run does, and with KeepInstances each instance's profiles as
+	// a bundle (about 100 KiB an instance: the store keeps them anyway).
+	OutDir        string
+	KeepInstances bool
+	Tool          string
+	Logger        *slog.Logger
 }
 
 // DiagnoseStore reads every service and instance the store holds profiles
@@ -124,62 +127,68 @@ func DiagnoseStore(ctx context.Context, opt StoreOptions) (*Report, error) {
 	return r, nil
 }
 
-// diagnoseStoredService reads each instance's profiles, keeps them as a
-// bundle and diagnoses the service.
+// diagnoseStoredService reads each instance's profiles as it diagnoses it
+// (keeping them as a bundle if asked) and diagnoses the service. Every kind
+// a store holds is merged, so the representative (the first instance read)
+// lends the merged evidence nothing but its name.
 func diagnoseStoredService(ctx context.Context, opt StoreOptions, ss []store.Series, dir string, log *slog.Logger) *ServiceDiag {
 	name := ss[0].Service
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return &ServiceDiag{Name: name, Error: err.Error(), Findings: []rules.Finding{}, Instances: []InstanceReport{}}
+	}
 	names := dirNames{}
-	var cs []*Collected
+	cs := make([]*Collected, 0, len(ss))
 	for _, s := range ss {
 		inst := s.Instance
 		if inst == "" {
 			inst = name // the store names no instances: the service is one
 		}
 		c := &Collected{Instance: &Instance{Service: name, Name: inst, Health: HealthStored, CPU: -1}, Status: StatusOK}
-		began := time.Now()
-		profiles, err := opt.Reader.Profiles(ctx, opt.Range, s)
-		c.Took = time.Since(began)
-		if err != nil {
-			c.Status, c.Error = StatusFailed, err.Error()
-			log.Warn("fleet: reading the store", "service", name, "instance", inst, "err", err)
-			cs = append(cs, c)
-			continue
+		if opt.KeepInstances {
+			c.Bundle = filepath.Join(dir, "instances", names.unique(inst))
 		}
-		c.Bundle = filepath.Join(dir, "instances", names.unique(inst))
-		b := evidence.NewBuilder(c.Bundle)
-		if err := os.MkdirAll(c.Bundle, 0o755); err != nil {
-			c.Status, c.Error = StatusFailed, err.Error()
-			cs = append(cs, c)
-			continue
-		}
-		for _, k := range store.Kinds {
-			p := profiles[k]
-			if p == nil {
-				continue
+		c.Load = func(ctx context.Context) (*evidence.Evidence, error) {
+			began := time.Now()
+			profiles, err := opt.Reader.Profiles(ctx, opt.Range, s)
+			c.Took = time.Since(began)
+			if err != nil {
+				log.Warn("fleet: reading the store", "service", name, "instance", inst, "err", err)
+				return nil, err
 			}
-			b.Profile(evidence.Kind(k), p)
-			if _, err := bundle.WriteProfile(filepath.Join(c.Bundle, string(k)+".pb.gz"), p); err != nil {
-				c.Status, c.Error = StatusPartial, err.Error()
+			selection := opt.Reader.Describe() + " " + name
+			if s.Instance != "" {
+				selection += "/" + s.Instance
 			}
+			b := evidence.NewBuilder(selection)
+			for _, k := range store.Kinds {
+				b.Profile(evidence.Kind(k), profiles[k])
+			}
+			if c.Bundle != "" {
+				if err := writeProfiles(c.Bundle, profiles); err != nil {
+					return nil, err
+				}
+			}
+			return b.Evidence(), nil
 		}
-		c.Evidence = b.Evidence()
 		cs = append(cs, c)
 	}
-	// Hottest first: the representative is the hottest instance, as when
-	// scraping.
-	cpuOf := func(c *Collected) float64 {
-		if c.Evidence == nil {
-			return -1
-		}
-		if p := c.Evidence.Profile(evidence.CPU); p != nil {
-			if v, ok := profileCores(p); ok {
-				return v
-			}
-		}
-		return 0
-	}
-	slices.SortStableFunc(cs, func(a, b *Collected) int { return cmp.Compare(cpuOf(b), cpuOf(a)) })
 	sd := diagnoseService(ctx, name, dir, cs, opt.OutDir, opt.Tool, storeMerge)
 	log.Info("fleet: diagnosed", "service", name, "instances", len(cs))
 	return sd
+}
+
+// writeProfiles keeps a store's profiles of one instance as a bundle that
+// perfdoctor diagnose reads.
+func writeProfiles(dir string, profiles map[store.Kind]*profile.Profile) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, k := range store.Kinds {
+		if p := profiles[k]; p != nil {
+			if _, err := bundle.WriteProfile(filepath.Join(dir, string(k)+".pb.gz"), p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ func (a *app) fleetCommand() *cobra.Command {
 		tokenFile     string
 		record        bool
 		sf            storeFlags
+		keepInstances bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet --prometheus URL",
@@ -99,7 +100,7 @@ scraped, so --hottest, --sample, --duration and the budget do not apply.`,
 				}
 				fmt.Fprintf(a.stderr, "perfdoctor fleet: reading %s, writing into %s\n", rd.Describe(), out)
 				rep, err = fleet.DiagnoseStore(cmd.Context(), fleet.StoreOptions{Reader: rd, Range: r, Service: sf.service,
-					GroupBy: sf.serviceLabel, Concurrency: opt.Concurrency, OutDir: out, Tool: opt.Tool, Logger: a.log})
+					GroupBy: sf.serviceLabel, Concurrency: opt.Concurrency, OutDir: out, KeepInstances: keepInstances, Tool: opt.Tool, Logger: a.log})
 				if err != nil {
 					return err
 				}
@@ -146,6 +147,7 @@ scraped, so --hottest, --sample, --duration and the budget do not apply.`,
 	f.StringVar(&tokenFile, "token-file", "", "file holding the bearer token the instances require (or set $"+collect.TokenEnv+")")
 	f.BoolVar(&record, "record", false, "record each service's diagnosis in the history database")
 	sf.add(f, false)
+	f.BoolVar(&keepInstances, "keep-instances", false, "with a store: also write each instance's profiles as a bundle under -o (about 100 KiB an instance)")
 	f.StringVar(&db, "db", "", "history database: a file (default "+defaultDBHelp()+") or postgres://user@host/db")
 	return cmd
 }

@@ -63,7 +63,7 @@ func TestFleetFromPyroscope(t *testing.T) {
 
 	db := filepath.Join(t.TempDir(), "history.db")
 	out := filepath.Join(t.TempDir(), "fleet")
-	code, stdout, stderr := perfdoctor(t, "fleet", "--pyroscope", hs.URL, "--from", "1m", "-o", out, "-f", "json", "--record", "--db", db)
+	code, stdout, stderr := perfdoctor(t, "fleet", "--pyroscope", hs.URL, "--from", "1m", "-o", out, "-f", "json", "--record", "--db", db, "--keep-instances")
 	if code != 0 {
 		t.Fatalf("fleet --pyroscope: exit %d\n%s", code, stderr)
 	}
@@ -97,6 +97,17 @@ func TestFleetFromPyroscope(t *testing.T) {
 	}
 	if !strings.HasPrefix(rep.Store, "pyroscope http://127.0.0.1:") || rep.From == nil || rep.To == nil {
 		t.Errorf("the report names its store and range: store %q from %v to %v", rep.Store, rep.From, rep.To)
+	}
+
+	// A kept instance is a bundle diagnose reads.
+	var kept string
+	for _, s := range rep.Services {
+		if s.Name == "checkout" && len(s.Instances) > 0 {
+			kept = filepath.Join(out, s.Instances[0].Bundle)
+		}
+	}
+	if code, _, stderr := perfdoctor(t, "diagnose", kept); code != 0 || kept == out {
+		t.Errorf("diagnose of a kept instance %q: exit %d\n%s", kept, code, stderr)
 	}
 
 	code, stdout, stderr = perfdoctor(t, "history", "--db", db)
