@@ -115,6 +115,11 @@ func TestFleetFromPyroscope(t *testing.T) {
 		t.Fatalf("history after fleet --pyroscope --record: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
+	// One run per service: no baseline yet, nothing judged, exit 0.
+	if code, stdout, stderr := perfdoctor(t, "history", "--regressions", "--db", db); code != 0 {
+		t.Errorf("history --regressions after one store run: exit %d\n%s%s", code, stdout, stderr)
+	}
+
 	code, stdout, stderr = perfdoctor(t, "diagnose", "--pyroscope", hs.URL, "--service", "checkout", "--from", "5m", "-f", "json")
 	if code != 0 {
 		t.Fatalf("diagnose --pyroscope: exit %d\n%s", code, stderr)
