@@ -7,9 +7,10 @@
 #
 #   casebook/record.sh                 every case, services built with this Go
 #   PERFDOCTOR_CASEBOOK_CASES=d1,b3 casebook/record.sh    some (the others are kept)
+#   PERFDOCTOR_CASEBOOK_GO=go1.27.0 casebook/record.sh     services built with that Go
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version=$(go env GOVERSION)
+version=${PERFDOCTOR_CASEBOOK_GO:-$(go env GOVERSION)}
 dest=casebook/testdata/recorded/$(echo "$version" | grep -oE '^go[0-9]+\.[0-9]+')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -23,7 +24,9 @@ PERFDOCTOR_CASEBOOK_BUNDLES="$tmp" flock /tmp/perfdoctor-cpu.lock \
 # the offline test for these.
 whole_trace="b1-bad g1-bad g2-bad l1-bad l1-fixed l2-bad l3-bad l4-bad"
 mkdir -p "$dest"
-for d in "$tmp"/*/; do
+# A pass on another Go keeps its bundles in a folder of that toolchain's name.
+kept=$tmp${PERFDOCTOR_CASEBOOK_GO:+/$PERFDOCTOR_CASEBOOK_GO}
+for d in "$kept"/*/; do
 	name=$(basename "$d")
 	if [ -f "$d/trace.out" ] && [[ " $whole_trace " != *" $name "* ]]; then
 		head -c 200000 "$d/trace.out" >"$d/trace.cut" && mv "$d/trace.cut" "$d/trace.out"
