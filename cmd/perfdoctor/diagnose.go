@@ -62,11 +62,7 @@ hold (runtime statistics, heap, goroutines, trace) is listed as not checked.`,
 			}
 			req := a.diagnoseRequest(args...)
 			if sf.used() {
-				rd, err := sf.reader()
-				if err != nil {
-					return err
-				}
-				r, err := sf.timeRange(rd)
+				rd, r, err := sf.open()
 				if err != nil {
 					return err
 				}

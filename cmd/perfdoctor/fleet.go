@@ -90,11 +90,7 @@ scraped, so --hottest, --sample, --duration and the budget do not apply.`,
 			opt.OutDir, opt.Logger, opt.Tool = out, a.log, a.tool()
 			var rep *fleet.Report
 			if sf.used() {
-				rd, err := sf.reader()
-				if err != nil {
-					return err
-				}
-				r, err := sf.timeRange(rd)
+				rd, r, err := sf.open()
 				if err != nil {
 					return err
 				}

@@ -59,6 +59,16 @@ func (sf *storeFlags) reader() (store.Reader, error) {
 	return c, nil
 }
 
+// open is the store and the time range to read from it.
+func (sf *storeFlags) open() (store.Reader, store.Range, error) {
+	rd, err := sf.reader()
+	if err != nil {
+		return nil, store.Range{}, err
+	}
+	r, err := sf.timeRange(rd)
+	return rd, r, err
+}
+
 // timeRange is --from..--to; for files with neither given, their span.
 func (sf *storeFlags) timeRange(rd store.Reader) (store.Range, error) {
 	if f, ok := rd.(*otlpfile.Files); ok && !sf.flags.Changed("from") && !sf.flags.Changed("to") {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/internal/fleettest"
 	"github.com/perfdoctor/perfdoctor/internal/otlptest"
 	"github.com/perfdoctor/perfdoctor/internal/pyroscopetest"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/report"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -181,16 +181,7 @@ func TestDiagnoseOTLPLikePprof(t *testing.T) {
 	var ps []*profile.Profile
 	var files []string
 	for _, name := range []string{"cpu.pb.gz", "allocs.pb.gz", "mutex.pb.gz", "block.pb.gz"} {
-		f, err := os.Open(filepath.Join(bundle, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := profile.Parse(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
+		ps = append(ps, testprof.Read(t, filepath.Join(bundle, name)))
 		files = append(files, filepath.Join(bundle, name))
 	}
 	path := filepath.Join(t.TempDir(), "profiles.json")

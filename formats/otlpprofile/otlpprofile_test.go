@@ -13,23 +13,14 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/formats/otlpprofile"
 	"github.com/perfdoctor/perfdoctor/internal/otlptest"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 )
 
 // corpusBundle is a real Prometheus recorded under GOGC=20 (corpus/).
 const corpusBundle = "../../corpus/go-prometheus-gogc-20/bad"
 
 func readPprof(t *testing.T, name string) *profile.Profile {
-	t.Helper()
-	f, err := os.Open(filepath.Join(corpusBundle, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testprof.Read(t, filepath.Join(corpusBundle, name))
 }
 
 // byFunction totals a sample type's values by leaf function.

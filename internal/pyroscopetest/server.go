@@ -39,7 +39,9 @@ type entry struct {
 	p          *profile.Profile // one sample type: typ's
 }
 
-// ProfileType is as the query API lists it.
+// ProfileType is as the query API lists it. It is declared here apart from
+// collect/pyroscope's on purpose: the stand-in spells the API from its
+// documentation, so that a client's misspelling fails the tests.
 type ProfileType struct {
 	ID         string `json:"ID"`
 	Name       string `json:"name"`
