@@ -93,6 +93,14 @@ func fromProfile(r *fleet.Report) bool {
 	return false
 }
 
+// profileNote explains the cores marked as measured from profiles.
+func profileNote(r *fleet.Report) string {
+	if r.Store != "" {
+		return "Cores marked * are the instance's CPU time in the store, divided by the range"
+	}
+	return "Cores marked * were measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it"
+}
+
 // status is the collection state of a service, "3 of 12 collected".
 func status(s *fleet.ServiceDiag) string {
 	picked, failed := 0, 0
@@ -170,7 +178,11 @@ func WriteText(w io.Writer, r *fleet.Report) error {
 		}
 	}
 	if fromProfile(r) {
-		b.WriteString("\n* cores measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it\n")
+		if r.Store != "" {
+			b.WriteString("\n* cores: the instance's CPU time in the store, divided by the range\n")
+		} else {
+			b.WriteString("\n* cores measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it\n")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -237,6 +249,7 @@ var page = template.Must(template.New("fleet").Funcs(template.FuncMap{
 	"icores":      instanceCores,
 	"status":      status,
 	"fromProfile": fromProfile,
+	"profileNote": profileNote,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -264,7 +277,7 @@ small{color:#666}
 {{range .Instances}}<tr{{if .Outlier}} class="outlier"{{end}}><td>{{.Instance}}{{if .Bundle}} <small><a href="{{.Bundle}}/">bundle</a></small>{{end}}</td><td class="num">{{icores .}}</td><td>{{.Picked}}</td><td>{{.Status}}{{if .Error}} <small>{{.Error}}</small>{{end}}</td><td>{{with .Top}}{{.Class}} {{percent .Impact}}{{end}}</td><td>{{.Outlier}}</td></tr>
 {{end}}</tbody></table>
 {{end}}
-{{if fromProfile .}}<p><small>Cores marked * were measured from the instance's CPU profile: Prometheus had no process_cpu_seconds_total for it.</small></p>{{end}}
+{{if fromProfile .}}<p><small>{{profileNote .}}.</small></p>{{end}}
 </body></html>
 `))
 
