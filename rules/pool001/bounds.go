@@ -29,6 +29,9 @@ type bound struct {
 	resize string
 	// cores is the CPU its threads used (thread groups).
 	cores float64
+	// unit names its slots when its kind does not: a native server's
+	// threads are its workers and a few more (a listener, a main thread).
+	unit string
 }
 
 // matches reports whether b's size is what the service served at once:
@@ -289,4 +292,60 @@ func commandLine(ev *evidence.Evidence) []string {
 		}
 	}
 	return args
+}
+
+// nativeServers name a native server's workers from its command name, with
+// the setting that sizes them.
+var nativeServers = []struct {
+	comm   *regexp.Regexp
+	what   string
+	resize string
+}{
+	{regexp.MustCompile(`^(apache2|httpd)$`), "Apache's MPM workers",
+		"MaxRequestWorkers in the MPM's configuration (mpm_event and mpm_worker: ServerLimit × ThreadsPerChild; prefork: one process each)"},
+	{regexp.MustCompile(`^php-fpm`), "PHP-FPM's children", "pm.max_children in the pool's configuration"},
+	{regexp.MustCompile(`^(uwsgi|gunicorn)`), "the application server's workers", "its worker processes and threads (--workers, --threads)"},
+}
+
+// nativeWorkers are a native server's workers as bounds, from the process
+// tree's snapshot: the threads of each process that serves (Apache's
+// children: their worker threads with a listener and a main thread) and the
+// processes alike under the target (a prefork server's children). Go and
+// JVM processes have their own readings: a Go program's threads are not
+// its concurrency, a JVM's pools are named.
+func nativeWorkers(ev *evidence.Evidence) []bound {
+	snap := ev.SystemEnd
+	if snap == nil || snap.Process == nil || ev.Platform() != evidence.PlatformNative {
+		return nil
+	}
+	named := func(comm string) (string, string) {
+		for _, s := range nativeServers {
+			if s.comm.MatchString(comm) {
+				return s.what, s.resize
+			}
+		}
+		return "the server's worker threads", "the server's worker thread count"
+	}
+	var out []bound
+	alike := map[string]int{}
+	for _, p := range append([]bundle.ProcessInfo{*snap.Process}, snap.Children...) {
+		if p.Comm == "" {
+			continue
+		}
+		if p.PID != snap.Process.PID {
+			alike[p.Comm]++
+		}
+		if p.Threads > 1 {
+			what, resize := named(p.Comm)
+			out = append(out, bound{kind: "threads", name: fmt.Sprintf("%s (pid %d)", p.Comm, p.PID), size: p.Threads, what: what, resize: resize, unit: "workers"})
+		}
+	}
+	for comm, n := range alike {
+		if n > 1 {
+			what, resize := named(comm)
+			out = append(out, bound{kind: "processes", name: comm + "'s processes", size: n, what: what, resize: resize, unit: "workers"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
 }

@@ -46,7 +46,9 @@ latency and served at once E = throughput × the fastest request's latency
 / mean. The load alone fires only when a bound of the service's shows the
 same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
 Netty's, Executors', a hand-made one) using at least 10% of the process's
-CPU, the connections the process holds to one peer, or a pool-sizing
+CPU, a native server's threads in one process of its tree or its processes
+alike (Apache's MPM workers, PHP-FPM's children), the connections the
+process and its descendants hold to one peer, or a pool-sizing
 setting on its command line (name=value or a flag and its value), of size k
 with E / k between 0.5 and 1.15 (a saturated bound's slots are all busy;
 the fastest request is a lower bound on the mean hold), and when the holds
@@ -81,7 +83,12 @@ the CPUs bound a pool whose holders compute.`,
 		Caveats: `The gain assumes the backend keeps its service time with more requests at
 once; a backend at its own capacity does not, and then the pool is the
 right place for the queue. The load's figures cover its whole run, the
-profiles their window.`,
+profiles their window. Read from the load alone, the service time is the
+fastest request's: a strictly first-come-first-served queue in front of a
+saturated pool (a hand-made pool reading one queue) gives every request the
+same wait, the fastest request then carries a whole turn, and the load
+cannot tell the pool from a slow backend; Apache's mpm_event and the
+executors named above let some requests through at once.`,
 		Since: "0.4",
 		Refs: []string{
 			"https://pkg.go.dev/database/sql#DB.SetMaxOpenConns",
@@ -147,6 +154,7 @@ func check(pass *rules.Pass) error {
 	candidates = append(candidates, settings(args)...)
 	candidates = append(candidates, threadGroups(ev.JVM, work.Cores)...)
 	candidates = append(candidates, connections(ev, args)...)
+	candidates = append(candidates, nativeWorkers(ev)...)
 
 	var r *reading
 	if ev.Platform() == evidence.PlatformGo {
@@ -256,11 +264,14 @@ func fromLoad(q facts.Queue, work facts.Work, candidates []bound) *reading {
 	r := &reading{wait: q.WaitShare, waitFrom: "the load's latencies (Little's law)", inFlight: q.InFlight, inService: q.InService}
 	// A thread group or the connections say which pool it is, a
 	// setting what sizes it.
-	for _, kind := range []string{"threads", "connections", "setting"} {
+	for _, kind := range []string{"threads", "processes", "connections", "setting"} {
 		if i := slices.IndexFunc(matched, func(b bound) bool { return b.kind == kind }); i >= 0 {
 			b := matched[i]
 			r.name, r.what, r.resize = b.name, b.what, b.resize
-			r.unit = map[string]string{"threads": "threads", "connections": "connections", "setting": "slots"}[kind]
+			r.unit = map[string]string{"threads": "threads", "processes": "processes", "connections": "connections", "setting": "slots"}[kind]
+			if b.unit != "" {
+				r.unit = b.unit
+			}
 			if kind == "setting" {
 				r.name = "the pool " + b.name + " sizes"
 			}
@@ -299,6 +310,8 @@ func (r *reading) sized(matched []bound) {
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d threads in %s (%s)", b.size, b.name, b.what))
 		case "connections":
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d connections held to %s", b.size, b.name))
+		case "processes":
+			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d %s (%s)", b.size, b.name, b.what))
 		}
 	}
 	if r.what == "" {
@@ -313,6 +326,12 @@ func nextBound(candidates []bound, r *reading) *bound {
 	var best *bound
 	for i, b := range candidates {
 		if b.kind == "setting" || b.size <= r.size || float64(b.size) >= r.inFlight {
+			continue
+		}
+		// A bound of the size served at once is the same pool seen another
+		// way: Apache's 18 threads are its 16 workers (each holding one of
+		// the 16 proxied connections), a listener and a main thread.
+		if r.inService > 0 && b.matches(r.inService) {
 			continue
 		}
 		if best == nil || b.size < best.size {
