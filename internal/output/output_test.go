@@ -28,12 +28,24 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		// As perfdoctor's main does: the first Ctrl-C stops the work, not the process.
 		signal.Notify(make(chan os.Signal, 1), os.Interrupt)
+		if os.Getenv(readyEnv) != "" {
+			// The parent may interrupt from now on: before Notify, an
+			// interrupt ends the process as a shell's Ctrl-C would.
+			ready := os.NewFile(3, "ready")
+			ready.Write([]byte{1})
+			ready.Close()
+		}
 		os.Exit(child(os.Args[1]))
 	}
 	os.Exit(m.Run())
 }
 
-const childEnv = "PERFDOCTOR_OUTPUT_CHILD"
+const (
+	childEnv = "PERFDOCTOR_OUTPUT_CHILD"
+	// readyEnv asks the child to write a byte to its descriptor 3 once its
+	// interrupt handler is in place.
+	readyEnv = "PERFDOCTOR_OUTPUT_CHILD_READY"
+)
 
 // child writes "from the child\n" to path (its first argument) with Check first, the way a
 // command does, and prints the error as the CLI would.
@@ -245,19 +257,29 @@ func TestFIFOWithoutReaderInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], fifo)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Env = append(os.Environ(), childEnv+"=1", readyEnv+"=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer readyR.Close()
+	cmd.ExtraFiles = []*os.File{readyW}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	readyW.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	// Interrupts before the wait began are taken as the command's first
-	// Ctrl-C; one lands during the wait.
+	// Interrupts only once the child handles them (a busy machine started
+	// it too slowly for the first ones); those before the wait began are
+	// taken as the command's first Ctrl-C, and one lands during the wait.
+	if _, err := readyR.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("the child never said it was ready: %v", err)
+	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	var err error
 wait:
 	for {
 		select {
