@@ -94,7 +94,9 @@ type RemoteEndpoint struct {
 	// RecentTimeWait counts the TIME_WAIT entries younger than RecentSeconds.
 	RecentTimeWait int `json:"recent_time_wait,omitempty"`
 	// Process counts the sockets to this endpoint that the target process
-	// holds (when NetInfo.ProcessSockets); TIME_WAIT sockets have no owner.
+	// holds (when NetInfo.ProcessSockets), with its descendants' when the
+	// snapshot is of its tree (a multi-process server's workers hold its
+	// connections); TIME_WAIT sockets have no owner.
 	Process int `json:"process,omitempty"`
 }
 

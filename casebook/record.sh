@@ -24,7 +24,9 @@ PERFDOCTOR_CASEBOOK_BUNDLES="$tmp" flock /tmp/perfdoctor-cpu.lock \
 # the offline test for these.
 whole_trace="b1-bad g1-bad g2-bad l1-bad l1-fixed l2-bad l3-bad l4-bad"
 mkdir -p "$dest"
-for d in "$tmp"/*/; do
+# A pass on another Go keeps its bundles in a folder of that toolchain's name.
+kept=$tmp${PERFDOCTOR_CASEBOOK_GO:+/$PERFDOCTOR_CASEBOOK_GO}
+for d in "$kept"/*/; do
 	name=$(basename "$d")
 	if [ -f "$d/trace.out" ] && [[ " $whole_trace " != *" $name "* ]]; then
 		head -c 200000 "$d/trace.out" >"$d/trace.cut" && mv "$d/trace.cut" "$d/trace.out"

@@ -189,6 +189,7 @@ this page. Do not edit it by hand.
 		row(rt, Sum(slices.DeleteFunc(slices.Clone(gs), func(g Grade) bool { return g.Scenario.Runtime != rt })))
 	}
 	row("**all**", Sum(gs))
+	writeTarget(&b, Sum(gs))
 	b.WriteString("\n## Scenarios\n\n| scenario | truth | measured gain | perfdoctor's top three | predicted | verdict |\n|---|---|---:|---|---:|---|\n")
 	for _, g := range gs {
 		s := g.Scenario
@@ -221,6 +222,30 @@ this page. Do not edit it by hand.
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Issue 25's target for the gains: the median error within targetError in
+// log, and the measured gain inside the stated range in targetInRange of
+// the problems scored.
+const (
+	targetError   = 0.15
+	targetInRange = 0.8
+)
+
+// writeTarget says whether the gains meet the target, and where the
+// misses are explained.
+func writeTarget(b *strings.Builder, t Totals) {
+	m := t.MedianError()
+	if math.IsNaN(m) {
+		return
+	}
+	in := float64(t.InRange) / float64(len(t.GainErrors))
+	verdict := "met"
+	if m > targetError || in < targetInRange {
+		verdict = "**not met**"
+	}
+	fmt.Fprintf(b, "\nTarget for the gains (issue 25, point 7): median error within %.2f in log and the measured gain inside the stated range in %.0f%% of the problems scored. Now: %.2f and %d of %d (%.0f%%), %s. Why each miss misses: [ranking.md, gains that match the fix](ranking.md#gains-that-match-the-fix-the-model).\n",
+		targetError, 100*targetInRange, m, t.InRange, len(t.GainErrors), 100*in, verdict)
 }
 
 func verdict(g Grade) string {

@@ -18,11 +18,16 @@ func gainMeaning(f rules.Finding) string {
 	if s < 0.01 || s >= 0.995 || f.Growing {
 		return ""
 	}
+	rng := ""
+	if r := f.ImpactRange; r != nil && r[1]-r[0] >= 0.005 {
+		// The range the finding states, as the same multiplier.
+		rng = fmt.Sprintf(" (%.2fx to %.2fx by the range stated)", 1/(1-r[0]), 1/(1-min(r[1], 0.999)))
+	}
 	switch f.Resource {
 	case "cpu":
-		return fmt.Sprintf("CPU per request ×%.2f or less at the same load, up to %.2fx the throughput where CPU is the limit", 1-s, 1/(1-s))
+		return fmt.Sprintf("CPU per request ×%.2f or less at the same load, up to %.2fx the throughput where CPU is the limit%s", 1-s, 1/(1-s), rng)
 	case "latency":
-		return fmt.Sprintf("request time ×%.2f, up to %.2fx the throughput of the same clients", 1-s, 1/(1-s))
+		return fmt.Sprintf("request time ×%.2f, up to %.2fx the throughput of the same clients%s", 1-s, 1/(1-s), rng)
 	}
 	return ""
 }

@@ -72,14 +72,17 @@ type Finding struct {
 	// ([low, high], Impact within it): a fix whose gain depends on what
 	// the user picks (a compression level, a batch size) says so.
 	ImpactRange *[2]float64 `json:"impact_range,omitempty"`
-	Resource    string      `json:"resource"`     // "cpu", "memory" or "latency"
-	ImpactBasis string      `json:"impact_basis"` // how Impact was computed
-	Summary     string      `json:"summary"`
-	Evidence    []Fact      `json:"evidence"`
-	Fix         string      `json:"fix"`
-	Example     string      `json:"example,omitempty"` // a short code or config change
-	Caveats     []string    `json:"caveats,omitempty"`
-	Locations   []Location  `json:"locations"`
+	// OverheadCounted says the rule already counted the collector's and
+	// scheduler's share its work drags, so the engine adds none.
+	OverheadCounted bool       `json:"-"`
+	Resource        string     `json:"resource"`     // "cpu", "memory" or "latency"
+	ImpactBasis     string     `json:"impact_basis"` // how Impact was computed
+	Summary         string     `json:"summary"`
+	Evidence        []Fact     `json:"evidence"`
+	Fix             string     `json:"fix"`
+	Example         string     `json:"example,omitempty"` // a short code or config change
+	Caveats         []string   `json:"caveats,omitempty"`
+	Locations       []Location `json:"locations"`
 	// Frames are the function names the finding is about, so a flame graph
 	// can mark them and fallback rules can leave them alone.
 	Frames     []string `json:"frames,omitempty"`

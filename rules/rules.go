@@ -273,6 +273,7 @@ func Run(set *facts.Set, catalog []*Rule) Result {
 	engine := set.For("the rules engine", engineFacts)
 	attribute(facts.Get(engine, facts.CPUStacks), facts.Get(engine, facts.AllocStacks), res.Findings)
 	weighCores(facts.Get(engine, facts.WorkDone), res.Findings)
+	dragOverhead(facts.Get(engine, facts.CPUStacks), res.Findings)
 	markForeignCode(facts.Get(engine, facts.Owners), res.Findings)
 	Rank(res.Findings)
 	return res

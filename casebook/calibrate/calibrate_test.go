@@ -95,6 +95,24 @@ func TestScoreAndSummarize(t *testing.T) {
 	if s.CPUCases != 3 || s.ThroughputCases != 4 || math.IsNaN(s.CPUPoints) || s.CPUPoints <= 0 {
 		t.Errorf("summary %+v", s)
 	}
+
+	// A stated range: the measured CPU ratio is inside it when the shares
+	// it spans bracket the saving measured; a point estimate holds it only
+	// where it is exact.
+	ranged := *a2
+	ranged.Findings = append([]Finding(nil), a2.Findings...)
+	saved := 1 - a2.CPU.Ratio
+	ranged.Findings[0].ImpactRange = &[2]float64{saved - 0.05, saved + 0.05}
+	p := Predict(&ranged)
+	if !inRange(a2.CPU.Ratio, p.CPURange) || p.CPURange[0] >= p.CPURange[1] || p.ThroughputRange[0] >= p.ThroughputRange[1] {
+		t.Errorf("a2 with a range around its measured saving: %+v", p)
+	}
+	if s := Summarize([]*Result{&ranged}); s.CPUInRange != 1 {
+		t.Errorf("ranged a2 inside its range: %+v", s)
+	}
+	if s := Summarize([]*Result{a2}); s.CPUInRange != 0 {
+		t.Errorf("a2's point estimate %.3f counted inside for a measured %.3f", 1-a2.Findings[0].Impact, a2.CPU.Ratio)
+	}
 }
 
 func TestTableAndSplice(t *testing.T) {

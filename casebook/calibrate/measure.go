@@ -40,16 +40,19 @@ type Options struct {
 
 // Finding is the part of a diagnosed finding the calibration reads.
 type Finding struct {
-	ID          string   `json:"id"`
-	Rule        string   `json:"rule"`
-	Class       string   `json:"class"`
-	Severity    string   `json:"severity"`
-	Impact      float64  `json:"impact"`
-	Resource    string   `json:"resource"`
-	ImpactBasis string   `json:"impact_basis"`
-	Growing     bool     `json:"growing,omitempty"`
-	CausedBy    string   `json:"caused_by,omitempty"`
-	Explains    []string `json:"explains,omitempty"`
+	ID       string  `json:"id"`
+	Rule     string  `json:"rule"`
+	Class    string  `json:"class"`
+	Severity string  `json:"severity"`
+	Impact   float64 `json:"impact"`
+	// ImpactRange is the least and the most the finding says its fix
+	// recovers, when it states a range.
+	ImpactRange *[2]float64 `json:"impact_range,omitempty"`
+	Resource    string      `json:"resource"`
+	ImpactBasis string      `json:"impact_basis"`
+	Growing     bool        `json:"growing,omitempty"`
+	CausedBy    string      `json:"caused_by,omitempty"`
+	Explains    []string    `json:"explains,omitempty"`
 	Cost        *struct {
 		CPUClaimed float64 `json:"cpu_claimed,omitempty"`
 		CPUOwned   float64 `json:"cpu_owned,omitempty"`

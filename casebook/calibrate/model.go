@@ -48,6 +48,10 @@ type Prediction struct {
 	// CPU is the predicted CPU per request; Throughput on this machine (the
 	// generator sharing the CPUs), Dedicated with the CPUs to the service.
 	CPU, Throughput, Dedicated float64
+	// CPURange and ThroughputRange are the same for the least and the most
+	// the finding says its fix recovers (its impact range, with the same
+	// symptoms and other fixes added): the measured ratio should lie in them.
+	CPURange, ThroughputRange [2]float64
 }
 
 // Predict applies the model to the bad variant's findings. The share s is
@@ -73,21 +77,39 @@ func Predict(r *Result) Prediction {
 			}
 		}
 	}
+	extra := s - top.Impact // symptoms and the other problems fixed
+	lo, hi := top.Impact, top.Impact
+	if rg := top.ImpactRange; rg != nil {
+		lo, hi = rg[0], rg[1]
+	}
 	s = min(s, 0.99)
+	sLo, sHi := min(lo+extra, 0.99), min(hi+extra, 0.99)
 	p := Prediction{Share: s}
 	switch top.Resource {
 	case "cpu":
-		p.Kind, p.CPU, p.Dedicated = KindCPU, 1-s, 1/(1-s)
-		p.Throughput = p.Dedicated
-		if c, g := r.BadCPU, r.GeneratorCPU; c > 0 && g > 0 {
-			p.Throughput = (c + g) / (c*(1-s) + g)
+		tput := func(s float64) float64 {
+			if c, g := r.BadCPU, r.GeneratorCPU; c > 0 && g > 0 {
+				return (c + g) / (c*(1-s) + g)
+			}
+			return 1 / (1 - s)
 		}
+		p.Kind, p.CPU, p.Dedicated = KindCPU, 1-s, 1/(1-s)
+		p.Throughput = tput(s)
+		p.CPURange = [2]float64{1 - sHi, 1 - sLo}
+		p.ThroughputRange = [2]float64{tput(sLo), tput(sHi)}
 	case "latency":
 		p.Kind, p.Throughput, p.Dedicated = KindLatency, 1/(1-s), 1/(1-s)
+		p.ThroughputRange = [2]float64{1 / (1 - sLo), 1 / (1 - sHi)}
 	default:
 		p.Kind = KindMemory
 	}
 	return p
+}
+
+// inRange reports whether the measured ratio lies in the stated range.
+func inRange(measured float64, rg [2]float64) bool {
+	const slack = 1e-9
+	return rg[0]-slack <= measured && measured <= rg[1]+slack
 }
 
 // withSymptoms is f's impact plus, for CPU, those of the CPU findings it
@@ -136,6 +158,9 @@ type Summary struct {
 	ThroughputLog             float64 // median |error|
 	CPUBias, ThroughputBias   float64 // median error: points, log
 	CPUInside, TputInside     int     // predictions inside the measured interval
+	// CPUInRange and TputInRange count the measured ratios inside the
+	// range the finding states.
+	CPUInRange, TputInRange int
 }
 
 // Summarize scores every result that has a prediction.
@@ -154,11 +179,17 @@ func Summarize(results []*Result) Summary {
 			if r.CPU.Low <= p.CPU && p.CPU <= r.CPU.High {
 				s.CPUInside++
 			}
+			if inRange(r.CPU.Ratio, p.CPURange) {
+				s.CPUInRange++
+			}
 		}
 		if !math.IsNaN(e.ThroughputLog) {
 			tlog, tbias = append(tlog, math.Abs(e.ThroughputLog)), append(tbias, e.ThroughputLog)
 			if r.Throughput.Low <= p.Throughput && p.Throughput <= r.Throughput.High {
 				s.TputInside++
+			}
+			if inRange(r.Throughput.Ratio, p.ThroughputRange) {
+				s.TputInRange++
 			}
 		}
 	}

@@ -65,13 +65,21 @@ func Table(results []*Result) string {
 		if !math.IsNaN(e.ThroughputLog) {
 			tputErr = fmt.Sprintf("%+.2f", e.ThroughputLog)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, top, ratio(p.CPU), r.CPU.String(), cpuErr,
-			ratio(p.Throughput), r.Throughput.String(), tputErr)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, top, withRange(p.CPU, p.CPURange), r.CPU.String(), cpuErr,
+			withRange(p.Throughput, p.ThroughputRange), r.Throughput.String(), tputErr)
 	}
 	s := Summarize(results)
-	fmt.Fprintf(&b, "\nScored: CPU per request on %d cases, median absolute error %.1f points (%.2f log), median error %+.1f points, prediction inside the measured interval in %d; throughput on %d cases, median absolute error %.2f log, median error %+.2f log, inside the interval in %d.\n",
-		s.CPUCases, s.CPUPoints, s.CPULog, s.CPUBias, s.CPUInside, s.ThroughputCases, s.ThroughputLog, s.ThroughputBias, s.TputInside)
+	fmt.Fprintf(&b, "\nScored: CPU per request on %d cases, median absolute error %.1f points (%.2f log), median error %+.1f points, prediction inside the measured interval in %d, measured inside the stated range in %d; throughput on %d cases, median absolute error %.2f log, median error %+.2f log, inside the interval in %d, measured inside the stated range in %d.\n",
+		s.CPUCases, s.CPUPoints, s.CPULog, s.CPUBias, s.CPUInside, s.CPUInRange, s.ThroughputCases, s.ThroughputLog, s.ThroughputBias, s.TputInside, s.TputInRange)
 	return b.String()
+}
+
+// withRange is a predicted ratio with the range stated, when it is one.
+func withRange(x float64, rg [2]float64) string {
+	if x <= 0 || rg[0] <= 0 || rg[1]-rg[0] < 0.005 {
+		return ratio(x)
+	}
+	return fmt.Sprintf("%s [%.2f, %.2f]", ratio(x), rg[0], rg[1])
 }
 
 func oneLine(s string) string {

@@ -40,14 +40,27 @@ func readCPUs(st procfs.Stat) []bundle.CPUTimes {
 }
 
 // readNet reads TCP sockets and counters in the network namespace of
-// process ns (the target, or perfdoctor itself), and the settings.
-// readNet reads the network namespace of process ns; when ns is the target
-// (not this process standing in for the host), its own sockets are marked.
-func readNet(roots Roots, pfs procfs.FS, ns procfs.Proc, target bool, fail func(string, error)) *bundle.NetInfo {
+// process ns (the target, or perfdoctor itself standing in for the host),
+// and the settings. For a target (target set) its sockets are marked, with
+// those of its descendants in tree: a multi-process server's connections
+// are its workers' (Apache's children, PostgreSQL's backends).
+func readNet(roots Roots, pfs procfs.FS, ns procfs.Proc, target bool, tree []procfs.ProcStat, fail func(string, error)) *bundle.NetInfo {
 	n := &bundle.NetInfo{Sysctls: readSysctls(pfs, fail)}
 	var own map[uint64]bool
 	if target {
 		own = socketInodes(ns, fail)
+		for _, st := range tree {
+			p, err := pfs.Proc(st.PID)
+			if err != nil {
+				continue // exited since the tree was read
+			}
+			// A descendant exiting midway is no error: its sockets are gone.
+			for ino := range socketInodes(p, func(string, error) {}) {
+				if own != nil {
+					own[ino] = true
+				}
+			}
+		}
 	}
 	// /proc/PID/net is that process's namespace; /proc/net only ours.
 	readSockets(filepath.Join(roots.Proc, strconv.Itoa(ns.PID)), n, own, fail)

@@ -148,6 +148,12 @@ const userHZ = 100
 // cgroup. Parts that cannot be read are listed in Errors; an error is
 // returned only when procfs is unusable or the process does not exist.
 func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
+	return snapshot(roots, pid, nil)
+}
+
+// snapshot is Snapshot; the sockets of the processes in tree (the target's
+// descendants) count as the target's own.
+func snapshot(roots Roots, pid int, tree []procfs.ProcStat) (*bundle.SystemSnapshot, error) {
 	roots = roots.withDefaults()
 	snap := &bundle.SystemSnapshot{Time: time.Now()}
 	fail := func(part string, err error) {
@@ -162,7 +168,7 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 		if self, err := pfs.Self(); err != nil {
 			fail("net", err)
 		} else {
-			snap.Net = readNet(roots, pfs, self, false, fail)
+			snap.Net = readNet(roots, pfs, self, false, nil, fail)
 		}
 		return snap, nil
 	}
@@ -174,7 +180,7 @@ func Snapshot(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
 		fail("process", err)
 		return snap, nil
 	}
-	snap.Net = readNet(roots, pfs, proc, true, fail)
+	snap.Net = readNet(roots, pfs, proc, true, tree, fail)
 	snap.Process = readProcess(roots, pfs, proc, true, fail)
 	cg, err := readCgroup(roots, proc)
 	if err != nil {

@@ -63,19 +63,24 @@ func descendants(pfs procfs.FS, pid int) ([]procfs.ProcStat, error) {
 // SnapshotTree is Snapshot with the process's descendants in Children:
 // each one's CPU time, threads, context switches, descriptors and
 // command line (redacted), busiest first, at most bundle.MaxChildren.
+//
+// The descendants' sockets count as the process's own (RemoteEndpoint.Process).
 func SnapshotTree(roots Roots, pid int) (*bundle.SystemSnapshot, error) {
-	snap, err := Snapshot(roots, pid)
-	if err != nil || pid == 0 {
-		return snap, err
+	if pid == 0 {
+		return Snapshot(roots, pid)
 	}
 	roots = roots.withDefaults()
 	pfs, err := procfs.NewFS(roots.Proc)
 	if err != nil {
-		return snap, nil // Snapshot read it: it cannot fail now
+		return nil, fmt.Errorf("system snapshot: %w", err)
 	}
-	stats, err := descendants(pfs, pid)
+	stats, treeErr := descendants(pfs, pid)
+	snap, err := snapshot(roots, pid, stats)
 	if err != nil {
-		snap.Errors = append(snap.Errors, "children: "+err.Error())
+		return snap, err
+	}
+	if treeErr != nil {
+		snap.Errors = append(snap.Errors, "children: "+treeErr.Error())
 		return snap, nil
 	}
 	cpu := func(st procfs.ProcStat) uint { return st.UTime + st.STime }

@@ -1,6 +1,8 @@
 package system
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -117,5 +119,65 @@ func TestTreeUsage(t *testing.T) {
 	}
 	if u := Tree(lone, &bundle.SystemSnapshot{Time: t0.Add(time.Second), Process: &master}); u != nil {
 		t.Errorf("no descendants: %+v", u)
+	}
+}
+
+// A multi-process server's connections are its workers': the parent shell
+// holds none, its child holds one to a listener of the test's, and the
+// tree's snapshot counts it as the target's (Apache's children hold the
+// proxied connections, not the master).
+func TestSnapshotTreeCountsDescendantsSockets(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash opens the child's connection (/dev/tcp)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d; sleep 30' & wait`, port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	peer := ln.Addr().String()
+	held := func(snap *bundle.SystemSnapshot) int {
+		for _, r := range snap.Net.Remotes {
+			if r.Addr == peer {
+				return r.Process
+			}
+		}
+		return 0
+	}
+	var tree *bundle.SystemSnapshot
+	for range 100 { // until the child has connected
+		if tree, err = SnapshotTree(Roots{}, cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		if held(tree) == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !tree.Net.ProcessSockets || held(tree) != 1 {
+		t.Errorf("the tree's snapshot: %+v, want the child's connection to %s counted", tree.Net.Remotes, peer)
+	}
+	alone, err := Snapshot(Roots{}, cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held(alone) != 0 {
+		t.Errorf("the parent alone holds no connection: %+v", alone.Net.Remotes)
 	}
 }

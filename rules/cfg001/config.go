@@ -164,7 +164,8 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		Impact:   gcShare * removed,
 		// At most the GC and the allocation slow path it slows (sweeping
 		// and span refills on allocation, assists held at the limit).
-		ImpactRange: &[2]float64{gcShare * removed, min(gcShare+facts.Get(pass.Facts, facts.GCCost).Malloc, 0.999)},
+		ImpactRange:     &[2]float64{gcShare * removed, min(gcShare+facts.Get(pass.Facts, facts.GCCost).Malloc, 0.999)},
+		OverheadCounted: true,
 		Evidence: []rules.Fact{
 			rules.Share("GC share of CPU", gcShare),
 			rules.Count("GOGC", float64(gogc), ""),
@@ -326,8 +327,10 @@ func cacheOff(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		Resource:    "cpu",
 		Impact:      share,
 		ImpactRange: &[2]float64{share, min(share+gc, 0.999)},
-		Severity:    rules.SeverityFor(share),
-		ImpactBasis: "share of CPU samples outside the delivery of answers (the HTTP server's machinery, socket I/O, compression, encoding, logging) and the runtime's background work: what a cache hit skips when answers repeat; at most that and the GC its garbage drives",
+		// The collector its garbage drove is in the range's top already.
+		OverheadCounted: true,
+		Severity:        rules.SeverityFor(share),
+		ImpactBasis:     "share of CPU samples outside the delivery of answers (the HTTP server's machinery, socket I/O, compression, encoding, logging) and the runtime's background work: what a cache hit skips when answers repeat; at most that and the GC its garbage drives",
 		Summary: fmt.Sprintf("%s turns a cache off (%s): %s of CPU computes answers a cache would keep",
 			flag.Written(), flag.Source, human.Percent(share)),
 		Evidence: []rules.Fact{
@@ -411,9 +414,11 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		Resource:    "cpu",
 		Impact:      share,
 		ImpactRange: &[2]float64{share, min(share+gc, 0.999)},
-		Severity:    rules.SeverityFor(share),
-		ImpactBasis: "share of CPU samples under the logging libraries and the facades that format for them: at INFO a debug record costs a level comparison, so about all of it goes, and at most the GC its garbage drove with it",
-		Summary:     fmt.Sprintf("%s (%s) sets a debug log level: logging takes %s of CPU", written, set.Source, human.Percent(share)),
+		// The collector its garbage drove is in the range's top already.
+		OverheadCounted: true,
+		Severity:        rules.SeverityFor(share),
+		ImpactBasis:     "share of CPU samples under the logging libraries and the facades that format for them: at INFO a debug record costs a level comparison, so about all of it goes, and at most the GC its garbage drove with it",
+		Summary:         fmt.Sprintf("%s (%s) sets a debug log level: logging takes %s of CPU", written, set.Source, human.Percent(share)),
 		Evidence: []rules.Fact{
 			rules.Text("setting", written+" ("+set.Source+")"),
 			rules.Share("CPU under loggers", share),

@@ -69,6 +69,24 @@ func nativeFix(comm string, v nativeVariant) string {
 		"or move to a faster codec (zstd at a low level, libdeflate, lz4) where both ends allow it." + measure
 }
 
+// jvmStaticFrames serve files from a JVM server: a codec under them
+// compresses the same bytes on every request.
+var jvmStaticFrames = evidence.FuncPrefix(
+	"org.eclipse.jetty.server.ResourceService.", "org.eclipse.jetty.ee10.servlet.DefaultServlet.", "org.eclipse.jetty.servlet.DefaultServlet.",
+	"org.apache.catalina.servlets.DefaultServlet.", "io.undertow.server.handlers.resource.ResourceHandler.",
+)
+
+// underStaticServing is the share of the native codec's samples under a
+// JVM server's file serving.
+func underStaticServing(cpu *evidence.Stacks) float64 {
+	codec, static := cpu.Has(frames.NativeCompression), cpu.Has(jvmStaticFrames)
+	all := cpu.Share(frames.NativeCompression)
+	if all == 0 {
+		return 0
+	}
+	return cpu.ShareWhere(func(s evidence.Sample) bool { return codec(s) && static(s) }) / all
+}
+
 // checkNative reports a native codec's share of perf's on-CPU samples. It
 // returns whether it reported.
 func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
@@ -97,8 +115,8 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		rate, basis = recoverHigh, "share of on-CPU samples in a native codec; a lower level saves at least half of it, precompressed static content all of it"
 		impactLow, impactHigh = share*recoverHigh, share
 	}
-	if comm == "nginx" {
-		rate, basis = 1, "share of on-CPU samples in a native codec: serving files precompressed once (gzip_static) removes all of it; "+
+	if static := underStaticServing(cpu); comm == "nginx" || static >= minStatic {
+		rate, basis = 1, "share of on-CPU samples in a native codec: serving files precompressed once (nginx's gzip_static, a servlet container's precompressed files) removes all of it; "+
 			"for dynamic responses a lower level saves at least 60% of it (case C1), the low end of the range"
 		impactLow, impactHigh = share*recoverHigh, share
 	}

@@ -1,0 +1,62 @@
+package rules_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
+)
+
+// A cause's work drags the collector and scheduler time no finding owns
+// with it, in proportion to its share: 40% of CPU in the program's code
+// beside 20% of unowned GC is estimated at 0.40/0.80 = 50%, stated from 40%
+// (none of the GC is its) to 2.2 times its frames' 40% (what fixes removed
+// beyond their frames, at most): 88%. GC owned by a finding of its own is
+// not added again; a rule's own range keeps its top, plus the overhead.
+func TestCauseCarriesUnownedOverhead(t *testing.T) {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(
+		testprof.Stack{Value: 40, Funcs: []string{"main.format"}},
+		testprof.Stack{Value: 40, Funcs: []string{"main.other"}},
+		testprof.Stack{Value: 20, Funcs: []string{"runtime.gcBgMarkWorker"}},
+	)})
+	res := rules.Run(facts.New(ev), []*rules.Rule{claiming("F", rules.LevelCode, evidence.FuncPrefix("main.format"), rules.High)})
+	f := res.Findings[0]
+	if math.Abs(f.Impact-0.5) > 1e-9 || f.ImpactRange == nil || math.Abs(f.ImpactRange[0]-0.4) > 1e-9 || math.Abs(f.ImpactRange[1]-0.88) > 1e-9 {
+		t.Errorf("impact %.3f range %v, want 0.50 [0.40, 0.88]", f.Impact, f.ImpactRange)
+	}
+
+	res = rules.Run(facts.New(ev), []*rules.Rule{
+		claiming("F", rules.LevelCode, evidence.FuncPrefix("main.format"), rules.High),
+		claiming("G", rules.LevelRuntime, evidence.FuncPrefix("runtime.gcBgMarkWorker"), rules.Medium),
+	})
+	for _, f := range res.Findings {
+		if f.ID == "F" && (math.Abs(f.Impact-0.4) > 1e-9 || f.ImpactRange == nil || math.Abs(f.ImpactRange[1]-0.88) > 1e-9) {
+			t.Errorf("with the GC owned by G: F's impact %.3f range %v, want 0.40 [0.40, 0.88]", f.Impact, f.ImpactRange)
+		}
+	}
+}
+
+// A rule's own range is kept: its top gains the unowned overhead, not the
+// spread for findings that state none.
+func TestStatedRangeKeepsItsTop(t *testing.T) {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(
+		testprof.Stack{Value: 40, Funcs: []string{"main.format"}},
+		testprof.Stack{Value: 50, Funcs: []string{"main.other"}},
+		testprof.Stack{Value: 10, Funcs: []string{"runtime.gcBgMarkWorker"}},
+	)})
+	r := &rules.Rule{ID: "R", Class: "hot-function", Needs: []rules.Input{rules.CPU}, Facts: []facts.Key{facts.CPUStacks}, Check: func(p *rules.Pass) error {
+		cpu := facts.Get(p.Facts, facts.CPUStacks)
+		p.Report(rules.Finding{Severity: rules.High, Resource: "cpu", Impact: 0.4, ImpactRange: &[2]float64{0.3, 0.45},
+			Claim: &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.FuncPrefix("main.format"))}})
+		return nil
+	}}
+	f := rules.Run(facts.New(ev), []*rules.Rule{r}).Findings[0]
+	if math.Abs(f.Impact-0.4/0.9) > 1e-9 || math.Abs(f.ImpactRange[0]-0.3) > 1e-9 || math.Abs(f.ImpactRange[1]-0.55) > 1e-9 {
+		t.Errorf("impact %.3f range %v, want 0.444 [0.30, 0.55]", f.Impact, f.ImpactRange)
+	}
+}
