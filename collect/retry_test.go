@@ -3,7 +3,6 @@ package collect
 import (
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 )
 
 // busyServer serves net/http/pprof but answers the first n requests to
@@ -61,17 +61,7 @@ func items(m *bundle.Manifest) map[string]bundle.Item {
 }
 
 func readProfile(t *testing.T, path string) *profile.Profile {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testprof.Read(t, path)
 }
 
 // A 503 or 429 is asked again with backoff inside the window: the retried

@@ -15,6 +15,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect"
+	"github.com/perfdoctor/perfdoctor/evidence"
 )
 
 // Defaults of Plan.
@@ -76,8 +77,13 @@ type Collected struct {
 	Status string
 	Error  string
 	Bundle string
-	Took   time.Duration
-	dir    string // where its bundle goes
+	// Load, when set, reads the instance's evidence (from a store) instead
+	// of Bundle, which then holds the same profiles on disk if kept. It is
+	// called when the instance is diagnosed, so that only one instance's
+	// evidence is held at a time.
+	Load func(context.Context) (*evidence.Evidence, error)
+	Took time.Duration
+	dir  string // where its bundle goes
 }
 
 // Pick chooses which instances of s to collect: the Hottest first (by CPU;

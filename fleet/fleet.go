@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,14 +34,20 @@ type Options struct {
 // Report is the fleet report every format renders; its JSON is documented
 // in docs/fleet.md.
 type Report struct {
-	SchemaVersion int       `json:"schema_version"`
-	Tool          string    `json:"tool"`
-	Prometheus    string    `json:"prometheus"`
-	GroupBy       string    `json:"group_by"`
-	Match         string    `json:"match,omitempty"`
-	CPUQuery      string    `json:"cpu_query"`
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
+	SchemaVersion int    `json:"schema_version"`
+	Tool          string `json:"tool"`
+	Prometheus    string `json:"prometheus"`
+	// Store, for a run over a profile store instead of Prometheus' targets,
+	// names it ("pyroscope http://host:4040"); From and To are the time
+	// range its profiles were read over.
+	Store    string     `json:"store,omitempty"`
+	From     *time.Time `json:"from,omitempty"`
+	To       *time.Time `json:"to,omitempty"`
+	GroupBy  string     `json:"group_by"`
+	Match    string     `json:"match,omitempty"`
+	CPUQuery string     `json:"cpu_query"`
+	Start    time.Time  `json:"start"`
+	End      time.Time  `json:"end"`
 	// Partial is true when some picked instance could not be collected.
 	Partial   bool           `json:"partial"`
 	Plan      PlanSummary    `json:"plan"`
@@ -177,7 +185,7 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 		r.Match = opt.Match.String()
 	}
 	for _, s := range f.Services {
-		sd := diagnoseService(ctx, s.Name, s.dir, byService[s.Name], p.OutDir, opt.Tool)
+		sd := diagnoseService(ctx, s.Name, s.dir, byService[s.Name], p.OutDir, opt.Tool, scrapedMerge)
 		for _, in := range sd.Instances {
 			if in.Picked != "" && in.Status != StatusOK {
 				r.Partial = true
@@ -190,12 +198,21 @@ func Diagnose(ctx context.Context, f *Fleet, opt Options) (*Report, error) {
 	return r, nil
 }
 
+// scrapedMerge are the kinds merged across a scraped service's instances:
+// the CPU profile is windowed and adds up across processes; the rest of a
+// bundle (heap, goroutines, runtime statistics, trace) is per-process
+// state and comes from the representative instance.
+var scrapedMerge = []evidence.Kind{evidence.CPU}
+
 // diagnoseService diagnoses each collected instance alone (for outliers)
-// and the service as one: the instances' CPU profiles merged.
-func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, outDir, tool string) *ServiceDiag {
+// and the service as one: the instances' profiles of the merged kinds
+// merged.
+func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, outDir, tool string, mergeKinds []evidence.Kind) *ServiceDiag {
 	sd := &ServiceDiag{Name: name, Findings: []rules.Finding{}, Instances: []InstanceReport{}}
-	var bundles []string
-	var cpus []*profile.Profile
+	var sources []string
+	// Profiles are merged as instances come, so that one instance's
+	// evidence at a time is held beside the first one's and the merge.
+	m := newMerger()
 	var first *evidence.Evidence // the hottest collected instance's
 	for _, c := range cs {
 		ir := InstanceReport{Instance: c.Name, PprofURL: c.Pprof, Health: c.Health, Picked: c.Picked, Status: c.Status, Error: c.Error}
@@ -203,11 +220,21 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 			v := c.CPU
 			ir.Cores, ir.CPUSource = &v, CPUFromPrometheus
 		}
-		if c.Bundle != "" {
-			ir.Bundle = rel(outDir, c.Bundle)
-		}
 		if c.Status == StatusOK || c.Status == StatusPartial {
-			rep, err := diagnose.Run(ctx, diagnose.Request{Paths: []string{c.Bundle}, Tool: tool})
+			req, source := diagnose.Request{Paths: []string{c.Bundle}, Tool: tool}, c.Bundle
+			if c.Load != nil {
+				ev, err := c.Load(ctx)
+				if err != nil {
+					ir.Status, ir.Error = StatusFailed, err.Error()
+					sd.Instances = append(sd.Instances, ir) // nothing kept
+					continue
+				}
+				req = diagnose.Request{Evidence: ev, Tool: tool}
+				if len(ev.Sources) > 0 {
+					source = ev.Sources[0]
+				}
+			}
+			rep, err := diagnose.Run(ctx, req)
 			if err != nil {
 				ir.Status, ir.Error = StatusFailed, err.Error()
 			} else if cpu := rep.Evidence.Profile(evidence.CPU); cpu == nil {
@@ -222,23 +249,33 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 					top := rep.Findings[0]
 					ir.Top = &TopFinding{Rule: top.Rule, Class: top.Class, Impact: top.Impact}
 				}
-				if len(bundles) == 0 {
+				if len(sources) == 0 {
 					sd.Representative = c.Name // the hottest collected
 					first = rep.Evidence
 				}
-				bundles = append(bundles, c.Bundle)
-				cpus = append(cpus, cpu)
+				sources = append(sources, source)
+				for _, k := range mergeKinds {
+					m.add(k, rep.Evidence.Profile(k))
+				}
 				sd.Collected++
 			}
+		}
+		if c.Bundle != "" {
+			ir.Bundle = rel(outDir, c.Bundle)
 		}
 		sd.Instances = append(sd.Instances, ir)
 	}
 	sd.Cores, sd.CPUSource = serviceCores(sd.Instances)
-	if len(bundles) == 0 {
+	if len(sources) == 0 {
 		sd.Error = "no instance could be collected"
 		return sd
 	}
-	if err := sd.diagnoseMerged(ctx, first, bundles, cpus, dir, outDir, tool); err != nil {
+	merged, err := m.result()
+	if err != nil {
+		sd.Error = fmt.Sprintf("service %s: %v", sd.Name, err)
+		return sd
+	}
+	if err := sd.diagnoseMerged(ctx, first, sources, merged, m.count, dir, outDir, tool); err != nil {
 		sd.Error = err.Error()
 		return sd
 	}
@@ -246,17 +283,79 @@ func diagnoseService(ctx context.Context, name, dir string, cs []*Collected, out
 	return sd
 }
 
-// diagnoseMerged runs the catalog over the service: the CPU profiles of all
-// collected instances merged, and the per-process evidence of the first
-// (hottest) one. It writes the merged profile and the service's reports.
-func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evidence, bundles []string, cpus []*profile.Profile, dir, outDir, tool string) error {
-	b := first.Derive().Sources(bundles...)
-	if len(cpus) > 1 {
-		merged, err := profile.Merge(cpus)
-		if err != nil {
-			return fmt.Errorf("service %s: merging CPU profiles: %w", sd.Name, err)
+// merger merges the instances' profiles of each kind as they come, a few
+// at a time: holding every instance's profiles until the end would cost
+// memory in proportion to the instances, merging each as it comes would
+// cost CPU in proportion to their square.
+type merger struct {
+	merged  map[evidence.Kind]*profile.Profile
+	pending map[evidence.Kind][]*profile.Profile
+	count   map[evidence.Kind]int // instances merged into each
+	err     error
+}
+
+// mergeBatch is how many profiles of a kind wait before being merged.
+const mergeBatch = 4
+
+func newMerger() *merger {
+	return &merger{merged: map[evidence.Kind]*profile.Profile{}, pending: map[evidence.Kind][]*profile.Profile{}, count: map[evidence.Kind]int{}}
+}
+
+func (m *merger) add(k evidence.Kind, p *profile.Profile) {
+	if p == nil || m.err != nil {
+		return
+	}
+	m.count[k]++
+	m.pending[k] = append(m.pending[k], p)
+	if len(m.pending[k]) >= mergeBatch {
+		m.flush(k)
+	}
+}
+
+func (m *merger) flush(k evidence.Kind) {
+	ps := m.pending[k]
+	if m.merged[k] != nil {
+		ps = append([]*profile.Profile{m.merged[k]}, ps...)
+	}
+	m.pending[k] = nil
+	switch len(ps) {
+	case 0:
+		return
+	case 1:
+		m.merged[k] = ps[0]
+		return
+	}
+	merged, err := mergeProfiles(ps)
+	if err != nil {
+		m.err = fmt.Errorf("merging %s profiles: %w", k, err)
+		return
+	}
+	m.merged[k] = merged
+}
+
+// result merges what is pending and returns the merge of each kind.
+func (m *merger) result() (map[evidence.Kind]*profile.Profile, error) {
+	for _, k := range slices.Sorted(maps.Keys(m.pending)) {
+		m.flush(k)
+	}
+	return m.merged, m.err
+}
+
+// diagnoseMerged runs the catalog over the service: the profiles of the
+// merged kinds of all collected instances merged, and the rest of the
+// evidence of the first (hottest) one. It writes the merged CPU profile and
+// the service's reports.
+func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evidence, sources []string, mergedKinds map[evidence.Kind]*profile.Profile, count map[evidence.Kind]int, dir, outDir, tool string) error {
+	b := first.Derive().Sources(sources...)
+	for _, k := range slices.Sorted(maps.Keys(mergedKinds)) {
+		if count[k] < 2 {
+			continue
 		}
-		b.Profile(evidence.CPU, merged)
+		merged := mergedKinds[k]
+		b.Profile(k, merged)
+		if k != evidence.CPU {
+			continue
+		}
 		path := filepath.Join(dir, "merged-cpu.pb.gz")
 		if _, err := bundle.WriteProfile(path, merged); err != nil {
 			return fmt.Errorf("service %s: %w", sd.Name, err)
@@ -274,6 +373,23 @@ func (sd *ServiceDiag) diagnoseMerged(ctx context.Context, first *evidence.Evide
 	}
 	sd.ReportHTML, sd.ReportJSON = rel(outDir, filepath.Join(dir, "report.html")), rel(outDir, filepath.Join(dir, "report.json"))
 	return nil
+}
+
+// mergeProfiles merges the instances' profiles of one kind. Instances
+// sampled at different periods (a store's, or differently configured
+// processes) are merged at the first one's: pprof's merge refuses
+// unequal periods, and the values are already totals.
+func mergeProfiles(ps []*profile.Profile) (*profile.Profile, error) {
+	same := make([]*profile.Profile, len(ps))
+	copy(same, ps)
+	for i, p := range same[1:] {
+		if p.Period != same[0].Period {
+			p = p.Copy()
+			p.Period = same[0].Period
+			same[i+1] = p
+		}
+	}
+	return profile.Merge(same)
 }
 
 func rel(base, path string) string {
@@ -406,6 +522,19 @@ func rankSavings(services []*ServiceDiag) []Saving {
 // ErrNothingCollected is returned by callers that want a non-zero exit when
 // no instance at all could be collected.
 var ErrNothingCollected = errors.New("no instance could be collected")
+
+// Source names where the fleet was read from: the Prometheus server, or
+// the store and its time range.
+func (r *Report) Source() string {
+	if r.Store == "" {
+		return r.Prometheus
+	}
+	s := r.Store
+	if r.From != nil && r.To != nil {
+		s += " " + r.From.UTC().Format(time.RFC3339) + ".." + r.To.UTC().Format(time.RFC3339)
+	}
+	return s
+}
 
 // Collected reports how many instances were collected across services.
 func (r *Report) Collected() int {

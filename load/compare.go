@@ -53,6 +53,58 @@ func PairedRatio(before, after []float64) Ratio {
 	return r
 }
 
+// UnpairedRatio computes after/before from two independent samples (the
+// runs of a benchmark on each side, which share no rounds): Welch's t-test
+// on the log figures, its interval exponentiated back into a ratio. The
+// degrees of freedom (Welch-Satterthwaite) are rounded down, which widens
+// the interval slightly, never narrows it. Non-positive figures are
+// skipped; fewer than two on a side give no interval.
+func UnpairedRatio(before, after []float64) Ratio {
+	logs := func(xs []float64) (out []float64) {
+		for _, x := range xs {
+			if x > 0 {
+				out = append(out, math.Log(x))
+			}
+		}
+		return out
+	}
+	lb, la := logs(before), logs(after)
+	r := Ratio{N: min(len(lb), len(la))}
+	if r.N == 0 {
+		return r
+	}
+	meanVar := func(xs []float64) (mean, variance float64) {
+		for _, x := range xs {
+			mean += x
+		}
+		mean /= float64(len(xs))
+		if len(xs) < 2 {
+			return mean, 0
+		}
+		for _, x := range xs {
+			variance += (x - mean) * (x - mean)
+		}
+		return mean, variance / float64(len(xs)-1)
+	}
+	mb, vb := meanVar(lb)
+	ma, va := meanVar(la)
+	r.Estimate = math.Exp(ma - mb)
+	if r.N < 2 {
+		r.Low, r.High = 0, math.Inf(1)
+		return r
+	}
+	sb, sa := vb/float64(len(lb)), va/float64(len(la))
+	se := math.Sqrt(sb + sa)
+	if se == 0 {
+		r.Low, r.High = r.Estimate, r.Estimate
+		return r
+	}
+	df := (sb + sa) * (sb + sa) / (sb*sb/float64(len(lb)-1) + sa*sa/float64(len(la)-1))
+	half := tQuantile975(int(df)) * se
+	r.Low, r.High = math.Exp(ma-mb-half), math.Exp(ma-mb+half)
+	return r
+}
+
 // Direction of a significant change: +1 the figure rose, -1 it fell, 0 the
 // interval holds 1 (or the change is smaller than minChange, a fraction).
 func (r Ratio) Direction(minChange float64) int {

@@ -37,3 +37,25 @@ func TestPairedRatio(t *testing.T) {
 		t.Errorf("zero figures: %v", r)
 	}
 }
+
+func TestUnpairedRatio(t *testing.T) {
+	// Logs 0, 0.1, 0.2 against 0.3, 0.4, 0.5: difference 0.3, variances
+	// 0.01 each, se sqrt(0.01/3*2) = 0.0816, Welch df = 4, t(4) = 2.776.
+	b := []float64{1, math.Exp(0.1), math.Exp(0.2)}
+	a := []float64{math.Exp(0.3), math.Exp(0.4), math.Exp(0.5)}
+	r := UnpairedRatio(b, a)
+	half := 2.776 * math.Sqrt(0.02/3)
+	if math.Abs(r.Estimate-math.Exp(0.3)) > 1e-9 || math.Abs(r.Low-math.Exp(0.3-half)) > 1e-9 || math.Abs(r.High-math.Exp(0.3+half)) > 1e-9 {
+		t.Errorf("Welch interval: %v, want %g [%g, %g]", r, math.Exp(0.3), math.Exp(0.3-half), math.Exp(0.3+half))
+	}
+	if r.Direction(0) != 1 {
+		t.Errorf("a 35%% rise over tight runs must be significant: %v", r)
+	}
+	// The same runs on both sides, shuffled: no change.
+	if r := UnpairedRatio(b, []float64{b[2], b[0], b[1]}); r.Direction(0) != 0 || math.Abs(r.Estimate-1) > 1e-9 {
+		t.Errorf("same runs: %v", r)
+	}
+	if r := UnpairedRatio([]float64{5}, []float64{6, 7}); r.Direction(0) != 0 || !math.IsInf(r.High, 1) {
+		t.Errorf("one run on a side must have no interval: %v", r)
+	}
+}

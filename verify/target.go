@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -125,6 +128,83 @@ func ProcessCPU(pid int) (float64, bool) {
 		return 0, false
 	}
 	return st.CPUTime(), true
+}
+
+// cpuReading is a process's CPU time at one moment: the tick-counted total
+// of /proc/PID/stat (10 ms steps) and, per thread, the scheduler's
+// nanosecond run time from /proc/PID/task/TID/schedstat.
+type cpuReading struct {
+	stat    float64
+	statOK  bool
+	threads map[int]uint64 // nil when schedstat is unreadable
+}
+
+// readCPU reads the process's CPU time both ways.
+func readCPU(pid int) cpuReading {
+	var r cpuReading
+	r.stat, r.statOK = ProcessCPU(pid)
+	if !r.statOK {
+		return r
+	}
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return r
+	}
+	threads := make(map[int]uint64, len(tasks))
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // exited between the listing and the read
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) == 0 {
+			return r
+		}
+		ns, err := strconv.ParseUint(fields[0], 10, 64)
+		if err != nil {
+			return r
+		}
+		threads[tid] = ns
+	}
+	r.threads = threads
+	return r
+}
+
+// cpuSince is the CPU time in seconds from a to b. It sums the threads'
+// scheduler run times when every thread of a is still there in b: exact
+// to the nanosecond, where the tick count's 10 ms steps would make a
+// short measurement's CPU per request jump by percents. A thread that
+// exited took its time with it, so then the tick count decides.
+func cpuSince(a, b cpuReading) (float64, bool) {
+	if !a.statOK || !b.statOK {
+		return 0, false
+	}
+	if a.threads != nil && b.threads != nil {
+		var ns uint64
+		precise := true
+		for tid, t0 := range a.threads {
+			t1, ok := b.threads[tid]
+			if !ok || t1 < t0 {
+				precise = false
+				break
+			}
+			ns += t1 - t0
+		}
+		if precise {
+			for tid, t1 := range b.threads {
+				if _, ok := a.threads[tid]; !ok {
+					ns += t1 // started during the measurement
+				}
+			}
+			return float64(ns) / 1e9, true
+		}
+	}
+	return b.stat - a.stat, true
 }
 
 // peakRSS is the process's peak resident set size in bytes (VmHWM), 0 when

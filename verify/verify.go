@@ -6,8 +6,10 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/load"
@@ -37,6 +39,13 @@ type Options struct {
 	// command on one port under two configurations). pid is the process
 	// to measure, 0 when unknown; PIDs is then ignored.
 	Start func(ctx context.Context, i int) (pid int, stop func(), err error)
+	// Together measures both versions at the same time in each round,
+	// each under its own copy of the load, instead of one after the
+	// other: on a busy shared machine both then meet the same neighbours,
+	// so the paired CPU per request keeps only the versions' difference.
+	// Throughput and latency then compete for the same CPUs. Rounds' First
+	// is "both". With Start, both versions start for each round.
+	Together bool
 }
 
 // SchemaVersion is the version of Result's JSON (docs/verify.md). Fields
@@ -113,7 +122,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				return nil, 0, 0, err
 			}
 		}
-		cpu0, cpuOK := ProcessCPU(pid)
+		cpu0 := readCPU(pid)
 		res, err = load.Run(ctx, cfg)
 		if err != nil {
 			return nil, 0, 0, err
@@ -121,8 +130,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := res.AllFailed(); err != nil {
 			return nil, 0, 0, fmt.Errorf("%s: %w", cfg.URL, err)
 		}
-		if cpu1, ok := ProcessCPU(pid); ok && cpuOK && res.Requests > 0 {
-			cpu = (cpu1 - cpu0) * 1e6 / float64(res.Requests)
+		if used, ok := cpuSince(cpu0, readCPU(pid)); ok && res.Requests > 0 {
+			cpu = used * 1e6 / float64(res.Requests)
 		}
 		return res, cpu, peakRSS(pid), nil
 	}
@@ -136,6 +145,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if r%2 == 1 {
 			sequence = []int{1, 0}
 			p.First = "after"
+		}
+		if o.Together {
+			p.First = "both"
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range 2 {
+				wg.Go(func() { got[i], cpu[i], rss[i], errs[i] = measure(i) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return nil, err
+			}
+			sequence = nil
 		}
 		for _, i := range sequence {
 			res, c, m, err := measure(i)

@@ -150,24 +150,30 @@ func TestJSONMatchesSchema(t *testing.T) {
 	}
 }
 
-// TestCommandLoads compares two versions loaded by a benchmark command, as
-// for a server that speaks neither HTTP nor UDP: the after side's command
-// does the same units in a tenth of the time. The verdict follows
-// throughput alone, and no latency figure is made up.
-func TestCommandLoads(t *testing.T) {
-	var ports [2]string
+// commandPair listens on two ports (this process) and loads each with a
+// command doing the same units, ten times faster on the second port.
+func commandPair(t *testing.T) (ports [2]string, cfg func(port string) load.Config) {
+	t.Helper()
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer l.Close()
+		t.Cleanup(func() { l.Close() })
 		_, ports[i], _ = net.SplitHostPort(l.Addr().String())
 	}
 	slow := "if [ {port} = " + ports[0] + " ]; then sleep 0.2; else sleep 0.02; fi"
-	cfg := func(port string) load.Config {
+	return ports, func(port string) load.Config {
 		return load.Config{URL: "tcp://127.0.0.1:" + port, Command: slow, UnitsPerRun: 100, Unit: "op", Duration: 800 * time.Millisecond}
 	}
+}
+
+// TestCommandLoads compares two versions loaded by a benchmark command, as
+// for a server that speaks neither HTTP nor UDP: the after side's command
+// does the same units in a tenth of the time. The verdict follows
+// throughput alone, and no latency figure is made up.
+func TestCommandLoads(t *testing.T) {
+	ports, cfg := commandPair(t)
 	v, err := Run(context.Background(), Options{Before: cfg(ports[0]), After: cfg(ports[1]), Rounds: 3,
 		PIDs: [2]int{LocalPID("tcp://127.0.0.1:" + ports[0]), LocalPID("tcp://127.0.0.1:" + ports[1])}})
 	if err != nil {
@@ -186,5 +192,47 @@ func TestCommandLoads(t *testing.T) {
 	}
 	if LocalPID("tcp://127.0.0.1:"+ports[0]) != os.Getpid() {
 		t.Errorf("LocalPID of a tcp:// address is not the process listening there")
+	}
+}
+
+// TestTogether measures both versions at once: the after side's command
+// does the same units in a tenth of the time, and every round says both.
+// This test process listens on both ports, so its own CPU time is read
+// through the threads' schedstat.
+func TestTogether(t *testing.T) {
+	ports, cfg := commandPair(t)
+	pid := os.Getpid()
+	v, err := Run(context.Background(), Options{Before: cfg(ports[0]), After: cfg(ports[1]), Rounds: 2, Together: true, PIDs: [2]int{pid, pid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != Faster || len(v.Rounds) != 2 {
+		t.Fatalf("verdict %s (%s), %d rounds", v.Verdict, v.Why, len(v.Rounds))
+	}
+	for _, r := range v.Rounds {
+		if r.First != "both" {
+			t.Errorf("round %d measured %q first, want both at once", r.Round, r.First)
+		}
+	}
+}
+
+// TestCPUSince: the threads' nanosecond run times decide while every
+// thread of the start is still there; a thread that exited hands over to
+// the tick count.
+func TestCPUSince(t *testing.T) {
+	a := cpuReading{stat: 1.00, statOK: true, threads: map[int]uint64{10: 5e8, 11: 2e8}}
+	b := cpuReading{stat: 1.30, statOK: true, threads: map[int]uint64{10: 6.5e8, 11: 3e8, 12: 0.4e8}}
+	if got, ok := cpuSince(a, b); !ok || got < 0.2899 || got > 0.2901 {
+		t.Errorf("threads: %v %v, want 0.29 s (0.15 + 0.10 + a new thread's 0.04)", got, ok)
+	}
+	b.threads = map[int]uint64{10: 6.5e8}
+	if got, ok := cpuSince(a, b); !ok || got < 0.2999 || got > 0.3001 {
+		t.Errorf("a thread exited: %v %v, want the ticks' 0.30 s", got, ok)
+	}
+	if _, ok := cpuSince(cpuReading{}, b); ok {
+		t.Error("an unreadable start gave a figure")
+	}
+	if r := readCPU(os.Getpid()); !r.statOK || len(r.threads) == 0 {
+		t.Errorf("this process: %+v", r)
 	}
 }

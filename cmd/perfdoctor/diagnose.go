@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/collect/store"
 	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/formats/folded"
 	"github.com/perfdoctor/perfdoctor/report"
@@ -14,17 +15,32 @@ import (
 
 func (a *app) diagnoseCommand() *cobra.Command {
 	var format, out, failOn, gcLog, foldedWeights, perfEvent string
+	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "diagnose PATH...",
 		Short: "Diagnose a bundle, a directory of profiles, or profile files",
 		Long: `Diagnose reads a bundle written by collect, a plain directory of profiles
 (e.g. saved with curl; files are recognised by content, not name), or loose
 files, runs the rule catalog and prints the findings ranked by the share of
-CPU (or memory or latency) the fix can recover.`,
+CPU (or memory or latency) the fix can recover.
+
+With --pyroscope URL --service NAME it reads the service's profiles from a
+Pyroscope server instead (or with --otlp FILE from OTLP profiles files written
+by the OpenTelemetry Collector's file exporter) (CPU, allocations, mutex and block, merged over
+--from..--to across its instances, or one --instance); what a store does not
+hold (runtime statistics, heap, goroutines, trace) is listed as not checked.`,
 		Example: `  perfdoctor diagnose ./b1
   perfdoctor diagnose cpu.pb.gz allocs.pb.gz --format json
-  GODEBUG=gctrace=1 ./service 2>&1 | perfdoctor diagnose --gctrace -`,
+  GODEBUG=gctrace=1 ./service 2>&1 | perfdoctor diagnose --gctrace -
+  perfdoctor diagnose --pyroscope http://pyroscope:4040 --service checkout --from 2h
+  perfdoctor diagnose --otlp profiles.json --service checkout`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if sf.used() {
+				if len(args) > 0 {
+					return usageError{fmt.Errorf("give a bundle or a store (--pyroscope, --otlp), not both")}
+				}
+				return nil
+			}
 			if len(args) == 0 && !cmd.Flags().Changed("gctrace") {
 				return usageError{fmt.Errorf("diagnose needs at least one PATH (a bundle directory or profile files)")}
 			}
@@ -45,6 +61,16 @@ CPU (or memory or latency) the fix can recover.`,
 				return usageError{fmt.Errorf("--folded-weights: %w", err)}
 			}
 			req := a.diagnoseRequest(args...)
+			if sf.used() {
+				rd, r, err := sf.open()
+				if err != nil {
+					return err
+				}
+				if req.Evidence, err = storeEvidence(cmd.Context(), rd, r, store.Series{Service: sf.service, Instance: sf.instance}); err != nil {
+					return err
+				}
+				req.Paths = nil
+			}
 			req.Load.FoldedWeights = weights
 			req.Load.PerfEvent = perfEvent
 			switch gcLog {
@@ -82,6 +108,7 @@ CPU (or memory or latency) the fix can recover.`,
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "exit with code 3 if a finding has this severity or higher (info, low, medium, high)")
 	cmd.Flags().StringVar(&gcLog, "gctrace", "", "also read a GODEBUG=gctrace=1 log (the target's stderr) from this file, or - for stdin")
 	cmd.Flags().StringVar(&foldedWeights, "folded-weights", "auto", "what the counts of folded stacks are: samples, nanoseconds (async-profiler --total), or auto (guess, and say so in the report)")
+	sf.add(cmd.Flags(), true)
 	cmd.Flags().StringVar(&perfEvent, "perf-event", "", "the event of multi-event perf script input to diagnose, as perf names it (cycles:u, cpu-clock); default: the on-CPU one, else the most sampled")
 	return cmd
 }

@@ -20,6 +20,8 @@ func (a *app) fleetCommand() *cobra.Command {
 		out, db       string
 		tokenFile     string
 		record        bool
+		sf            storeFlags
+		keepInstances bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fleet --prometheus URL",
@@ -40,14 +42,22 @@ gives a port, a path or a URL. docs/fleet.md has the details and the JSON.
 
 The bundles, each service's full report (report.html, report.json), its merged
 CPU profile and the fleet report (fleet.html, fleet.json) are written to -o.
-With --record, each service's diagnosis goes into the history database.`,
+With --record, each service's diagnosis goes into the history database.
+
+With --pyroscope URL (or --otlp FILE, written by the OpenTelemetry Collector's
+file exporter) instead of --prometheus, it reads every service (or one
+--service) that the store holds profiles for over --from..--to:
+each instance's CPU, allocation, mutex and block profiles, merged per service
+by perfdoctor. An instance's cores are its CPU time over the range. Nothing is
+scraped, so --hottest, --sample, --duration and the budget do not apply.`,
 		Example: `  perfdoctor fleet --prometheus http://127.0.0.1:9090
   perfdoctor fleet --prometheus http://prom:9090 --match 'team="payments"' --hottest 5 -f markdown
-  perfdoctor fleet --prometheus http://prom:9090 --group-by app --record --db postgres://perf@db/perf`,
+  perfdoctor fleet --prometheus http://prom:9090 --group-by app --record --db postgres://perf@db/perf
+  perfdoctor fleet --pyroscope http://pyroscope:4040 --from 1h --record`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opt.Prometheus == "" {
-				return usageError{fmt.Errorf("fleet needs --prometheus URL")}
+			if (opt.Prometheus == "") == !sf.used() {
+				return usageError{fmt.Errorf("fleet needs --prometheus URL, --pyroscope URL or --otlp FILE (one of them)")}
 			}
 			if _, ok := fleetreport.Formats[format]; !ok {
 				return usageError{fmt.Errorf("unknown --format %q (want one of: %s)", format, fleetreport.FormatNames())}
@@ -78,10 +88,23 @@ With --record, each service's diagnosis goes into the history database.`,
 				defer store.Close()
 			}
 			opt.OutDir, opt.Logger, opt.Tool = out, a.log, a.tool()
-			fmt.Fprintf(a.stderr, "perfdoctor fleet: discovering through %s, collecting into %s\n", fleet.RedactURL(opt.Prometheus), out)
-			rep, err := fleet.Run(cmd.Context(), opt)
-			if err != nil {
-				return err
+			var rep *fleet.Report
+			if sf.used() {
+				rd, r, err := sf.open()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stderr, "perfdoctor fleet: reading %s, writing into %s\n", rd.Describe(), out)
+				rep, err = fleet.DiagnoseStore(cmd.Context(), fleet.StoreOptions{Reader: rd, Range: r, Service: sf.service,
+					GroupBy: sf.serviceLabel, Concurrency: opt.Concurrency, OutDir: out, KeepInstances: keepInstances, Tool: opt.Tool, Logger: a.log})
+				if err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(a.stderr, "perfdoctor fleet: discovering through %s, collecting into %s\n", fleet.RedactURL(opt.Prometheus), out)
+				if rep, err = fleet.Run(cmd.Context(), opt); err != nil {
+					return err
+				}
 			}
 			if err := fleetreport.WriteFiles(rep); err != nil {
 				return err
@@ -119,6 +142,8 @@ With --record, each service's diagnosis goes into the history database.`,
 	f.StringVarP(&format, "format", "f", "text", "output format: "+fleetreport.FormatNames())
 	f.StringVar(&tokenFile, "token-file", "", "file holding the bearer token the instances require (or set $"+collect.TokenEnv+")")
 	f.BoolVar(&record, "record", false, "record each service's diagnosis in the history database")
+	sf.add(f, false)
+	f.BoolVar(&keepInstances, "keep-instances", false, "with a store: also write each instance's profiles as a bundle under -o (about 100 KiB an instance)")
 	f.StringVar(&db, "db", "", "history database: a file (default "+defaultDBHelp()+") or postgres://user@host/db")
 	return cmd
 }

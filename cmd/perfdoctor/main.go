@@ -27,6 +27,10 @@ const (
 	exitError    = 1 // the command could not do its job
 	exitUsage    = 2 // bad flags or arguments
 	exitFindings = 3 // diagnose --fail-on: a finding at or above the given severity
+	// exitRegression: verify found a significant regression, or gate found
+	// the head build worse than the base by more than its threshold with
+	// 95% confidence.
+	exitRegression = 4
 )
 
 // usageError marks errors in how perfdoctor was called.
@@ -123,7 +127,7 @@ Start with:  perfdoctor demo`,
 		a.fleetCommand(), a.historyCommand(),
 		a.fetchAsyncProfilerCommand(),
 
-		a.tryCommand(), a.pgoCommand(), a.mcpCommand(),
+		a.tryCommand(), a.pgoCommand(), a.mcpCommand(), a.gateCommand(),
 	)
 	return root
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -397,6 +398,56 @@ func TestMCPLive(t *testing.T) {
 	})
 	if !src.Readable || !hasText || !strings.HasSuffix(src.File, "demoservice.go") {
 		t.Errorf("source of the demo's search: %+v", src)
+	}
+
+	// The same service as any local process, observed through perf
+	// under load (idle, perf would sample nothing). A PID that is not a
+	// JVM is refused in one line.
+	pr := callTool[struct {
+		Load string
+		findingsAnswer
+	}](t, cs, "run", map[string]any{"perf_pid": p.PID(), "load": appURL, "duration_seconds": 2, "warmup_seconds": 1, "concurrency": 4, "output": "perfrun"})
+	if !strings.Contains(pr.Load, "req") || pr.Bundle != filepath.Join(out, "perfrun") {
+		t.Errorf("run through perf: %+v", pr)
+	}
+	if top := callTool[struct{ Kind string }](t, cs, "top", map[string]any{"path": pr.Bundle, "n": 3}); top.Kind == "" {
+		t.Errorf("top of the perf bundle: %+v", top)
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"jvm_pid": p.PID(), "jfr_only": true, "duration_seconds": 1, "output": "notjvm"}, "is not a JVM"},
+		{map[string]any{"perf_pid": 1 << 30, "duration_seconds": 1}, "no process"},
+		{map[string]any{"perf_pid": p.PID(), "target": pprofURL}, "give one target"},
+		{map[string]any{"target": pprofURL, "jfr_only": true}, "jfr_only goes with jvm_pid"},
+	} {
+		if msg := callError(t, cs, "collect", c.args); !strings.Contains(msg, c.want) {
+			t.Errorf("collect %v: error %q, want one line with %q", c.args, msg, c.want)
+		}
+	}
+
+	// A server measured through a load command (here curl, two requests a
+	// run), as for protocols other than HTTP.
+	if _, err := exec.LookPath("curl"); err == nil {
+		u, err := url.Parse(appURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := u.Host
+		lv := callTool[struct {
+			Verdict string
+			Rounds  int
+			Ratios  []struct{ Figure string }
+		}](t, cs, "verify", map[string]any{"before": "tcp://" + addr, "after": "tcp://localhost:" + addr[strings.LastIndex(addr, ":")+1:],
+			"rounds": 2, "duration_seconds": 1, "warmup_seconds": 1,
+			"load_cmd": "curl -s -o /dev/null -o /dev/null http://{addr}/ http://{addr}/", "units": 2, "unit": "request"})
+		if lv.Rounds != 2 || len(lv.Ratios) == 0 || lv.Ratios[0].Figure != "throughput" {
+			t.Errorf("verify with a load command: %+v", lv)
+		}
+	}
+	if msg := callError(t, cs, "verify", map[string]any{"before": appURL, "after": appURL + "?v=2", "load_cmd": "true"}); !strings.Contains(msg, "needs units") {
+		t.Errorf("verify load_cmd without units: %q", msg)
 	}
 
 	// verify lasts at least 2 rounds × 2 sides × 2 s: longer than the

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect"
 	"github.com/perfdoctor/perfdoctor/collect/jvm"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
@@ -81,7 +80,7 @@ one run of it does.`,
 			switch {
 			case perfPID != 0:
 				o.Target, name = fmt.Sprintf("pid %d through perf", perfPID), fmt.Sprintf("pid%d", perfPID)
-				o.Collect = a.collectPerf(perfPID, o.Progress)
+				o.Collect = underload.Perf(perfPID, a.tool(), o.Progress, a.log)
 			case jf.pid != 0 || jf.jvm != 0:
 				c, err := a.collectJVM(jf, o.Progress)
 				if err != nil {
@@ -107,38 +106,20 @@ one run of it does.`,
 	return cmd
 }
 
-// collectPerf collects a process through perf into a bundle, as collect
-// --perf does.
-func (a *app) collectPerf(pid int, line *progress.Line) func(context.Context, string, time.Duration) (*bundle.Manifest, error) {
-	return func(ctx context.Context, dir string, window time.Duration) (*bundle.Manifest, error) {
-		written, err := collect.Native(ctx, collect.WindowOptions{PID: pid, Duration: window, Progress: line, Logger: a.log}, dir, a.tool())
-		if written == "" {
-			return nil, err
-		}
-		m, rerr := bundle.ReadManifest(written)
-		if rerr != nil {
-			return nil, errors.Join(err, rerr)
-		}
-		return m, err
-	}
-}
-
 // collectJVM collects a JVM through async-profiler and JFR (--jvm) or JFR
 // alone (--jfr) into a bundle, as collect does.
-func (a *app) collectJVM(f jfrFlags, line *progress.Line) (func(context.Context, string, time.Duration) (*bundle.Manifest, error), error) {
+func (a *app) collectJVM(f jfrFlags, line *progress.Line) (underload.Collector, error) {
 	if f.pid != 0 && f.jvm != 0 {
 		return nil, usageError{errors.New("--jfr and --jvm both record a JVM: give one")}
 	}
 	if f.jvm == 0 && (f.library != "" || f.event != "cpu") {
 		return nil, usageError{errors.New("--async-profiler and --jvm-event go with --jvm")}
 	}
-	return func(ctx context.Context, dir string, window time.Duration) (*bundle.Manifest, error) {
-		return jvm.Collect(ctx, jvm.Options{
-			PID: max(f.pid, f.jvm), Duration: window, OutDir: dir, Settings: f.settings, Exceptions: f.exceptions,
-			AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
-			Progress: line, Logger: a.log,
-		})
-	}, nil
+	return underload.JVM(jvm.Options{
+		PID: max(f.pid, f.jvm), Settings: f.settings, Exceptions: f.exceptions,
+		AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
+		Progress: line, Logger: a.log,
+	}), nil
 }
 
 // profileUnderLoad collects a bundle into dir/bundle under o's load,

@@ -16,9 +16,6 @@ import (
 	"github.com/perfdoctor/perfdoctor/verify"
 )
 
-// exitRegression is verify's exit code for a significant regression.
-const exitRegression = 4
-
 // regressionError carries exitRegression without printing more.
 type regressionError struct{ msg string }
 

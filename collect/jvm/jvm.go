@@ -6,6 +6,7 @@
 package jvm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +92,9 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	}
 	jcmd, jfrTool, err := tools(opt.Roots, opt.PID)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckJVM(opt.Roots, opt.PID); err != nil {
 		return nil, err
 	}
 	w, err := bundle.Create(opt.OutDir)
@@ -373,4 +377,22 @@ func (c *collection) snapshot(file, name string) {
 		return
 	}
 	c.w.AddJSON(name, file, snap, time.Since(t0))
+}
+
+// CheckJVM refuses a process that has not loaded a JVM: attaching sends
+// the process SIGQUIT, which a JVM answers and most other programs (a Go
+// service among them) die of.
+func CheckJVM(roots system.Roots, pid int) error {
+	proc := roots.Proc
+	if proc == "" {
+		proc = "/proc"
+	}
+	maps, err := os.ReadFile(filepath.Join(proc, strconv.Itoa(pid), "maps"))
+	if err != nil {
+		return fmt.Errorf("process %d: %w", pid, errors.Unwrap(err))
+	}
+	if !bytes.Contains(maps, []byte("/libjvm.so")) {
+		return fmt.Errorf("process %d is not a JVM (no libjvm.so loaded); attaching would send it SIGQUIT", pid)
+	}
+	return nil
 }

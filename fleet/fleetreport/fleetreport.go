@@ -93,6 +93,14 @@ func fromProfile(r *fleet.Report) bool {
 	return false
 }
 
+// profileNote explains the cores marked as measured from profiles.
+func profileNote(r *fleet.Report) string {
+	if r.Store != "" {
+		return "Cores marked * are the instance's CPU time in the store, divided by the range"
+	}
+	return "Cores marked * were measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it"
+}
+
 // status is the collection state of a service, "3 of 12 collected".
 func status(s *fleet.ServiceDiag) string {
 	picked, failed := 0, 0
@@ -125,7 +133,7 @@ func instanceCores(in fleet.InstanceReport) string {
 // WriteText is the terminal view: the savings, then each service.
 func WriteText(w io.Writer, r *fleet.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "perfdoctor fleet: %d services from %s, grouped by %s", len(r.Services), r.Prometheus, r.GroupBy)
+	fmt.Fprintf(&b, "perfdoctor fleet: %d services from %s, grouped by %s", len(r.Services), r.Source(), r.GroupBy)
 	if r.Match != "" {
 		fmt.Fprintf(&b, ", matching %s", r.Match)
 	}
@@ -170,7 +178,11 @@ func WriteText(w io.Writer, r *fleet.Report) error {
 		}
 	}
 	if fromProfile(r) {
-		b.WriteString("\n* cores measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it\n")
+		if r.Store != "" {
+			b.WriteString("\n* cores: the instance's CPU time in the store, divided by the range\n")
+		} else {
+			b.WriteString("\n* cores measured from the instance's CPU profile: Prometheus had no " + fleet.CPUMetric + " for it\n")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -187,7 +199,7 @@ func joinDir(dir, rel string) string {
 func WriteMarkdown(w io.Writer, r *fleet.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## perfdoctor fleet: %d services\n\n", len(r.Services))
-	fmt.Fprintf(&b, "From %s, grouped by `%s`", md(r.Prometheus), md(r.GroupBy))
+	fmt.Fprintf(&b, "From %s, grouped by `%s`", md(r.Source()), md(r.GroupBy))
 	if r.Match != "" {
 		fmt.Fprintf(&b, ", matching `%s`", md(r.Match))
 	}
@@ -237,6 +249,7 @@ var page = template.Must(template.New("fleet").Funcs(template.FuncMap{
 	"icores":      instanceCores,
 	"status":      status,
 	"fromProfile": fromProfile,
+	"profileNote": profileNote,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -251,7 +264,7 @@ th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 small{color:#666}
 </style></head><body>
 <h1>perfdoctor fleet</h1>
-<p>{{len .Services}} services from <code>{{.Prometheus}}</code>, grouped by <code>{{.GroupBy}}</code>{{if .Match}}, matching <code>{{.Match}}</code>{{end}}. <small>{{.Tool}}, {{.Start.UTC.Format "2006-01-02 15:04:05Z"}}</small></p>
+<p>{{len .Services}} services from <code>{{.Source}}</code>, grouped by <code>{{.GroupBy}}</code>{{if .Match}}, matching <code>{{.Match}}</code>{{end}}. <small>{{.Tool}}, {{.Start.UTC.Format "2006-01-02 15:04:05Z"}}</small></p>
 {{if .Partial}}<p class="partial">Partial: some picked instances could not be collected; they are listed with their error below.</p>{{end}}
 <h2>Savings, by cores to recover</h2>
 <table id="savings"><thead><tr><th>#</th><th>finding</th><th>service</th><th>cores to recover</th><th>severity</th><th>summary</th></tr></thead><tbody>
@@ -264,7 +277,7 @@ small{color:#666}
 {{range .Instances}}<tr{{if .Outlier}} class="outlier"{{end}}><td>{{.Instance}}{{if .Bundle}} <small><a href="{{.Bundle}}/">bundle</a></small>{{end}}</td><td class="num">{{icores .}}</td><td>{{.Picked}}</td><td>{{.Status}}{{if .Error}} <small>{{.Error}}</small>{{end}}</td><td>{{with .Top}}{{.Class}} {{percent .Impact}}{{end}}</td><td>{{.Outlier}}</td></tr>
 {{end}}</tbody></table>
 {{end}}
-{{if fromProfile .}}<p><small>Cores marked * were measured from the instance's CPU profile: Prometheus had no process_cpu_seconds_total for it.</small></p>{{end}}
+{{if fromProfile .}}<p><small>{{profileNote .}}.</small></p>{{end}}
 </body></html>
 `))
 

@@ -12,7 +12,7 @@ import (
 // JVM thread rules read (pinning, contention, pool sizing, balance,
 // context switches, CPU saturation).
 var threadEvents = []string{
-	"jdk.VirtualThreadPinned", "jdk.ThreadPark", "jdk.ThreadSleep",
+	"jdk.VirtualThreadPinned", "jdk.ThreadPark", "jdk.ThreadSleep", "jdk.SocketRead",
 	"jdk.JavaThreadStatistics", "jdk.ThreadStart", "jdk.ThreadContextSwitchRate",
 }
 
@@ -30,9 +30,10 @@ type Threading struct {
 	// ReentrantLock, ReentrantReadWriteLock or StampedLock), both of at
 	// least 10 ms under the profile settings, by lock class and site.
 	LockWaits []WaitSite `json:"lock_waits,omitempty"`
-	// TaskWaits is where executor workers blocked inside their tasks
-	// (sleeping, parked, waiting on a condition: not for a lock, not for
-	// a task), by pool (Class is the pool's name) and site.
+	// TaskWaits is where the threads of a pool (threads named alike)
+	// blocked inside their work (sleeping, parked, waiting on a condition,
+	// reading a socket: not for a lock, not for work), by pool (Class is
+	// the pool's name) and site.
 	TaskWaits []WaitSite `json:"task_waits,omitempty"`
 	// Pools are threads grouped by name without its number
 	// ("pool-1-thread-3" is pool "pool-1-thread"): groups of two or more,
@@ -90,6 +91,10 @@ type Pool struct {
 	// Executor says its threads ran java.util.concurrent executor work
 	// (ThreadPoolExecutor.runWorker, ForkJoinWorkerThread.run).
 	Executor bool `json:"executor,omitempty"`
+	// EventLoop says its threads blocked inside an event loop's run (Netty's
+	// NioEventLoop.run, EpollEventLoop.run...): work on a loop that serves
+	// many connections, each waiting while it blocks.
+	EventLoop bool `json:"event_loop,omitempty"`
 	// CPU is the threads' mean jdk.ThreadCPULoad summed, as a fraction of
 	// all CPUs; Busiest is the thread with the most, BusiestCPU its load.
 	CPU        float64 `json:"cpu"`
@@ -102,9 +107,12 @@ type Pool struct {
 	BusiestSampled string `json:"busiest_sampled,omitempty"`
 	BusiestSamples int    `json:"busiest_samples,omitempty"`
 	// Blocked is the time its threads spent blocked inside a task
-	// (sleeping, waiting for a condition or I/O: the recorded events of
-	// 10 ms or more), Locked the time they waited for a monitor or lock
-	// inside a task, Idle the time parked waiting for a task.
+	// (sleeping, waiting for a condition or a socket read: the recorded
+	// events of 10 ms or more), Locked the time they waited for a monitor
+	// or lock inside a task, Idle the time parked waiting for a task (in
+	// an executor's getTask, a pool's own idle poll, or a queue's take or
+	// a monitor's wait called right from the thread's loop). Any group's
+	// threads, executor or not: a pool is known by how its threads wait.
 	Blocked time.Duration `json:"blocked_ns"`
 	Locked  time.Duration `json:"locked_ns"`
 	Idle    time.Duration `json:"idle_ns"`
@@ -152,6 +160,11 @@ var (
 		"java.util.concurrent.ThreadPoolExecutor.getTask",
 		"java.util.concurrent.ForkJoinPool.awaitWork",
 		"java.util.concurrent.ForkJoinPool.runWorker", // parked between tasks when no frame of a task is above
+		// Pools of servers and libraries, waiting for their next job.
+		"org.apache.tomcat.util.threads.ThreadPoolExecutor.getTask",
+		"org.eclipse.jetty.util.thread.QueuedThreadPool$Runner.idleJobPoll",
+		"org.eclipse.jetty.util.thread.ReservedThreadExecutor$ReservedThread.reservedWait",
+		"io.netty.util.concurrent.SingleThreadEventExecutor.takeTask",
 	}
 	workerFrames = []string{
 		"java.util.concurrent.ThreadPoolExecutor.runWorker",
@@ -175,7 +188,7 @@ type threadAgg struct {
 
 type threadWait struct {
 	blocked, locked, idle time.Duration
-	executor              bool
+	executor, eventLoop   bool
 }
 
 type siteAgg map[string]*siteAcc
@@ -266,9 +279,15 @@ func stackHas(st *stackTrace, names []string) bool {
 }
 
 // wait files a thread's blocking event as waiting for work, for a lock or
-// blocked otherwise in a task when the thread is an executor's worker.
+// blocked otherwise in its work when the thread is one of a pool: an
+// executor's worker or a thread named like others (any implementation,
+// told by how it waits).
 func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration, lock bool) {
-	if thread == "" || !stackHas(st, workerFrames) {
+	if thread == "" {
+		return
+	}
+	executor := stackHas(st, workerFrames)
+	if _, named := PoolName(thread); !executor && !named {
 		return
 	}
 	w := a.perThread[thread]
@@ -279,7 +298,7 @@ func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration, lock bo
 		w = &threadWait{}
 		a.perThread[thread] = w
 	}
-	w.executor = true
+	w.executor = w.executor || executor
 	switch {
 	case isTaskWait(st):
 		w.idle += d
@@ -287,6 +306,7 @@ func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration, lock bo
 		w.locked += d
 	default:
 		w.blocked += d
+		w.eventLoop = w.eventLoop || inEventLoop(st)
 		pool, ok := PoolName(thread)
 		if !ok {
 			pool = thread
@@ -296,16 +316,67 @@ func (a *threadAgg) wait(thread string, st *stackTrace, d time.Duration, lock bo
 }
 
 // isTaskWait reports whether a worker's stack is waiting for work: a
-// getTask or awaitWork frame, or ForkJoinPool.runWorker right under the
-// park with no task's frame between.
+// pool's own wait for its next job (getTask, awaitWork, Jetty's
+// idleJobPoll...), ForkJoinPool.runWorker right under the park with no
+// task's frame between, or a queue's take or poll (or a monitor's wait)
+// called right from the thread's own loop, as a hand-made pool waits.
 func isTaskWait(st *stackTrace) bool {
+	queue := false
 	for i := range st.Frames {
 		name := frameName(&st.Frames[i])
 		if slices.Contains(taskWaitFrames, name) {
 			return true
 		}
-		if !strings.HasPrefix(name, "java.util.concurrent.") && !strings.HasPrefix(name, "jdk.internal.misc.") {
+		switch {
+		case isQueueTake(name) || strings.HasPrefix(name, "java.lang.Object.wait"): // wait0 below wait from JDK 21
+			queue = true
+		case strings.HasPrefix(name, "java.util.concurrent.") || strings.HasPrefix(name, "jdk.internal.misc."):
+		default:
+			// The first frame past the wait: the thread's loop when only
+			// the thread's start is below it.
+			return queue && threadLoop(st.Frames[i+1:])
+		}
+	}
+	return false
+}
+
+// isQueueTake reports whether a frame takes from a blocking queue: a
+// class named ...Queue or ...Deque (the JDK's, Tomcat's TaskQueue, Jetty's
+// BlockingArrayQueue), its method take, poll or transfer.
+func isQueueTake(name string) bool {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return false
+	}
+	class, method := name[:i], name[i+1:]
+	class = class[strings.LastIndexByte(class, '.')+1:]
+	if j := strings.IndexByte(class, '$'); j >= 0 {
+		class = class[:j]
+	}
+	if !strings.HasSuffix(class, "Queue") && !strings.HasSuffix(class, "Deque") {
+		return false
+	}
+	return strings.HasPrefix(method, "take") || strings.HasPrefix(method, "poll") || method == "transfer"
+}
+
+// threadLoop reports whether frames (outward from a thread's loop) are
+// only how the thread started: Thread.run and its kin, and lambdas.
+func threadLoop(frames []frame) bool {
+	for i := range frames {
+		name := frameName(&frames[i])
+		if !strings.HasPrefix(name, "java.lang.Thread.") && !strings.Contains(name, "$$Lambda") {
 			return false
+		}
+	}
+	return true
+}
+
+// inEventLoop reports whether a stack runs inside an event loop's run
+// (Netty's NioEventLoop.run, EpollEventLoop.run, SingleThreadIoEventLoop.run).
+func inEventLoop(st *stackTrace) bool {
+	for i := range st.Frames {
+		if name := frameName(&st.Frames[i]); strings.HasSuffix(name, "EventLoop.run") && strings.HasPrefix(name, "io.netty.") {
+			return true
 		}
 	}
 	return false
@@ -321,7 +392,7 @@ func (a *threadAgg) add(typ string, v *values) {
 		a.see(v.SampledThread.name(), v.StartTime, v.StartTime)
 	case "CPUTimeSample":
 		a.see(thread, v.StartTime, v.StartTime)
-	case "JavaMonitorEnter", "ThreadPark", "ThreadSleep", "JavaMonitorWait":
+	case "JavaMonitorEnter", "ThreadPark", "ThreadSleep", "JavaMonitorWait", "SocketRead":
 		a.see(thread, v.StartTime, v.StartTime.Add(max(d, 0)))
 	}
 	switch typ {
@@ -338,7 +409,7 @@ func (a *threadAgg) add(typ string, v *values) {
 			a.locks.add(v.StackTrace, c, "lock", "", thread, d)
 		}
 		a.wait(thread, v.StackTrace, d, isLockClass(c))
-	case "ThreadSleep", "JavaMonitorWait":
+	case "ThreadSleep", "JavaMonitorWait", "SocketRead":
 		a.wait(thread, v.StackTrace, d, false)
 	case "ExecutionSample":
 		if len(a.samples) < 100_000 || a.samples[v.SampledThread.name()] > 0 {
@@ -450,6 +521,7 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 		}
 		if w := a.perThread[n]; w != nil {
 			g.Executor = g.Executor || w.executor
+			g.EventLoop = g.EventLoop || w.eventLoop
 			g.Blocked += w.blocked
 			g.Locked += w.locked
 			g.Idle += w.idle

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The thread events (pinning, lock parks, pools, context switches, CPU
@@ -17,6 +18,13 @@ func TestThreadEventsMatchJDKReader(t *testing.T) {
 	for _, mode := range []string{"pinned", "locks", "smallpool"} {
 		t.Run(mode, func(t *testing.T) { matchJDKReader(t, tool, gunzipFixture(t, threadFixture(mode))) })
 	}
+	// Socket reads and pools other than executors' (JDK 17).
+	t.Run("handmade-small", func(t *testing.T) { matchJDKReader(t, tool, gunzipFixture(t, serverFixture("handmade-small"))) })
+}
+
+// serverFixture is the path of one of JVM011's servers fixtures.
+func serverFixture(name string) string {
+	return filepath.Join("..", "..", "rules", "jvm011", "testdata", "servers", name+".jfr.gz")
 }
 
 // threadFixture is the path of a JVM thread rules' fixture.
@@ -92,6 +100,67 @@ func TestPoolName(t *testing.T) {
 		got, ok := PoolName(thread)
 		if got != want || ok != (want != "") {
 			t.Errorf("PoolName(%q) = %q, %v; want %q", thread, got, ok, want)
+		}
+	}
+}
+
+// Pools of any implementation are read by how their threads wait (the
+// servers fixtures of JVM011, 32 connections each waiting on a 20 ms
+// downstream): Jetty's QueuedThreadPool, Netty's event loops and a
+// hand-made pool are not java.util.concurrent executors, yet their waits
+// inside the work (socket reads, parks for a reply) are filed as blocked,
+// their waits for work (Jetty's idleJobPoll, the hand-made loop's
+// LinkedBlockingQueue.take) as idle.
+func TestPoolsByBehaviour(t *testing.T) {
+	pool := func(fixture, name string) Pool {
+		t.Helper()
+		rec, err := ReadFile(gunzipFixture(t, serverFixture(fixture)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rec.JVM.Threading.Pools {
+			if strings.HasPrefix(p.Name, name) {
+				return p
+			}
+		}
+		t.Fatalf("%s: no pool %s in %+v", fixture, name, rec.JVM.Threading.Pools)
+		return Pool{}
+	}
+	share := func(p Pool, d time.Duration) float64 { return d.Seconds() / p.Window.Seconds() / float64(p.Threads) }
+	for _, tc := range []struct {
+		fixture, pool  string
+		executor, loop bool
+		blocked, idle  [2]float64 // shares of the threads' time, low and high
+	}{
+		{"jetty-small", "qtp", false, false, [2]float64{0.5, 1}, [2]float64{0, 0.01}},
+		{"jetty-right", "qtp", false, false, [2]float64{0.5, 1}, [2]float64{0.03, 0.5}},
+		{"netty-block", "nioEventLoopGroup-3", false, true, [2]float64{0.8, 1}, [2]float64{0, 0}},
+		{"handmade-small", "worker", false, false, [2]float64{0.8, 1}, [2]float64{0, 0.01}},
+		{"handmade-right", "worker", false, false, [2]float64{0.2, 0.6}, [2]float64{0.3, 0.8}},
+		{"tpe-small", "pool-1-thread", true, false, [2]float64{0.8, 1}, [2]float64{0, 0.01}},
+	} {
+		p := pool(tc.fixture, tc.pool)
+		b, i := share(p, p.Blocked), share(p, p.Idle)
+		if p.Executor != tc.executor || p.EventLoop != tc.loop || b < tc.blocked[0] || b > tc.blocked[1] || i < tc.idle[0] || i > tc.idle[1] {
+			t.Errorf("%s: %s executor %v, event loop %v, blocked %.2f, idle %.2f", tc.fixture, p.Name, p.Executor, p.EventLoop, b, i)
+		}
+	}
+}
+
+func TestIsQueueTake(t *testing.T) {
+	for name, want := range map[string]bool{
+		"java.util.concurrent.LinkedBlockingQueue.take":                 true,
+		"java.util.concurrent.ArrayBlockingQueue.poll":                  true,
+		"java.util.concurrent.SynchronousQueue$TransferStack.transfer":  true,
+		"java.util.concurrent.LinkedBlockingDeque.takeFirst":            true,
+		"org.eclipse.jetty.util.BlockingArrayQueue.poll":                true,
+		"java.util.concurrent.LinkedBlockingQueue.put":                  false,
+		"java.util.concurrent.CompletableFuture.get":                    false,
+		"com.acme.QueueConsumer.take":                                   false,
+		"java.util.concurrent.locks.AbstractQueuedSynchronizer.acquire": false,
+	} {
+		if got := isQueueTake(name); got != want {
+			t.Errorf("isQueueTake(%q) = %v", name, got)
 		}
 	}
 }

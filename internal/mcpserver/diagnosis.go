@@ -28,8 +28,10 @@ const (
 )
 
 type diagnoseInput struct {
-	Path            string  `json:"path,omitempty" jsonschema:"a bundle folder, a folder of profiles or one profile file, inside the allowed folders"`
-	Target          string  `json:"target,omitempty" jsonschema:"instead of path: a live Go service's pprof URL (http://127.0.0.1:6060); perfdoctor collects a bundle from it first"`
+	Path string `json:"path,omitempty" jsonschema:"a bundle folder, a folder of profiles or one profile file, inside the allowed folders"`
+	// Instead of path, a live target (pprof URL, perf_pid or jvm_pid):
+	// perfdoctor collects a bundle from it first.
+	liveTarget
 	DurationSeconds float64 `json:"duration_seconds,omitempty" jsonschema:"with target: the collection window in seconds (default 10, at most 120)"`
 	Output          string  `json:"output,omitempty" jsonschema:"with target: the bundle folder to create (default a new folder in the first allowed folder)"`
 	Cursor          string  `json:"cursor,omitempty" jsonschema:"next_cursor of a previous answer, for the next findings"`
@@ -101,13 +103,13 @@ func (s *server) diagnose(ctx context.Context, in diagnoseInput) (*diagnoseAnswe
 	a := &diagnoseAnswer{}
 	path := in.Path
 	switch {
-	case (in.Path == "") == (in.Target == ""):
-		return nil, errors.New("give path (a bundle or profiles) or target (a live pprof URL), one of them")
-	case in.Target != "":
+	case (in.Path == "") == (in.liveTarget == liveTarget{}):
+		return nil, errors.New("give path (a bundle or profiles) or a live target (target, perf_pid or jvm_pid), one of them")
+	case in.Path == "":
 		if in.Cursor != "" {
 			return nil, errors.New("a cursor pages a diagnosis already made: pass the bundle it collected as path, with the cursor")
 		}
-		dir, err := s.collectBundle(ctx, in.Target, in.DurationSeconds, in.Output)
+		dir, err := s.collectBundle(ctx, in.liveTarget, in.DurationSeconds, in.Output)
 		if err != nil {
 			return nil, err
 		}

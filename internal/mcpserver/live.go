@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect"
+	"github.com/perfdoctor/perfdoctor/collect/jvm"
 	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/underload"
@@ -28,8 +30,17 @@ const (
 	maxWorkers    = 256
 )
 
+// liveTarget is what collect and run observe: one of a Go service's pprof
+// URL, a local process through perf, or a local JVM.
+type liveTarget struct {
+	Target  string `json:"target,omitempty" jsonschema:"a live Go service's pprof URL (http://127.0.0.1:6060 or .../debug/pprof/); or give perf_pid or jvm_pid"`
+	PerfPID int    `json:"perf_pid,omitempty" jsonschema:"a local process of any language to observe through Linux perf instead (its PID)"`
+	JVMPID  int    `json:"jvm_pid,omitempty" jsonschema:"a local JVM to record instead (its PID): async-profiler and JFR, or JFR alone when the agent cannot be loaded"`
+	JFROnly bool   `json:"jfr_only,omitempty" jsonschema:"with jvm_pid: record with Java Flight Recorder alone, no async-profiler"`
+}
+
 type collectInput struct {
-	Target          string  `json:"target" jsonschema:"a live Go service's pprof URL (http://127.0.0.1:6060 or .../debug/pprof/)"`
+	liveTarget
 	DurationSeconds float64 `json:"duration_seconds,omitempty" jsonschema:"the observation window in seconds (default 10, at most 120)"`
 	Output          string  `json:"output,omitempty" jsonschema:"the bundle folder to create (default a new folder in the first allowed folder)"`
 }
@@ -42,7 +53,7 @@ type collectAnswer struct {
 }
 
 type runInput struct {
-	Target          string  `json:"target" jsonschema:"the service's pprof URL (http://127.0.0.1:6060)"`
+	liveTarget
 	Load            string  `json:"load" jsonschema:"the URL to load while collecting (http://127.0.0.1:8080/api)"`
 	DurationSeconds float64 `json:"duration_seconds,omitempty" jsonschema:"the collection window under load (default 10, at most 120)"`
 	WarmupSeconds   float64 `json:"warmup_seconds,omitempty" jsonschema:"load before collecting starts (default 2)"`
@@ -64,6 +75,9 @@ type verifyInput struct {
 	WarmupSeconds   float64 `json:"warmup_seconds,omitempty" jsonschema:"load before each measurement, not counted (default 1)"`
 	Concurrency     int     `json:"concurrency,omitempty" jsonschema:"closed-loop workers (default 8, at most 256)"`
 	MinChange       float64 `json:"min_change,omitempty" jsonschema:"ignore significant changes smaller than this fraction (e.g. 0.03)"`
+	LoadCmd         string  `json:"load_cmd,omitempty" jsonschema:"for servers that speak neither HTTP nor UDP: the server's own benchmark tool as the load (sh -c), {host} {port} {addr} replaced by each target's; the targets are then tcp://host:port"`
+	Units           int64   `json:"units,omitempty" jsonschema:"with load_cmd: the units of work (requests, transactions) one run of the command does"`
+	Unit            string  `json:"unit,omitempty" jsonschema:"with load_cmd: what a unit is (SET, transaction)"`
 }
 
 type verifyAnswer struct {
@@ -122,30 +136,67 @@ func (s *server) bundleDir(output, target string) (string, error) {
 	return s.writePath(output)
 }
 
-func (s *server) collectBundle(ctx context.Context, target string, seconds float64, output string) (string, error) {
-	if err := s.checkTarget(target); err != nil {
+// collector checks the target and says how to observe it: underload's
+// collector for a PID, nil for a pprof URL; name labels the bundle.
+func (s *server) collector(t liveTarget) (c underload.Collector, name string, err error) {
+	given := 0
+	for _, set := range []bool{t.Target != "", t.PerfPID != 0, t.JVMPID != 0} {
+		if set {
+			given++
+		}
+	}
+	switch {
+	case given != 1:
+		return nil, "", errors.New("give one target: target (a pprof URL), perf_pid or jvm_pid")
+	case t.JFROnly && t.JVMPID == 0:
+		return nil, "", errors.New("jfr_only goes with jvm_pid")
+	case t.Target != "":
+		return nil, t.Target, s.checkTarget(t.Target)
+	}
+	pid := max(t.PerfPID, t.JVMPID)
+	if pid < 0 {
+		return nil, "", fmt.Errorf("pid %d: want a process ID", pid)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		return nil, "", fmt.Errorf("no process %d on this host", pid)
+	}
+	if t.PerfPID != 0 {
+		return underload.Perf(pid, s.tool, nil, s.log), fmt.Sprintf("pid%d", pid), nil
+	}
+	return underload.JVM(jvm.Options{PID: pid, Settings: "profile", AsyncProfiler: !t.JFROnly, ProfilerEvent: "cpu", Logger: s.log}),
+		fmt.Sprintf("jvm%d", pid), nil
+}
+
+func (s *server) collectBundle(ctx context.Context, t liveTarget, seconds float64, output string) (string, error) {
+	c, name, err := s.collector(t)
+	if err != nil {
 		return "", err
 	}
 	d, err := window(seconds, defaultWindow)
 	if err != nil {
 		return "", err
 	}
-	dir, err := s.bundleDir(output, target)
+	dir, err := s.bundleDir(output, name)
 	if err != nil {
 		return "", err
 	}
-	m, err := collect.Collect(ctx, collect.Options{Target: target, Duration: d, OutDir: dir, Logger: s.log})
+	var m *bundle.Manifest
+	if c != nil {
+		m, err = c(ctx, dir, d)
+	} else {
+		m, err = collect.Collect(ctx, collect.Options{Target: t.Target, Duration: d, OutDir: dir, Logger: s.log})
+	}
 	if err != nil {
 		if m != nil {
-			return "", fmt.Errorf("collect %s: %w (a partial bundle is in %s)", target, err, dir)
+			return "", fmt.Errorf("collect %s: %w (a partial bundle is in %s)", name, err, dir)
 		}
-		return "", fmt.Errorf("collect %s: %w", target, err)
+		return "", fmt.Errorf("collect %s: %w", name, err)
 	}
 	return dir, nil
 }
 
 func (s *server) collect(ctx context.Context, in collectInput) (*collectAnswer, error) {
-	dir, err := s.collectBundle(ctx, in.Target, in.DurationSeconds, in.Output)
+	dir, err := s.collectBundle(ctx, in.liveTarget, in.DurationSeconds, in.Output)
 	if err != nil {
 		return nil, err
 	}
@@ -186,10 +237,12 @@ func loadConfig(url string, concurrency int, rate float64, d time.Duration) (loa
 }
 
 func (s *server) run(ctx context.Context, in runInput) (*runAnswer, error) {
-	for _, u := range []string{in.Target, in.Load} {
-		if err := s.checkTarget(u); err != nil {
-			return nil, err
-		}
+	c, name, err := s.collector(in.liveTarget)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkTarget(in.Load); err != nil {
+		return nil, err
 	}
 	d, err := window(in.DurationSeconds, defaultWindow)
 	if err != nil {
@@ -203,11 +256,11 @@ func (s *server) run(ctx context.Context, in runInput) (*runAnswer, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := s.bundleDir(in.Output, in.Target)
+	dir, err := s.bundleDir(in.Output, name)
 	if err != nil {
 		return nil, err
 	}
-	res, err := underload.Run(ctx, underload.Options{PprofURL: in.Target, Load: cfg, Warmup: warmup, BundleDir: dir,
+	res, err := underload.Run(ctx, underload.Options{PprofURL: in.Target, Collect: c, Target: name, Load: cfg, Warmup: warmup, BundleDir: dir,
 		Logger: s.log, Messages: io.Discard})
 	if err != nil {
 		return nil, err
@@ -222,6 +275,25 @@ func (s *server) run(ctx context.Context, in runInput) (*runAnswer, error) {
 	a := &runAnswer{Load: clip(res.Load.String(), summaryChars)}
 	a.Bundle = dir
 	return a, summarise(rep, &a.diagnoseAnswer, a, 0)
+}
+
+// verifyLoad is one side's load: requests, or the load command.
+func verifyLoad(in verifyInput, url string, d time.Duration) (load.Config, error) {
+	if in.LoadCmd == "" {
+		if in.Units != 0 || in.Unit != "" {
+			return load.Config{}, errors.New("units and unit go with load_cmd")
+		}
+		return loadConfig(url, in.Concurrency, 0, d)
+	}
+	switch {
+	case in.Units < 1:
+		return load.Config{}, errors.New("load_cmd needs units: the units of work one run of the command does")
+	case in.Concurrency != 0:
+		return load.Config{}, errors.New("concurrency does not apply to load_cmd: the command sets its own")
+	case !strings.HasPrefix(url, "tcp://"):
+		return load.Config{}, fmt.Errorf("with load_cmd the targets are tcp://host:port, not %q", url)
+	}
+	return load.Config{URL: url, Command: in.LoadCmd, UnitsPerRun: in.Units, Unit: in.Unit, Duration: d}, nil
 }
 
 func (s *server) verify(ctx context.Context, in verifyInput) (*verifyAnswer, error) {
@@ -254,11 +326,11 @@ func (s *server) verify(ctx context.Context, in verifyInput) (*verifyAnswer, err
 	if in.MinChange < 0 || in.MinChange >= 1 {
 		return nil, fmt.Errorf("min_change %g out of range 0..1", in.MinChange)
 	}
-	before, err := loadConfig(in.Before, in.Concurrency, 0, d)
+	before, err := verifyLoad(in, in.Before, d)
 	if err != nil {
 		return nil, err
 	}
-	after, err := loadConfig(in.After, in.Concurrency, 0, d)
+	after, err := verifyLoad(in, in.After, d)
 	if err != nil {
 		return nil, err
 	}

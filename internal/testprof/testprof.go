@@ -6,6 +6,7 @@ package testprof
 import (
 	"bytes"
 	"context"
+	"os"
 	"runtime"
 	"runtime/pprof"
 	"sync"
@@ -143,4 +144,19 @@ func WithTrace(t testing.TB, ev *evidence.Evidence, path string) *evidence.Evide
 		b.Profile(k, p)
 	}
 	return b.Metrics(ev.MetricsStart, ev.MetricsEnd).System(ev.SystemStart, ev.SystemEnd).Evidence()
+}
+
+// Read parses the profile file at path (gzipped or not).
+func Read(t testing.TB, path string) *profile.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return p
 }

@@ -124,6 +124,71 @@ func topSite(t *testing.T, f rules.Finding, fn string) {
 	}
 }
 
+var capped = map[int]*record{}
+
+const cappedEntries = 2048
+
+// admit adds n entries to a cache capped at cappedEntries: once full, each
+// new entry evicts an old one, so the cache holds at most 2,048 records.
+//
+//go:noinline
+func admit(from, n, size int) {
+	for i := from; i < from+n; i++ {
+		if len(capped) >= cappedEntries {
+			for k := range capped {
+				delete(capped, k)
+				break
+			}
+		}
+		capped[i] = &record{id: i, payload: make([]byte, size)}
+	}
+}
+
+// A cache filling to its cap grows, then holds: bounded, not a leak. It
+// runs first: earlier tests' leftovers (their goroutines, their freed maps)
+// moved its readings from -0.05..0.03 alone to as much as 0.26.
+func TestCacheFillingToItsCapIsBounded(t *testing.T) {
+	defer clear(capped)
+	defer withBallast()()
+	series := []*profile.Profile{heap(t)}
+	for step := range 4 {
+		admit(step*1024, 1024, 8<<10) // +8 MiB a step until 2,048 entries (16 MiB), then evicting
+		series = append(series, heap(t))
+	}
+	logShape(t, series)
+	f := one(t, evidenceOf(series...))
+	if f.Severity != rules.Low || f.Growing {
+		t.Errorf("severity %s growing %v, want low and not growing", f.Severity, f.Growing)
+	}
+	if !strings.Contains(f.Summary, "levelled off") || strings.Contains(f.Summary, "looks like a leak") {
+		t.Errorf("summary %q", f.Summary)
+	}
+	topSite(t, f, "mem002.admit")
+
+	// The same cache never trimmed keeps its pace: a leak.
+	clear(capped)
+	defer clear(leaky)
+	series = []*profile.Profile{heap(t)}
+	for range 4 {
+		remember(1024, 8<<10)
+		series = append(series, heap(t))
+	}
+	logShape(t, series)
+	if f := one(t, evidenceOf(series...)); !strings.Contains(f.Summary, "looks like a leak") {
+		t.Errorf("an untrimmed map growing at an even pace: %q", f.Summary)
+	}
+}
+
+// logShape logs what the levelled-off test reads: the series' last third's
+// growth over its first two thirds'.
+func logShape(t *testing.T, series []*profile.Profile) {
+	t.Helper()
+	n := len(series) - 1
+	k := n * 2 / 3
+	early, late := inuse(series[k])-inuse(series[0]), inuse(series[n])-inuse(series[k])
+	t.Logf("last third's growth over the first two thirds': %.2f (%d then %d bytes)", float64(late)/float64(early), early, late)
+}
+
 func TestLeakInSeriesIsHigh(t *testing.T) {
 	defer clear(leaky)
 	series := []*profile.Profile{heap(t)}

@@ -11,6 +11,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/rules/jvmthreads"
 )
 
 // bound is a bounded resource the evidence shows with its size: a group of
@@ -29,6 +30,9 @@ type bound struct {
 	resize string
 	// cores is the CPU its threads used (thread groups).
 	cores float64
+	// unit names its slots when its kind does not: a native server's
+	// threads are its workers and a few more (a listener, a main thread).
+	unit string
 }
 
 // matches reports whether b's size is what the service served at once:
@@ -55,29 +59,6 @@ const (
 	minGroupCPU = 0.10
 )
 
-// jvmPool names a thread pool from its threads' names.
-type jvmPool struct {
-	name   *regexp.Regexp
-	what   string
-	resize string
-}
-
-var jvmPools = []jvmPool{
-	{regexp.MustCompile(`^(https?|ajp)-(nio2?|apr|jsse-nio)-.*-exec$`), "Tomcat's connector executor",
-		"maxThreads on the Connector in server.xml (Spring Boot: server.tomcat.threads.max, default 200)"},
-	{regexp.MustCompile(`^qtp\d+$`), "Jetty's QueuedThreadPool",
-		"the QueuedThreadPool's maxThreads (jetty.threadPool.maxThreads, default 200)"},
-	{regexp.MustCompile(`^XNIO-\d+ task$`), "Undertow's worker pool",
-		"Undertow's worker threads (Spring Boot: server.undertow.threads.worker)"},
-	{regexp.MustCompile(`^((nio|epoll|kqueue|io_uring)EventLoopGroup-\d+|reactor-http-(nio|epoll))$`), "a Netty event loop group",
-		"the EventLoopGroup's thread count (Reactor Netty: -Dreactor.netty.ioWorkerCount); move blocking calls off the event loop"},
-	{regexp.MustCompile(`^pool-\d+-thread$`), "an executor made by java.util.concurrent.Executors",
-		"the thread count given to Executors.newFixedThreadPool"},
-	{regexp.MustCompile(`^ForkJoinPool\.commonPool-worker$`), "the common ForkJoinPool",
-		"-Djava.util.concurrent.ForkJoinPool.common.parallelism, or a pool of its own for blocking work"},
-	{regexp.MustCompile(`^ForkJoinPool-\d+-worker$`), "a ForkJoinPool", "the pool's parallelism"},
-}
-
 // threadGroups are the JVM's groups of threads named alike, as bounds:
 // any implementation, recognised by its threads' names and their CPU.
 func threadGroups(s *jfr.Summary, processCores float64) []bound {
@@ -87,16 +68,10 @@ func threadGroups(s *jfr.Summary, processCores float64) []bound {
 	cpus := float64(max(s.HWThreads, 1))
 	var out []bound
 	for _, p := range s.Threading.Pools {
-		b := bound{kind: "threads", name: p.Name, size: p.Threads, cores: p.CPU * cpus,
-			what: "a pool of threads named alike", resize: "the pool's thread count"}
+		what, resize, _ := jvmthreads.PoolKind(p.Name)
+		b := bound{kind: "threads", name: p.Name, size: p.Threads, cores: p.CPU * cpus, what: what, resize: resize}
 		if processCores > 0 && b.cores < minGroupCPU*processCores {
 			continue
-		}
-		for _, k := range jvmPools {
-			if k.name.MatchString(p.Name) {
-				b.what, b.resize = k.what, k.resize
-				break
-			}
 		}
 		out = append(out, b)
 	}
@@ -289,4 +264,60 @@ func commandLine(ev *evidence.Evidence) []string {
 		}
 	}
 	return args
+}
+
+// nativeServers name a native server's workers from its command name, with
+// the setting that sizes them.
+var nativeServers = []struct {
+	comm   *regexp.Regexp
+	what   string
+	resize string
+}{
+	{regexp.MustCompile(`^(apache2|httpd)$`), "Apache's MPM workers",
+		"MaxRequestWorkers in the MPM's configuration (mpm_event and mpm_worker: ServerLimit × ThreadsPerChild; prefork: one process each)"},
+	{regexp.MustCompile(`^php-fpm`), "PHP-FPM's children", "pm.max_children in the pool's configuration"},
+	{regexp.MustCompile(`^(uwsgi|gunicorn)`), "the application server's workers", "its worker processes and threads (--workers, --threads)"},
+}
+
+// nativeWorkers are a native server's workers as bounds, from the process
+// tree's snapshot: the threads of each process that serves (Apache's
+// children: their worker threads with a listener and a main thread) and the
+// processes alike under the target (a prefork server's children). Go and
+// JVM processes have their own readings: a Go program's threads are not
+// its concurrency, a JVM's pools are named.
+func nativeWorkers(ev *evidence.Evidence) []bound {
+	snap := ev.SystemEnd
+	if snap == nil || snap.Process == nil || ev.Platform() != evidence.PlatformNative {
+		return nil
+	}
+	named := func(comm string) (string, string) {
+		for _, s := range nativeServers {
+			if s.comm.MatchString(comm) {
+				return s.what, s.resize
+			}
+		}
+		return "the server's worker threads", "the server's worker thread count"
+	}
+	var out []bound
+	alike := map[string]int{}
+	for _, p := range append([]bundle.ProcessInfo{*snap.Process}, snap.Children...) {
+		if p.Comm == "" {
+			continue
+		}
+		if p.PID != snap.Process.PID {
+			alike[p.Comm]++
+		}
+		if p.Threads > 1 {
+			what, resize := named(p.Comm)
+			out = append(out, bound{kind: "threads", name: fmt.Sprintf("%s (pid %d)", p.Comm, p.PID), size: p.Threads, what: what, resize: resize, unit: "workers"})
+		}
+	}
+	for comm, n := range alike {
+		if n > 1 {
+			what, resize := named(comm)
+			out = append(out, bound{kind: "processes", name: comm + "'s processes", size: n, what: what, resize: resize, unit: "workers"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
 }

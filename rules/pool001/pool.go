@@ -9,12 +9,15 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/facts/frames"
+	"github.com/perfdoctor/perfdoctor/formats/jfr"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/jvmthreads"
 )
 
 // Rule is POOL001.
@@ -46,7 +49,9 @@ latency and served at once E = throughput × the fastest request's latency
 / mean. The load alone fires only when a bound of the service's shows the
 same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
 Netty's, Executors', a hand-made one) using at least 10% of the process's
-CPU, the connections the process holds to one peer, or a pool-sizing
+CPU, a native server's threads in one process of its tree or its processes
+alike (Apache's MPM workers, PHP-FPM's children), the connections the
+process and its descendants hold to one peer, or a pool-sizing
 setting on its command line (name=value or a flag and its value), of size k
 with E / k between 0.5 and 1.15 (a saturated bound's slots are all busy;
 the fastest request is a lower bound on the mean hold), and when the holds
@@ -57,7 +62,11 @@ the process under 80% of its cores. Measured on the corpus: Tomcat with
 2 threads (0.89), cores / E 0.22, 0.40 of 2 cores; HikariCP with one
 connection 97%, E 0.94 for 1 connection (0.94), 0.22, 0.21 cores; the
 Tomcat fix's side (200 threads) queues next on Hikari's 10 connections,
-72%, E 8.9 for 10 (0.89), 0.14. On services written for the rule (32
+72%, E 8.9 for 10 (0.89), 0.14; Jetty with 8 threads
+(server.jetty.threads.max=8, an acceptor and a selector among them) 85%,
+E 4.9 for 8 (0.62), 0.17, 0.86 cores. A JVM pool read here is left
+out of JVM011, which reads the same pool from its threads' waits without the
+load's figures. On services written for the rule (32
 clients, a 20 ms dependency): database/sql with SetMaxOpenConns(1) 92% in
 the trace (96% by the load), E 1.14 for 1 connection, cores / E 0.03, the
 requests 97% blocked past the wait; net/http's MaxConnsPerHost 2 and a
@@ -81,7 +90,12 @@ the CPUs bound a pool whose holders compute.`,
 		Caveats: `The gain assumes the backend keeps its service time with more requests at
 once; a backend at its own capacity does not, and then the pool is the
 right place for the queue. The load's figures cover its whole run, the
-profiles their window.`,
+profiles their window. Read from the load alone, the service time is the
+fastest request's: a strictly first-come-first-served queue in front of a
+saturated pool (a hand-made pool reading one queue) gives every request the
+same wait, the fastest request then carries a whole turn, and the load
+cannot tell the pool from a slow backend; Apache's mpm_event and the
+executors named above let some requests through at once.`,
 		Since: "0.4",
 		Refs: []string{
 			"https://pkg.go.dev/database/sql#DB.SetMaxOpenConns",
@@ -93,11 +107,8 @@ profiles their window.`,
 	// Where requests wait (Go), or what bounds them: a JVM's threads, the
 	// process's sockets and command line.
 	NeedsOneOf: []rules.Input{rules.Trace, rules.Goroutine, rules.System, rules.JVM},
-	// After the others: it leaves a pool JVM011 already named from its
-	// executor's events to that finding.
-	Fallback: true,
-	Facts:    []facts.Key{facts.WorkDone, facts.LoadQueue, facts.CPUStacks},
-	Check:    check,
+	Facts:      []facts.Key{facts.WorkDone, facts.LoadQueue, facts.CPUStacks},
+	Check:      check,
 }
 
 const (
@@ -147,6 +158,7 @@ func check(pass *rules.Pass) error {
 	candidates = append(candidates, settings(args)...)
 	candidates = append(candidates, threadGroups(ev.JVM, work.Cores)...)
 	candidates = append(candidates, connections(ev, args)...)
+	candidates = append(candidates, nativeWorkers(ev)...)
 
 	var r *reading
 	if ev.Platform() == evidence.PlatformGo {
@@ -160,9 +172,6 @@ func check(pass *rules.Pass) error {
 	}
 	if work.Available > 0 && work.Busy() > maxBusy {
 		return nil // the CPUs are the bound
-	}
-	if earlierNamed(pass.Earlier, r) {
-		return nil
 	}
 	pass.Report(finding(pass, r, q, work))
 	return nil
@@ -256,11 +265,14 @@ func fromLoad(q facts.Queue, work facts.Work, candidates []bound) *reading {
 	r := &reading{wait: q.WaitShare, waitFrom: "the load's latencies (Little's law)", inFlight: q.InFlight, inService: q.InService}
 	// A thread group or the connections say which pool it is, a
 	// setting what sizes it.
-	for _, kind := range []string{"threads", "connections", "setting"} {
+	for _, kind := range []string{"threads", "processes", "connections", "setting"} {
 		if i := slices.IndexFunc(matched, func(b bound) bool { return b.kind == kind }); i >= 0 {
 			b := matched[i]
 			r.name, r.what, r.resize = b.name, b.what, b.resize
-			r.unit = map[string]string{"threads": "threads", "connections": "connections", "setting": "slots"}[kind]
+			r.unit = map[string]string{"threads": "threads", "processes": "processes", "connections": "connections", "setting": "slots"}[kind]
+			if b.unit != "" {
+				r.unit = b.unit
+			}
 			if kind == "setting" {
 				r.name = "the pool " + b.name + " sizes"
 			}
@@ -299,6 +311,8 @@ func (r *reading) sized(matched []bound) {
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d threads in %s (%s)", b.size, b.name, b.what))
 		case "connections":
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d connections held to %s", b.size, b.name))
+		case "processes":
+			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d %s (%s)", b.size, b.name, b.what))
 		}
 	}
 	if r.what == "" {
@@ -315,22 +329,17 @@ func nextBound(candidates []bound, r *reading) *bound {
 		if b.kind == "setting" || b.size <= r.size || float64(b.size) >= r.inFlight {
 			continue
 		}
+		// A bound of the size served at once is the same pool seen another
+		// way: Apache's 18 threads are its 16 workers (each holding one of
+		// the 16 proxied connections), a listener and a main thread.
+		if r.inService > 0 && b.matches(r.inService) {
+			continue
+		}
 		if best == nil || b.size < best.size {
 			best = &candidates[i]
 		}
 	}
 	return best
-}
-
-// earlierNamed reports whether a finding of JVM011 (thread pool too small,
-// from its executor's events) already names the pool.
-func earlierNamed(earlier []rules.Finding, r *reading) bool {
-	for _, f := range earlier {
-		if f.Class == "jvm-thread-pool-size" && r.name != "" && strings.Contains(f.Summary, r.name) {
-			return true
-		}
-	}
-	return false
 }
 
 // gains is the throughput the fix gives: at least with the service time
@@ -389,6 +398,11 @@ func finding(pass *rules.Pass, r *reading, q facts.Queue, work facts.Work) rules
 	f.Example = example(pass, r, target)
 	if w := r.goWait; w != nil && w.at.Func != "" {
 		f.Locations = []rules.Location{{Function: w.at.Func, File: w.at.File, Line: w.at.Line, Share: r.wait, Role: "where requests wait for the pool"}}
+	}
+	if sites, total := threadWaits(pass.Evidence, r); len(sites) > 0 {
+		// A JVM's pool: where its threads wait inside the work (JFR).
+		f.Locations = jvmthreads.Locations(sites, total, 3, func(jfr.WaitSite) string { return "where the pool's threads wait" })
+		f.Summary += "; its threads wait in " + jvmthreads.SiteName(sites[0].Stack)
 	}
 	if w := r.goWait; w != nil && w.pool != nil {
 		f.Claim = poolClaim(pass, w.pool)
@@ -568,6 +582,23 @@ func poolClaim(pass *rules.Pass, p *frames.Pool) *rules.Claim {
 		}
 		return inLib && (churn || lib(stacks.Frames[s.Frames[0]].Func))
 	}}
+}
+
+// threadWaits are a JVM thread pool's recorded waits inside its work (JFR:
+// sleeps, parks, socket reads), when the pool read is a group of threads.
+func threadWaits(ev *evidence.Evidence, r *reading) ([]jfr.WaitSite, time.Duration) {
+	if ev.JVM == nil || r.unit != "threads" || r.name == "" {
+		return nil, 0
+	}
+	var sites []jfr.WaitSite
+	var total time.Duration
+	for _, w := range ev.JVM.Threading.TaskWaits {
+		if w.Class == r.name {
+			sites = append(sites, w)
+			total += w.Total
+		}
+	}
+	return sites, total
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }

@@ -40,6 +40,10 @@ func TestCorpus(t *testing.T) {
 	}
 	special := map[string]string{
 		"jvm-springboot-tomcat-threads-2/fixed": `top POOL001 medium "HikariCP" "10 connections"`,
+		// Jetty's 8 threads (6 running requests) queue next on Hikari's
+		// 10 connections: 1.74x measured, a medium gain.
+		"jvm-springboot-jetty-threads-8/bad":   `top POOL001 medium "qtp"`,
+		"jvm-springboot-jetty-threads-8/fixed": `top POOL001 "HikariCP" "10 connections"`,
 	}
 	for _, s := range scenarios {
 		for _, side := range []string{"bad", "fixed"} {
@@ -66,7 +70,7 @@ func TestCorpus(t *testing.T) {
 				for _, v := range ruletest.Violations(res, exp) {
 					t.Error(v)
 				}
-				if want != "top POOL001 high" || len(res.Findings) == 0 {
+				if side != "bad" || !strings.HasPrefix(want, "top POOL001") || len(res.Findings) == 0 {
 					return
 				}
 				f := res.Findings[0]
