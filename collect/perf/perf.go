@@ -79,34 +79,22 @@ func Record(ctx context.Context, opt Options) (*profile.Profile, error) {
 		return nil, err
 	}
 
-	sctx, cancel2 := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel2()
-	var stderr bytes.Buffer
-	fields := "comm,pid,tid,time,period,event,ip,sym,dso"
+	var p *profile.Profile
 	if opt.SourceLines {
-		fields += ",srcline"
+		// perf asks addr2line for every frame's line; on a large stripped
+		// binary each lookup waits out addr2line's answer (MariaDB's
+		// mariadbd: 45 s for 4 s of samples), so the lines get a budget of
+		// their own and the stacks are read again without them.
+		p, err = script(ctx, path, data, sourceLineBudget, true)
+		if errors.Is(err, errScriptTimeout) {
+			opt.Logger.Warn("perf script: source lines took too long; reading the stacks without them", "budget", sourceLineBudget)
+			p, err = script(ctx, path, data, scriptBudget, false)
+		}
+	} else {
+		p, err = script(ctx, path, data, scriptBudget, false)
 	}
-	script := exec.CommandContext(sctx, path, "script", "-i", data, "-F", fields)
-	script.Stderr = &stderr
-	out, err := script.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("perf script: %w", err)
-	}
-	if err := script.Start(); err != nil {
-		return nil, fmt.Errorf("perf script: %w", err)
-	}
-	p, perr := perfscript.Parse(out, perfscript.Options{})
-	if perr != nil {
-		io.Copy(io.Discard, out) // let perf finish writing before Wait
-	}
-	werr := script.Wait()
-	switch {
-	case errors.Is(perr, perfscript.ErrNoSamples) && werr == nil:
-		return nil, ErrNoSamples
-	case werr != nil:
-		return nil, fmt.Errorf("perf script: %w: %s", werr, lastLine(stderr.String()))
-	case perr != nil:
-		return nil, fmt.Errorf("perf script output: %w", perr)
+		return nil, err
 	}
 	if opt.OnlyPID && opt.PID > 0 {
 		keepProcess(p, int64(opt.PID))
@@ -117,6 +105,52 @@ func Record(ctx context.Context, opt Options) (*profile.Profile, error) {
 	p.TimeNanos = time.Now().Add(-opt.Duration).UnixNano()
 	if p.DurationNanos == 0 {
 		p.DurationNanos = opt.Duration.Nanoseconds()
+	}
+	return p, nil
+}
+
+// The time perf script may take to read a recording: with each frame's
+// source line (a variable for the test), and in all.
+var sourceLineBudget = 45 * time.Second
+
+const scriptBudget = 2 * time.Minute
+
+// errScriptTimeout is perf script running past its budget.
+var errScriptTimeout = errors.New("perf script ran past its time budget")
+
+// script reads the recording in data through perf script, within budget,
+// with each frame's source line when lines is set.
+func script(ctx context.Context, path, data string, budget time.Duration, lines bool) (*profile.Profile, error) {
+	sctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	var stderr bytes.Buffer
+	fields := "comm,pid,tid,time,period,event,ip,sym,dso"
+	if lines {
+		fields += ",srcline"
+	}
+	cmd := exec.CommandContext(sctx, path, "script", "-i", data, "-F", fields)
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("perf script: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("perf script: %w", err)
+	}
+	p, perr := perfscript.Parse(out, perfscript.Options{})
+	if perr != nil {
+		io.Copy(io.Discard, out) // let perf finish writing before Wait
+	}
+	werr := cmd.Wait()
+	switch {
+	case werr != nil && sctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
+		return nil, fmt.Errorf("%w (%s)", errScriptTimeout, budget)
+	case errors.Is(perr, perfscript.ErrNoSamples) && werr == nil:
+		return nil, ErrNoSamples
+	case werr != nil:
+		return nil, fmt.Errorf("perf script: %w: %s", werr, lastLine(stderr.String()))
+	case perr != nil:
+		return nil, fmt.Errorf("perf script output: %w", perr)
 	}
 	return p, nil
 }

@@ -28,6 +28,7 @@ done
 N=5000
 LOAD="$SB --mysql-port={port} --threads=8 --events=$N --time=0 oltp_insert run"
 wait_idle
-pd_record_cmd --perf "$BAD_PID" "$BAD" "$HERE/bad" 20 "$N" INSERT "$LOAD" --warmup 5s
+# A 10 s window (the load runs on while perf script reads the stacks).
+pd_record_cmd --perf "$BAD_PID" "$BAD" "$HERE/bad" 10 "$N" INSERT "$LOAD" --warmup 5s
 pd_verify_cmd "$BAD" "$FIX" "$HERE" "$N" INSERT "$LOAD" -d 10s --rounds 6 --warmup 2s
 set_measured "$HERE" throughput
