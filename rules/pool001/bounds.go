@@ -266,8 +266,14 @@ func commandLine(ev *evidence.Evidence) []string {
 	return args
 }
 
-// nativeServers name a native server's workers from its command name, with
-// the setting that sizes them.
+// nativeServers are the native servers known to hold one worker (a thread,
+// or a process in a prefork model) for the whole of each request, named
+// from the command, with the setting that sizes the workers. Other native
+// servers' threads and processes say nothing of their concurrency: nginx's,
+// HAProxy's or Envoy's workers are event loops sized to the cores, each
+// serving thousands of requests at once (the corpus's healthy nginx, two
+// workers saturating two cores beside the load generator, read 2.2 served
+// at once for its two workers).
 var nativeServers = []struct {
 	comm   *regexp.Regexp
 	what   string
@@ -279,42 +285,42 @@ var nativeServers = []struct {
 	{regexp.MustCompile(`^(uwsgi|gunicorn)`), "the application server's workers", "its worker processes and threads (--workers, --threads)"},
 }
 
-// nativeWorkers are a native server's workers as bounds, from the process
-// tree's snapshot: the threads of each process that serves (Apache's
-// children: their worker threads with a listener and a main thread) and the
-// processes alike under the target (a prefork server's children). Go and
-// JVM processes have their own readings: a Go program's threads are not
+// nativeWorkers are a known native server's workers as bounds, from the
+// process tree's snapshot: the threads of each of its processes (Apache's
+// children: their worker threads with a listener and a main thread) and
+// its processes alike under the target (a prefork server's children). Go
+// and JVM processes have their own readings: a Go program's threads are not
 // its concurrency, a JVM's pools are named.
 func nativeWorkers(ev *evidence.Evidence) []bound {
 	snap := ev.SystemEnd
 	if snap == nil || snap.Process == nil || ev.Platform() != evidence.PlatformNative {
 		return nil
 	}
-	named := func(comm string) (string, string) {
+	known := func(comm string) (what, resize string, ok bool) {
 		for _, s := range nativeServers {
 			if s.comm.MatchString(comm) {
-				return s.what, s.resize
+				return s.what, s.resize, true
 			}
 		}
-		return "the server's worker threads", "the server's worker thread count"
+		return "", "", false
 	}
 	var out []bound
 	alike := map[string]int{}
 	for _, p := range append([]bundle.ProcessInfo{*snap.Process}, snap.Children...) {
-		if p.Comm == "" {
+		what, resize, ok := known(p.Comm)
+		if !ok {
 			continue
 		}
 		if p.PID != snap.Process.PID {
 			alike[p.Comm]++
 		}
 		if p.Threads > 1 {
-			what, resize := named(p.Comm)
 			out = append(out, bound{kind: "threads", name: fmt.Sprintf("%s (pid %d)", p.Comm, p.PID), size: p.Threads, what: what, resize: resize, unit: "workers"})
 		}
 	}
 	for comm, n := range alike {
 		if n > 1 {
-			what, resize := named(comm)
+			what, resize, _ := known(comm)
 			out = append(out, bound{kind: "processes", name: comm + "'s processes", size: n, what: what, resize: resize, unit: "workers"})
 		}
 	}

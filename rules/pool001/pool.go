@@ -49,8 +49,11 @@ latency and served at once E = throughput × the fastest request's latency
 / mean. The load alone fires only when a bound of the service's shows the
 same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
 Netty's, Executors', a hand-made one) using at least 10% of the process's
-CPU, a native server's threads in one process of its tree or its processes
-alike (Apache's MPM workers, PHP-FPM's children), the connections the
+CPU, the threads in one process of a native server known to hold a worker
+per request, or its processes alike (Apache's MPM workers, PHP-FPM's
+children; not event-loop servers such as nginx, whose two workers on two
+cores served 2.2 requests at once in the corpus's healthy recording), the
+connections the
 process and its descendants hold to one peer, or a pool-sizing
 setting on its command line (name=value or a flag and its value), of size k
 with E / k between 0.5 and 1.15 (a saturated bound's slots are all busy;
