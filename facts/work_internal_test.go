@@ -34,3 +34,18 @@ func TestDescendantsCPU(t *testing.T) {
 		t.Errorf("no children: %v, want 0", got)
 	}
 }
+
+// The tree's time split into user and system, reaped children's time (one
+// figure in the kernel) split as the living descendants' is.
+func TestDescendantTimes(t *testing.T) {
+	proc := func(pid int, user, system, reaped float64) bundle.ProcessInfo {
+		return bundle.ProcessInfo{PID: pid, UserCPUSeconds: user, SystemCPUSeconds: system, StartTime: 100, ExitedChildrenCPUSeconds: reaped}
+	}
+	parentStart, parentEnd := proc(1, 0, 0, 0), proc(1, 0, 0, 2) // 2 s reaped from a child born and gone in the window
+	start := &bundle.SystemSnapshot{Process: &parentStart, Children: []bundle.ProcessInfo{proc(10, 1, 1, 0)}}
+	end := &bundle.SystemSnapshot{Process: &parentEnd, Children: []bundle.ProcessInfo{proc(10, 2, 4, 0)}} // +1 user, +3 system
+	user, system := DescendantTimes(start, end)
+	if math.Abs(user-1.5) > 1e-9 || math.Abs(system-4.5) > 1e-9 {
+		t.Errorf("DescendantTimes = %v user, %v system, want 1.5 and 4.5 (the reaped 2 s split 1:3)", user, system)
+	}
+}
