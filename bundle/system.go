@@ -203,3 +203,34 @@ type CgroupInfo struct {
 	NrThrottled      uint64  `json:"nr_throttled,omitempty"`
 	ThrottledUsec    uint64  `json:"throttled_usec,omitempty"`
 }
+
+// ChildrenAcross pairs a process's descendants across two snapshots of its
+// tree: each descendant at the end with itself at the start (nil when it
+// was born in the window; a PID seen at both ends with another start time
+// is a new process). It returns how many descendants of the start are gone
+// by the end, and the CPU seconds of those that exited in between: reaped
+// children's time lands in their parent's cutime and cstime, so what the
+// parents gained there, less what the gone ones had used at the start.
+// Both snapshots must hold the process.
+func ChildrenAcross(start, end *SystemSnapshot, each func(now ProcessInfo, before *ProcessInfo)) (gone int, exitedCPU float64) {
+	cpu := func(p ProcessInfo) float64 { return p.UserCPUSeconds + p.SystemCPUSeconds }
+	before := map[int]ProcessInfo{}
+	for _, p := range start.Children {
+		before[p.PID] = p
+	}
+	reaped := max(end.Process.ExitedChildrenCPUSeconds-start.Process.ExitedChildrenCPUSeconds, 0)
+	for _, p := range end.Children {
+		if b, ok := before[p.PID]; ok && b.StartTime == p.StartTime {
+			reaped += max(p.ExitedChildrenCPUSeconds-b.ExitedChildrenCPUSeconds, 0)
+			delete(before, p.PID)
+			each(p, &b)
+			continue
+		}
+		each(p, nil)
+	}
+	var goneCPU float64
+	for _, b := range before {
+		goneCPU += cpu(b)
+	}
+	return len(before), max(reaped-goneCPU, 0)
+}

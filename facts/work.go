@@ -202,36 +202,24 @@ func descendantsCPU(start, end *bundle.SystemSnapshot) float64 {
 
 // DescendantTimes is the user and system CPU seconds a process's
 // descendants used between two snapshots of its tree: each seen at both
-// ends (the same process: same start time) by its difference, each born in
-// the window by all of it, and those that exited by what their parents'
-// reaped-children time gained, less what the gone ones had used at the
-// start. The kernel keeps reaped time as one figure per parent here, so it
-// is split as the descendants' own time is.
+// ends by its difference, each born in the window by all of it, and those
+// that exited as bundle.ChildrenAcross counts them. The kernel keeps reaped
+// time as one figure per parent, so it is split as the descendants' own
+// time is.
 func DescendantTimes(start, end *bundle.SystemSnapshot) (user, system float64) {
 	if start == nil || end == nil || end.Process == nil || start.Process == nil || len(end.Children)+len(start.Children) == 0 {
 		return 0, 0
 	}
-	before := map[int]bundle.ProcessInfo{}
-	for _, p := range start.Children {
-		before[p.PID] = p
-	}
-	reaped := max(end.Process.ExitedChildrenCPUSeconds-start.Process.ExitedChildrenCPUSeconds, 0)
-	for _, p := range end.Children {
-		if b, ok := before[p.PID]; ok && b.StartTime == p.StartTime {
-			user += max(p.UserCPUSeconds-b.UserCPUSeconds, 0)
-			system += max(p.SystemCPUSeconds-b.SystemCPUSeconds, 0)
-			reaped += max(p.ExitedChildrenCPUSeconds-b.ExitedChildrenCPUSeconds, 0)
-			delete(before, p.PID)
-			continue
+	_, exited := bundle.ChildrenAcross(start, end, func(p bundle.ProcessInfo, b *bundle.ProcessInfo) {
+		if b == nil {
+			user += p.UserCPUSeconds
+			system += p.SystemCPUSeconds
+			return
 		}
-		user += p.UserCPUSeconds
-		system += p.SystemCPUSeconds
-	}
-	var gone float64
-	for _, b := range before {
-		gone += b.UserCPUSeconds + b.SystemCPUSeconds
-	}
-	if exited := max(reaped-gone, 0); exited > 0 {
+		user += max(p.UserCPUSeconds-b.UserCPUSeconds, 0)
+		system += max(p.SystemCPUSeconds-b.SystemCPUSeconds, 0)
+	})
+	if exited > 0 {
 		userShare := 0.5
 		if user+system > 0 {
 			userShare = user / (user + system)

@@ -61,24 +61,14 @@ func Tree(start, end *bundle.SystemSnapshot) *TreeUsage {
 	u := &TreeUsage{PID: end.Process.PID, Name: shortName(*end.Process), Seconds: secs,
 		Cores: max(cpu(*end.Process)-cpu(*start.Process), 0) / secs}
 
-	before := map[int]bundle.ProcessInfo{}
-	for _, p := range start.Children {
-		before[p.PID] = p
-	}
-	// Reaped children's time lands in their parent's cutime: what the
-	// members seen at both ends gained, less what the gone children had
-	// already used at the start, is the work of those that exited.
-	reaped := max(end.Process.ExitedChildrenCPUSeconds-start.Process.ExitedChildrenCPUSeconds, 0)
 	groups := map[string]*ProcessGroup{}
 	var childCPU float64
-	for _, p := range end.Children {
+	gone, exited := bundle.ChildrenAcross(start, end, func(p bundle.ProcessInfo, b *bundle.ProcessInfo) {
 		used := cpu(p)
 		vol, invol := p.VoluntaryCtxt, p.NonvoluntaryCtxt
-		if b, ok := before[p.PID]; ok && b.StartTime == p.StartTime {
-			used = max(used-cpu(b), 0)
+		if b != nil {
+			used = max(used-cpu(*b), 0)
 			vol, invol = sub(vol, b.VoluntaryCtxt), sub(invol, b.NonvoluntaryCtxt)
-			reaped += max(p.ExitedChildrenCPUSeconds-b.ExitedChildrenCPUSeconds, 0)
-			delete(before, p.PID)
 		}
 		childCPU += used
 		name := groupName(p)
@@ -93,13 +83,9 @@ func Tree(start, end *bundle.SystemSnapshot) *TreeUsage {
 		g.OpenFDs += p.OpenFDs
 		g.VoluntaryCtxt += vol
 		g.NonvoluntaryCtxt += invol
-	}
-	gone := 0.0
-	for _, b := range before {
-		gone += cpu(b)
-	}
-	u.Children = len(end.Children) + len(before)
-	u.ExitedCores = max(reaped-gone, 0) / secs
+	})
+	u.Children = len(end.Children) + gone
+	u.ExitedCores = exited / secs
 	u.ChildCores = childCPU/secs + u.ExitedCores
 	if u.Children == 0 && u.ExitedCores == 0 {
 		return nil
