@@ -33,24 +33,32 @@ func PairedRatio(before, after []float64) Ratio {
 	if len(logs) == 0 {
 		return r
 	}
-	mean := 0.0
-	for _, l := range logs {
-		mean += l
-	}
-	mean /= float64(len(logs))
+	mean, variance := meanVariance(logs)
 	r.Estimate = math.Exp(mean)
 	if len(logs) < 2 {
 		r.Low, r.High = 0, math.Inf(1) // one round proves nothing
 		return r
 	}
-	ss := 0.0
-	for _, l := range logs {
-		ss += (l - mean) * (l - mean)
-	}
-	se := math.Sqrt(ss/float64(len(logs)-1)) / math.Sqrt(float64(len(logs)))
+	se := math.Sqrt(variance) / math.Sqrt(float64(len(logs)))
 	half := tQuantile975(len(logs)-1) * se
 	r.Low, r.High = math.Exp(mean-half), math.Exp(mean+half)
 	return r
+}
+
+// meanVariance is the mean of xs (not empty) and their sample variance
+// (n − 1 in the denominator; 0 for a single value).
+func meanVariance(xs []float64) (mean, variance float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	for _, x := range xs {
+		variance += (x - mean) * (x - mean)
+	}
+	return mean, variance / float64(len(xs)-1)
 }
 
 // UnpairedRatio computes after/before from two independent samples (the
@@ -73,21 +81,8 @@ func UnpairedRatio(before, after []float64) Ratio {
 	if r.N == 0 {
 		return r
 	}
-	meanVar := func(xs []float64) (mean, variance float64) {
-		for _, x := range xs {
-			mean += x
-		}
-		mean /= float64(len(xs))
-		if len(xs) < 2 {
-			return mean, 0
-		}
-		for _, x := range xs {
-			variance += (x - mean) * (x - mean)
-		}
-		return mean, variance / float64(len(xs)-1)
-	}
-	mb, vb := meanVar(lb)
-	ma, va := meanVar(la)
+	mb, vb := meanVariance(lb)
+	ma, va := meanVariance(la)
 	r.Estimate = math.Exp(ma - mb)
 	if r.N < 2 {
 		r.Low, r.High = 0, math.Inf(1)
