@@ -61,8 +61,9 @@ type NetInfo struct {
 	// (ESTABLISHED, TIME_WAIT, ...).
 	TCPStates map[string]int `json:"tcp_states,omitempty"`
 	// Remotes counts outbound sockets (those not on a listening port) by
-	// remote endpoint and state, for the endpoints with the most sockets (at
-	// most MaxRemotes), busiest first.
+	// remote endpoint and state, for at most MaxRemotes endpoints, busiest
+	// first: those the target holds sockets to (RemoteEndpoint.Process),
+	// then the host's busiest others.
 	Remotes []RemoteEndpoint `json:"remotes,omitempty"`
 	// TimeWaitAges says RemoteEndpoint.RecentTimeWait was counted (from the
 	// TIME_WAIT timers in /proc/net/tcp).

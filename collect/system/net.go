@@ -192,16 +192,32 @@ func readSockets(procRoot string, n *bundle.NetInfo, own map[uint64]bool, fail f
 	for _, r := range remotes {
 		n.Remotes = append(n.Remotes, *r)
 	}
-	sort.Slice(n.Remotes, func(i, j int) bool {
-		a, b := n.Remotes[i], n.Remotes[j]
+	n.Remotes = keepRemotes(n.Remotes, bundle.MaxRemotes)
+	sort.Slice(n.Listeners, func(i, j int) bool { return n.Listeners[i].Addr < n.Listeners[j].Addr })
+	n.Listeners = n.Listeners[:min(len(n.Listeners), bundle.MaxRemotes)]
+}
+
+// keepRemotes bounds remotes at most, busiest first, keeping every endpoint
+// the target holds a socket to before the host's others: on a busy host
+// other programs' TIME_WAIT storms would otherwise push the target's own
+// backend connections out of the snapshot.
+func keepRemotes(remotes []bundle.RemoteEndpoint, most int) []bundle.RemoteEndpoint {
+	busiest := func(a, b bundle.RemoteEndpoint) bool {
 		if a.Total != b.Total {
 			return a.Total > b.Total
 		}
 		return a.Addr < b.Addr
+	}
+	sort.Slice(remotes, func(i, j int) bool {
+		a, b := remotes[i], remotes[j]
+		if (a.Process > 0) != (b.Process > 0) {
+			return a.Process > 0
+		}
+		return busiest(a, b)
 	})
-	n.Remotes = n.Remotes[:min(len(n.Remotes), bundle.MaxRemotes)]
-	sort.Slice(n.Listeners, func(i, j int) bool { return n.Listeners[i].Addr < n.Listeners[j].Addr })
-	n.Listeners = n.Listeners[:min(len(n.Listeners), bundle.MaxRemotes)]
+	remotes = remotes[:min(len(remotes), most)]
+	sort.Slice(remotes, func(i, j int) bool { return busiest(remotes[i], remotes[j]) })
+	return remotes
 }
 
 func endpoint(ip net.IP, port uint64) string {

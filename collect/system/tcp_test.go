@@ -2,10 +2,13 @@ package system
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
 )
 
 func TestParseTCP(t *testing.T) {
@@ -60,4 +63,30 @@ func FuzzParseTCP(f *testing.F) {
 			endpoint(s.remote, s.rport)
 		})
 	})
+}
+
+// A host busier than the snapshot's bound keeps the target's endpoints: 40
+// other endpoints with thousands of TIME_WAIT sockets each must not push
+// out the one backend the target holds a single connection to.
+func TestKeepRemotesKeepsTheTargets(t *testing.T) {
+	var remotes []bundle.RemoteEndpoint
+	for i := range 40 {
+		remotes = append(remotes, bundle.RemoteEndpoint{Addr: fmt.Sprintf("10.0.0.%d:80", i), Total: 1000 + i})
+	}
+	remotes = append(remotes, bundle.RemoteEndpoint{Addr: "10.0.1.1:5432", Total: 1, Process: 1})
+	kept := keepRemotes(remotes, bundle.MaxRemotes)
+	if len(kept) != bundle.MaxRemotes {
+		t.Fatalf("kept %d endpoints, want %d", len(kept), bundle.MaxRemotes)
+	}
+	if last := kept[len(kept)-1]; last.Addr != "10.0.1.1:5432" {
+		t.Errorf("last kept %+v, want the target's backend (busiest first, the target's kept)", last)
+	}
+	if first := kept[0]; first.Addr != "10.0.0.39:80" {
+		t.Errorf("first kept %+v, want the busiest", first)
+	}
+	for _, r := range kept {
+		if r.Total < 1000 && r.Process == 0 {
+			t.Errorf("kept %+v over a busier endpoint", r)
+		}
+	}
 }
