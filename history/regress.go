@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/internal/stats"
 )
 
 // Noise defaults: a finding regresses when its latest impact exceeds the
@@ -63,7 +65,8 @@ func Regressions(runs []Run, minDelta float64) []Regression {
 			for _, r := range earlier {
 				vals = append(vals, impactOf(r, f.Class))
 			}
-			mean, sd := meanSD(vals)
+			mean, variance := stats.MeanVariance(vals)
+			sd := math.Sqrt(variance)
 			threshold := math.Max(minDelta, NoiseSigmas*sd)
 			if f.Impact-mean > threshold {
 				out = append(out, Regression{Target: t, Class: f.Class, Rule: f.Rule, At: latest.At, Latest: f.Impact,
@@ -99,21 +102,4 @@ func impactOf(r Run, class string) float64 {
 		}
 	}
 	return v
-}
-
-func meanSD(vs []float64) (mean, sd float64) {
-	if len(vs) == 0 {
-		return 0, 0
-	}
-	for _, v := range vs {
-		mean += v
-	}
-	mean /= float64(len(vs))
-	if len(vs) < 2 {
-		return mean, 0
-	}
-	for _, v := range vs {
-		sd += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(sd / float64(len(vs)-1))
 }

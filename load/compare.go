@@ -3,6 +3,8 @@ package load
 import (
 	"fmt"
 	"math"
+
+	"github.com/perfdoctor/perfdoctor/internal/stats"
 )
 
 // Ratio is after/before for one figure over paired rounds, with a 95%
@@ -33,7 +35,7 @@ func PairedRatio(before, after []float64) Ratio {
 	if len(logs) == 0 {
 		return r
 	}
-	mean, variance := meanVariance(logs)
+	mean, variance := stats.MeanVariance(logs)
 	r.Estimate = math.Exp(mean)
 	if len(logs) < 2 {
 		r.Low, r.High = 0, math.Inf(1) // one round proves nothing
@@ -43,22 +45,6 @@ func PairedRatio(before, after []float64) Ratio {
 	half := tQuantile975(len(logs)-1) * se
 	r.Low, r.High = math.Exp(mean-half), math.Exp(mean+half)
 	return r
-}
-
-// meanVariance is the mean of xs (not empty) and their sample variance
-// (n − 1 in the denominator; 0 for a single value).
-func meanVariance(xs []float64) (mean, variance float64) {
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	if len(xs) < 2 {
-		return mean, 0
-	}
-	for _, x := range xs {
-		variance += (x - mean) * (x - mean)
-	}
-	return mean, variance / float64(len(xs)-1)
 }
 
 // UnpairedRatio computes after/before from two independent samples (the
@@ -81,8 +67,8 @@ func UnpairedRatio(before, after []float64) Ratio {
 	if r.N == 0 {
 		return r
 	}
-	mb, vb := meanVariance(lb)
-	ma, va := meanVariance(la)
+	mb, vb := stats.MeanVariance(lb)
+	ma, va := stats.MeanVariance(la)
 	r.Estimate = math.Exp(ma - mb)
 	if r.N < 2 {
 		r.Low, r.High = 0, math.Inf(1)
