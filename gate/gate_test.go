@@ -2,7 +2,10 @@ package gate
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,5 +127,32 @@ func TestMarkdown(t *testing.T) {
 		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, "\\|", ""), "|") != 7 {
 			t.Errorf("row with a wrong cell count: %q", line)
 		}
+	}
+}
+
+// Save writes the comment and the JSON verdict, and the diff only when
+// the profiles were diffed.
+func TestSave(t *testing.T) {
+	res, err := JudgeBenchmarks(parse(t, benchText(1, 10)), parse(t, benchText(1.2, 10)), 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := res.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "gate.md"))
+	if err != nil || !strings.HasPrefix(string(md), Marker) {
+		t.Errorf("gate.md: %v\n%s", err, md)
+	}
+	var back Result
+	if b, err := os.ReadFile(filepath.Join(dir, "gate.json")); err != nil || json.Unmarshal(b, &back) != nil || back.Verdict != res.Verdict || back.Verdict != Regression {
+		t.Errorf("gate.json: %v, verdict %q, want %q", err, back.Verdict, Regression)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "diff.html")); !os.IsNotExist(err) {
+		t.Errorf("diff.html without a diff: %v", err)
+	}
+	if err := res.Save(filepath.Join(dir, "gate.md")); err == nil {
+		t.Error("saving under a file: no error")
 	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,7 +95,7 @@ rates.`,
 			if err != nil {
 				return err
 			}
-			if err := writeGate(g.out, res); err != nil {
+			if err := res.Save(g.out); err != nil {
 				return err
 			}
 			if err := res.WriteMarkdown(a.stdout); err != nil {
@@ -324,39 +322,4 @@ func (a *app) diagnoseSide(ctx context.Context, name, dir string, paths ...strin
 		return nil, err
 	}
 	return rep, nil
-}
-
-// writeGate writes gate.md, gate.json and, when the profiles were diffed,
-// diff.html into dir.
-func writeGate(dir string, res *gate.Result) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("output: %w", err)
-	}
-	if res.Diff != nil {
-		res.Files = append(res.Files, "diff.html")
-		for _, side := range []string{"base", "head"} {
-			res.Files = append(res.Files, side+"/report.html")
-		}
-	}
-	files := map[string]func(io.Writer) error{
-		"gate.md": res.WriteMarkdown,
-		"gate.json": func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		},
-	}
-	if res.Diff != nil {
-		files["diff.html"] = func(w io.Writer) error { return report.WriteDiffHTML(w, res.Diff) }
-	}
-	for name, write := range files {
-		var buf bytes.Buffer
-		if err := write(&buf); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("output: %w", err)
-		}
-	}
-	return nil
 }
