@@ -50,6 +50,61 @@ var LoggerLibraries = []Logger{
 	{"log4j", evidence.FuncPrefix("org.apache.logging.log4j.", "org.apache.log4j.")},
 	{"logback/SLF4J", evidence.FuncPrefix("ch.qos.logback.", "org.slf4j.")},
 	{"java.util.logging", evidence.FuncPrefix("java.util.logging.")},
+	// Native servers' own loggers, as perf names them: the error or debug
+	// log's writer, not the access log's (which logs once per request by
+	// design).
+	{"nginx error_log", exact("ngx_log_error_core", "ngx_log_debug_core")},
+	{"Apache httpd LogLevel", evidence.Any(exact("log_error_core"), evidence.FuncPrefix("ap_log_error_", "ap_log_rerror_", "ap_log_cerror_", "ap_log_perror_", "ap_log_data_"))},
+	{"PostgreSQL server log", exact("errstart", "errfinish", "EmitErrorReport", "send_message_to_server_log", "write_syslogger_file", "write_pipe_chunks")},
+	{"Redis loglevel", exact("_serverLog", "serverLogRaw")},
+	{"syslog(3)", exact("__vsyslog_internal", "__vsyslog_chk", "vsyslog", "syslog", "__syslog_chk")},
+	{"glog/spdlog", evidence.FuncPrefix("google::LogMessage", "google::LogDestination", "spdlog::")},
+}
+
+// NativeLoggerLibraries are the LoggerLibraries whose frames perf names in
+// C and C++ programs (from "nginx error_log" on).
+var NativeLoggerLibraries = LoggerLibraries[len(LoggerLibraries)-6:]
+
+// KernelFileWrite is a write() to a regular file as perf shows it: the
+// file system's buffered write path, or the file position lock that
+// write() takes only on regular files (fdget_pos; several processes
+// appending to one shared file spin and sleep on it).
+var KernelFileWrite = evidence.FuncPrefix("generic_perform_write", "ext4_buffered_write_iter", "ext4_file_write_iter",
+	"xfs_file_buffered_write", "xfs_file_write_iter", "btrfs_buffered_write", "btrfs_do_write_iter", "f2fs_file_write_iter",
+	"shmem_file_write_iter", "fdget_pos")
+
+// LibcWrite is libc's write() wrapper: where frame-pointer unwinding from
+// the kernel usually stops naming callers, since libc is built without
+// frame pointers.
+var LibcWrite = exact("__GI___libc_write", "__libc_write", "write", "__write", "__write_nocancel", "__GI___write_nocancel")
+
+// UncalledFileWrites reports, for st's samples, whether one is a write()
+// to a regular file with no named caller above libc's wrapper: the code
+// that wrote is lost to the unwinder (every frame above it unsymbolized,
+// or none).
+func UncalledFileWrites(st *evidence.Stacks) func(evidence.Sample) bool {
+	file, libc, unnamed := st.FrameHits(KernelFileWrite), st.FrameHits(LibcWrite), st.FrameHits(Unsymbolized)
+	return func(s evidence.Sample) bool {
+		inFile, at := false, -1
+		for i, f := range s.Frames {
+			if file[f] {
+				inFile = true
+			}
+			if libc[f] {
+				at = i
+				break
+			}
+		}
+		if !inFile || at < 0 {
+			return false
+		}
+		for _, f := range s.Frames[at+1:] {
+			if !unnamed[f] {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // Native library families, as perf names their frames: by symbol when the

@@ -4,6 +4,7 @@ package lib008
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/perfdoctor/perfdoctor/facts"
@@ -32,7 +33,14 @@ glog, go-kit log and hclog, also when vendored. Formatting through fmt and
 write system calls under the logger are reported separately; the application
 code calling the logger is named, looking through wrapper packages (named log,
 logger, logging, logutil and the like). On the JVM: log4j 2 and 1.x, logback
-and SLF4J, java.util.logging. Reports from 5% of CPU.`,
+and SLF4J, java.util.logging. Native servers' own loggers as perf names them:
+nginx's error log (ngx_log_error_core), Apache httpd's (ap_log_error and its
+kin), PostgreSQL's (errfinish, EmitErrorReport), Redis's (serverLogRaw),
+syslog(3), glog and spdlog. perf usually loses the caller of libc's write()
+(libc has no frame pointers), so when a native logger holds at least 0.5% of
+the samples, write() calls to regular files with no named caller (the file
+system's write path, or the file position lock several workers appending to
+one log contend on) count as its output. Reports from 5% of CPU.`,
 		Fix: `Lower the level on hot paths (and check it before building costly
 arguments), sample repetitive records, prefer typed structured fields over
 printf-style calls (zap.Logger over SugaredLogger, slog.LogAttrs, zerolog),
@@ -67,10 +75,25 @@ var fixes = map[string]string{
 	"log4j":                  "Raise the level on hot paths, log with parameterised messages (log.debug(\"id {}\", id), never string concatenation) or lambdas so disabled records build nothing, use async loggers (AsyncLoggerContextSelector with the LMAX disruptor) and avoid location information (%L, %M, %C, includeLocation) in patterns: each record then walks the stack. log4j 1.x is end-of-life: move to log4j 2 or logback.",
 	"logback/SLF4J":          "Raise the level on hot paths, log with {} placeholders (never string concatenation) and guard costly arguments with isDebugEnabled(), wrap appenders in an AsyncAppender, and drop caller data (%L, %M, %C, %F, includeCallerData) from patterns: each record then walks the stack.",
 	"java.util.logging":      "Raise the level on hot paths (check isLoggable first), use Supplier<String> messages so disabled records build nothing, or move the hot path to SLF4J with logback or log4j 2 and an asynchronous appender.",
+	"nginx error_log":        "The error log's level sets its volume: at debug (or info) nginx writes dozens of lines per request, each with its own write() to the one file the workers share. Set error_log back to its default level (error) or warn; keep debug for chosen clients only (debug_connection). For the access log, access_log ... buffer=64k flush=5s batches the writes.",
+	"Apache httpd LogLevel":  "LogLevel sets the volume: at debug or trace levels httpd writes several lines per request to the error log. Set LogLevel back to warn (the default) and raise single modules only while investigating (LogLevel warn ssl:debug).",
+	"PostgreSQL server log":  "Log less per statement: log_statement = 'none' (the default) or 'ddl', log_min_duration_statement at a threshold worth reading (250ms) rather than 0, log_duration off; with logging_collector = on the backends hand records to one collector process instead of writing the file themselves.",
+	"Redis loglevel":         "Set loglevel back to notice (the default): debug and verbose log per client and per command.",
+	"syslog(3)":              "Each syslog(3) call formats and sends one record to the log daemon: raise the program's log level so hot paths do not log, or log asynchronously.",
+	"glog/spdlog":            "Raise the minimum level on hot paths (glog: --minloglevel and VLOG verbosity; spdlog: set_level), and use spdlog's asynchronous logger or glog's buffered output (--logbuflevel) for what remains.",
 }
 
 // Frames is every logger's family.
 var Frames = frames.Loggers
+
+// nativeFrames are the native servers' loggers.
+var nativeFrames = func() []evidence.Matcher {
+	var ms []evidence.Matcher
+	for _, l := range frames.NativeLoggerLibraries {
+		ms = append(ms, l.Frames)
+	}
+	return ms
+}()
 
 var (
 	fmtFrames = evidence.FuncPrefix("fmt.")
@@ -85,6 +108,15 @@ const (
 	// per request than the loggers' own share (casebook/README.md,
 	// calibration). So the whole share.
 	recoverable = 1.0
+	// minNativeLogger is the share of samples a native logger's own frames
+	// must hold before write() calls without a caller count as its output:
+	// in the corpus's other eleven native recordings (three healthy: nginx
+	// serving static files, PostgreSQL, Redis) no logger frame holds a
+	// sample; nginx at error_log debug shows ngx_log_error_core on 1.9% of
+	// them, and its uncalled file writes on 43%. An access log's writes
+	// (nginx's is off in those recordings) come without error-log frames,
+	// so they stay out.
+	minNativeLogger = 0.005
 )
 
 func check(pass *rules.Pass) error {
@@ -98,6 +130,14 @@ func check(pass *rules.Pass) error {
 	checking := cpu.Has(func(fn string) bool {
 		return Frames(fn) && (strings.Contains(fn, ".Enabled") || strings.Contains(fn, ".enabled"))
 	})
+	// A native logger's writes, whose callers perf lost: theirs when the
+	// logger runs on the hot path at all.
+	var uncalledShare float64
+	if native := evidence.Any(nativeFrames...); cpu.Share(native) >= minNativeLogger {
+		uncalled, named := frames.UncalledFileWrites(cpu), in
+		in = func(s evidence.Sample) bool { return named(s) || uncalled(s) }
+		uncalledShare = cpu.ShareWhere(func(s evidence.Sample) bool { return uncalled(s) && !named(s) })
+	}
 	share := cpu.ShareWhere(func(s evidence.Sample) bool { return in(s) && !checking(s) })
 	if share < minShare {
 		return nil
@@ -120,9 +160,10 @@ func check(pass *rules.Pass) error {
 		}
 	}
 	lg := frames.LoggerLibraries[top]
+	native := slices.ContainsFunc(frames.NativeLoggerLibraries, func(l frames.Logger) bool { return l.Name == lg.Name })
 
 	// Name the code that logs, looking through logging wrapper packages.
-	app := func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) }
+	app := func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) && !frames.Unsymbolized(fn) }
 	direct := cpu.CallerOf(Frames, app)
 	through := cpu.CallerOf(Frames, func(fn string) bool { return app(fn) && !wrapper(fn) })
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
@@ -144,8 +185,6 @@ func check(pass *rules.Pass) error {
 		Summary:     fmt.Sprintf("Logging uses %s of CPU (%s)", human.Percent(share), lg.Name),
 		Evidence: append([]rules.Fact{
 			rules.Share("logging share of CPU", share),
-			rules.Share("fmt formatting under the logger", fmtShare),
-			rules.Share("write system calls under the logger", writeShare),
 		}, parts...),
 		Fix:       fixes[lg.Name],
 		Caveats:   []string{caveat},
@@ -173,11 +212,26 @@ func check(pass *rules.Pass) error {
 		// not rewritten.
 		var whose rules.Fact
 		var editable bool
-		f.Fix, whose, editable = rules.Advise(facts.Get(pass.Facts, facts.Owners), sites[0].Frame, f.Fix,
-			"Configure its logging: raise its log level, turn off or sample the records on this path (access logs for hot routes, debug logs), or send them to a cheaper output. ("+lg.Name+" is the logger it uses.)")
+		configure := "Configure its logging: raise its log level, turn off or sample the records on this path (access logs for hot routes, debug logs), or send them to a cheaper output. (" + lg.Name + " is the logger it uses.)"
+		if native {
+			configure = fixes[lg.Name] // a native server's logger is configured, and its fix says how
+		}
+		f.Fix, whose, editable = rules.Advise(facts.Get(pass.Facts, facts.Owners), sites[0].Frame, f.Fix, configure)
 		f.Evidence = append(f.Evidence, whose)
 		if !editable {
 			f.Example = "" // a code change the user cannot make
+		}
+	}
+	if !native { // Go's fmt and write calls; a native logger formats in its own frames
+		f.Evidence = append(f.Evidence[:1], append([]rules.Fact{
+			rules.Share("fmt formatting under the logger", fmtShare),
+			rules.Share("write system calls under the logger", writeShare),
+		}, f.Evidence[1:]...)...)
+	}
+	if uncalledShare > 0 {
+		f.Evidence = append(f.Evidence, rules.Share("writes to files with no named caller (the logger's output)", uncalledShare))
+		if uncalledShare >= share/2 {
+			f.Summary += ", most of it write() calls to the log file"
 		}
 	}
 	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return in(s) && !checking(s) }}
