@@ -60,3 +60,30 @@ func TestStatedRangeKeepsItsTop(t *testing.T) {
 		t.Errorf("impact %.3f range %v, want 0.444 [0.30, 0.55]", f.Impact, f.ImpactRange)
 	}
 }
+
+// What the work drags is added after the engine kept the CPU impacts within
+// all of the CPU, so it must not take them above it: 60% in the program's
+// code beside 20% of unowned GC is estimated at 75%, and a finding read from
+// other evidence at 30% then gives way (casebook E2 read 1.01: NET001's
+// connections with their drag beside SCHED002's churn estimate).
+func TestDragKeepsImpactsWithinTheCPU(t *testing.T) {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(
+		testprof.Stack{Value: 60, Funcs: []string{"main.dial"}},
+		testprof.Stack{Value: 20, Funcs: []string{"main.other"}},
+		testprof.Stack{Value: 20, Funcs: []string{"runtime.gcBgMarkWorker"}},
+	)})
+	res := rules.Run(facts.New(ev), []*rules.Rule{
+		claiming("CODE", rules.LevelCode, evidence.FuncPrefix("main.dial"), rules.High),
+		finding("EST", rules.Finding{Impact: 0.3, Severity: rules.Medium, Resource: "cpu"}),
+	})
+	var cpu float64
+	for _, f := range res.Findings {
+		cpu += f.Impact
+		if f.ID == "CODE" && math.Abs(f.Impact-0.75) > 1e-9 {
+			t.Errorf("CODE's impact %.3f, want 0.60/0.80 = 0.75", f.Impact)
+		}
+	}
+	if cpu > 1+1e-9 {
+		t.Errorf("CPU impacts sum to %.3f after the drag", cpu)
+	}
+}
