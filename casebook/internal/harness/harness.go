@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/internal/supervise"
+	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 )
 
 // Perfdoctor is the import path of the perfdoctor command.
@@ -112,12 +114,12 @@ type Location struct {
 
 // Finding is a finding as diagnose --format json writes it.
 type Finding struct {
-	ID, Rule, Class, Severity, Summary, Fix string
-	Resource                                string
-	CausedBy                                string `json:"caused_by"`
-	Impact                                  float64
-	Evidence                                []Fact
-	Locations                               []Location
+	ID, Rule, Class, Severity, Summary, Fix, Example string
+	Resource                                         string
+	CausedBy                                         string `json:"caused_by"`
+	Impact                                           float64
+	Evidence                                         []Fact
+	Locations                                        []Location
 }
 
 // Fact returns the evidence named name, failing the test without it.
@@ -203,4 +205,30 @@ func Whole(fs []Finding) []string {
 		}
 	}
 	return out
+}
+
+// Expect fails t for each expectation of want (want.txt's format, read by
+// rules/ruletest) that the findings break: a live test holds a fresh
+// diagnosis to the same expectations its recorded bundle is held to
+// offline (casebook's TestRecorded).
+func Expect(t testing.TB, fs []Finding, want string) {
+	t.Helper()
+	exp, err := ruletest.Parse(strings.NewReader(want))
+	if err != nil {
+		t.Fatalf("expectations: %v\n%s", err, want)
+	}
+	res := rules.Result{Findings: make([]rules.Finding, len(fs))}
+	for i, f := range fs {
+		r := rules.Finding{ID: f.ID, Rule: f.Rule, Class: f.Class, Summary: f.Summary, Fix: f.Fix, Example: f.Example, CausedBy: f.CausedBy}
+		if err := r.Severity.UnmarshalText([]byte(f.Severity)); err != nil {
+			t.Fatalf("finding %s: %v", f.ID, err)
+		}
+		for _, e := range f.Evidence {
+			r.Evidence = append(r.Evidence, rules.Fact{Name: e.Name, Value: e.Value, Num: e.Number})
+		}
+		res.Findings[i] = r
+	}
+	for _, v := range ruletest.Violations(res, exp) {
+		t.Error(v)
+	}
 }
