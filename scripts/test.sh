@@ -118,7 +118,9 @@ go vet ./...
 status=0
 # Every package but the casebook e2e, two at a time on a 2-core machine.
 # The casebook's and the corpus's recorded bundles are diagnosed here,
-# offline (casebook.TestRecorded, corpus.TestScorecard).
+# offline (casebook.TestRecorded, corpus.TestScorecard); casebook/java runs
+# its live smoke of the JVM collection path (async-profiler, the fall-back
+# to JFR, J2 over JFR), its other cases recorded.
 go test -count=1 -timeout 15m $(go list ./... | grep -v '/casebook/e2e$') "$@" || status=1
 # The casebook live, as a smoke run of the collection path: one case per
 # family (the recorded bundles cover every case), each service under load

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,8 @@ func temurin() string {
 // variant. Its CPU samples hold the exception's stack walk inside the VM,
 // which JFR's sampler misses, and E5's top finding is measured from them
 // rather than estimated from the throw rate. On Debian's JDK 17, and on
-// Temurin 25 when the machine has it.
+// Temurin 25 when the machine has it. Always run: it is CI's live check of
+// the async-profiler path (see casesEnv).
 func TestE5AsyncProfiler(t *testing.T) {
 	need(t)
 	lib := asyncProfiler(t)
@@ -66,7 +68,8 @@ func TestE5AsyncProfiler(t *testing.T) {
 	for _, j := range jdks {
 		t.Run(j.name, func(t *testing.T) {
 			s := startOn(t, j.jdk, "e5/Login.java", "casebook.e5.Login", "bad")
-			findings, dir, rps := diagnoseWith(t, s, true, "--jvm", "--async-profiler", lib)
+			findings, dir, rps := diagnose(t, s, plan{name: "e5-bad-asyncprofiler", want: e5AsyncWant,
+				needCPU: true, flag: "--jvm", args: []string{"--async-profiler", lib}})
 			m, err := bundle.ReadManifest(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -93,7 +96,7 @@ func TestE5AsyncProfiler(t *testing.T) {
 				t.Error("no kernel frames in the CPU profile")
 			}
 			if len(findings) == 0 || findings[0].Class != "exception-overhead" {
-				t.Fatalf("top finding is not exception-overhead: %+v", findings)
+				t.FailNow() // diagnose said why
 			}
 			measured, estimate := findings[0].Fact(t, jvm001.MeasuredFact), 0.0
 			for _, e := range findings[0].Evidence {
@@ -107,11 +110,17 @@ func TestE5AsyncProfiler(t *testing.T) {
 	}
 }
 
+// e5AsyncWant is what E5's bad variant must show under async-profiler:
+// exception-overhead first, its share measured from the samples.
+var e5AsyncWant = e5.want("bad") + "# async-profiler's samples: the share measured, not estimated from the throw rate\n" +
+	"top exception-overhead " + strconv.Quote(jvm001.MeasuredFact) + "\n"
+
 // TestJVMFallsBackToJFR: a JVM that refuses async-profiler is recorded with
 // JFR alone, and collect says why in the manifest and in one line on
 // stderr. The refusal is a JDK 21+ started with
 // -XX:-EnableDynamicAgentLoading where the machine has one, else the
-// library of the other architecture, which the JVM cannot load.
+// library of the other architecture, which the JVM cannot load. Always
+// run, and nothing kept: what it checks is the collection itself.
 func TestJVMFallsBackToJFR(t *testing.T) {
 	need(t)
 	lib := asyncProfiler(t)
