@@ -11,7 +11,8 @@ import (
 
 // recordedDir holds every case variant's bundle as casebook/record.sh
 // recorded it, one folder per Go release the services were built with, each
-// bundle with its want.txt (serve.Case.Want).
+// bundle with its want.txt (serve.Case.Want), and the JVM cases' as
+// casebook/record-jvm.sh recorded them, one folder per JDK release (jdkN).
 const recordedDir = "testdata/recorded"
 
 // TestRecorded diagnoses every recorded casebook bundle with the whole
