@@ -19,6 +19,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/collect/system"
 	"github.com/perfdoctor/perfdoctor/internal/fleettest"
 	"github.com/perfdoctor/perfdoctor/load"
 )
@@ -218,14 +219,35 @@ func TestProcessTreeNginx(t *testing.T) {
 }
 
 // busyForker is an idle parent running two busy children, forking a third
-// during the window; every child stops by itself.
+// during the window; every child stops by itself, after a minute: the
+// test's cleanup ends them sooner. With lifetimes of 15 s and 8 s, a run
+// beside two CPU hogs took 21 s (collect --perf 3 s and its perf script,
+// sys 2 s, each slowed), the children had exited before sys --pid, and
+// it read "0.75 in processes that exited" or found the parent gone.
 const busyForker = `
-timeout --foreground 15 sh -c 'while :; do :; done' &
-timeout --foreground 15 sh -c 'while :; do :; done' &
+timeout --foreground 60 sh -c 'while :; do :; done' &
+timeout --foreground 60 sh -c 'while :; do :; done' &
 sleep 2
-timeout --foreground 8 sh -c 'while :; do :; done' &
+timeout --foreground 60 sh -c 'while :; do :; done' &
 wait
 `
+
+// busyChildren counts pid's descendants running the busy loop.
+func busyChildren(t *testing.T, pid int) int {
+	t.Helper()
+	tree, err := system.Descendants(system.Roots{}, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range tree {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		if string(b) == "sh\x00-c\x00while :; do :; done\x00" {
+			n++
+		}
+	}
+	return n
+}
 
 // A parent that forks busy children: collect --perf follows them (the one
 // forked during the window too); --no-children observes the parent alone,
@@ -243,7 +265,13 @@ func TestProcessTreeForkedChildren(t *testing.T) {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
-	time.Sleep(200 * time.Millisecond) // the first two children started
+	// The first two busy children running, however long the machine takes
+	// to start them (a fixed 200 ms was not always enough beside CPU hogs).
+	for deadline := time.Now().Add(30 * time.Second); busyChildren(t, cmd.Process.Pid) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the forker's two busy children did not start within 30 s")
+		}
+	}
 	treeChecks(t, cmd.Process.Pid, regexp.MustCompile(`its \d+ descendants [0-9.]+ cores?: [0-9.]+ in [23] processes 'sh -c "while :; do :; done"'`))
 
 	dir := filepath.Join(t.TempDir(), "alone")

@@ -13,41 +13,54 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/perfdoctor/perfdoctor/collect/system"
 )
 
 // forker is an idle parent that runs a busy child from the start and
-// forks a second one a second later; each stops by itself.
+// forks a second one when told to (a line written to the FIFO "go"); each
+// busy shell writes its own PID, so it exists when the test reads it, and
+// stops by itself after a minute (the test's cleanup ends it sooner).
 const forker = `
-timeout --foreground 8 sh -c 'while :; do :; done' & echo $! > "$1/first"
-sleep 1
-timeout --foreground 6 sh -c 'while :; do :; done' & echo $! > "$1/second"
+timeout --foreground 60 sh -c 'echo $$ > "$0/first"; while :; do :; done' "$1" &
+read go < "$1/go"
+timeout --foreground 60 sh -c 'echo $$ > "$0/second"; while :; do :; done' "$1" &
 wait
 `
 
-// startForker starts forker and returns its PID and a function reading a
-// child's PID once the parent has written it.
-func startForker(t *testing.T) (int, func(string) int) {
+// startForker starts forker and returns its PID, a function reading a
+// child's PID once it has written it, and one telling the parent to fork
+// the second child.
+func startForker(t *testing.T) (int, func(string) int, func()) {
 	t.Helper()
 	if _, err := exec.LookPath("perf"); err != nil {
 		t.Skip("perf is not installed (scripts/test.sh installs linux-perf)")
 	}
 	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "go"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("sh", "-c", forker, "forker", dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	child := func(name string) int {
-		for range 100 {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
 				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 				return pid
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
 		t.Fatalf("the forker never wrote %s", name)
 		return 0
+	}
+	fork := func() {
+		// The parent is reading the FIFO, so opening it does not block.
+		if err := os.WriteFile(filepath.Join(dir, "go"), []byte("go\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() {
 		for _, name := range []string{"first", "second"} {
@@ -59,31 +72,81 @@ func startForker(t *testing.T) (int, func(string) int) {
 		}
 		killGroup(cmd)
 	})
-	return cmd.Process.Pid, child
+	return cmd.Process.Pid, child, fork
+}
+
+// recording waits until a perf started by this process records: perf
+// runs its workload (the sleep bounding the window) only once it has
+// attached to every process it was given.
+func recording(t *testing.T, failed <-chan struct{}) {
+	t.Helper()
+	comm := func(pid string) string {
+		b, _ := os.ReadFile("/proc/" + pid + "/comm")
+		return strings.TrimSpace(string(b))
+	}
+	ppid := func(pid string) string {
+		b, _ := os.ReadFile("/proc/" + pid + "/stat")
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 {
+				return f[1]
+			}
+		}
+		return ""
+	}
+	me := strconv.Itoa(os.Getpid())
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-failed:
+			return // Record returned: its error is the test's to report
+		default:
+		}
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid := e.Name()
+			if pid[0] < '0' || pid[0] > '9' || comm(pid) != "sleep" {
+				continue
+			}
+			if perf := ppid(pid); comm(perf) == "perf" && ppid(perf) == me {
+				return
+			}
+		}
+	}
+	t.Fatal("perf did not start recording within 60 s")
 }
 
 // perf records a process's tree: the child alive at the start (passed in
 // Also) and the one forked during the window (followed by perf's
 // inheritance), each sample with its own pid; OnlyPID keeps the idle
-// parent alone.
+// parent alone. The second child is forked once perf records: forked a
+// fixed second after the first, it came before perf had attached on a
+// machine beside two CPU hogs (7 of 10 runs: no sample of it, the run
+// taking 8 s instead of 3.5).
 func TestRecordTree(t *testing.T) {
-	parent, child := startForker(t)
+	parent, child, fork := startForker(t)
 	child("first")
-	// timeout, the busy shell it runs and the parent's sleep: the busy
-	// shell may start a moment after timeout's PID is written.
 	tree := descendants(t, parent)
-	for i := 0; len(tree) < 3 && i < 100; i++ {
-		time.Sleep(20 * time.Millisecond)
-		tree = descendants(t, parent)
+	type result struct {
+		p   *profile.Profile
+		err error
 	}
-	p, err := Record(context.Background(), Options{PID: parent, Also: tree, Duration: 2500 * time.Millisecond})
+	done := make(chan result, 1)
+	returned := make(chan struct{})
+	go func() {
+		p, err := Record(context.Background(), Options{PID: parent, Also: tree, Duration: 2500 * time.Millisecond})
+		close(returned)
+		done <- result{p, err}
+	}()
+	recording(t, returned)
+	fork()
+	child("second")
+	r := <-done
+	p, err := r.p, r.err
 	if err != nil {
 		if strings.Contains(err.Error(), "not permitted") {
 			t.Skip(err)
 		}
 		t.Fatal(err)
 	}
-	child("second")
 	samples := map[int64]int64{}
 	for _, s := range p.Sample {
 		samples[s.NumLabel["pid"][0]] += s.Value[0]
@@ -111,7 +174,7 @@ func TestRecordTree(t *testing.T) {
 // A descendant gone between being listed and perf attaching does not
 // cost the recording.
 func TestRecordTreeChildGone(t *testing.T) {
-	parent, child := startForker(t)
+	parent, child, _ := startForker(t)
 	child("first")
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
