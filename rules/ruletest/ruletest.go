@@ -394,10 +394,35 @@ func Run(t *testing.T, dir string, rs []*rules.Rule, cases ...string) map[string
 			}
 			_, res := Diagnose(t, path, rs)
 			out[c] = res
-			for _, v := range Violations(res, want) {
+			for _, v := range append(Violations(res, want), Whole(res.Findings)...) {
 				t.Error(v)
 			}
 		})
+	}
+	return out
+}
+
+// Whole lists what makes a diagnosis unsignable as a whole, whatever the
+// case: CPU impacts adding up to more than 100% (a cost counted twice), and
+// a symptom ranked above the finding that explains it, or without it. Run
+// fails each case on them; the casebook's live runs check the same.
+func Whole(fs []rules.Finding) []string {
+	var out []string
+	var cpu float64
+	at := map[string]int{}
+	for i, f := range fs {
+		at[f.ID] = i
+		if f.Resource == "cpu" {
+			cpu += f.Impact
+		}
+	}
+	if cpu > 1+1e-9 {
+		out = append(out, fmt.Sprintf("CPU impacts sum to %.2f, above 1: a cost is counted more than once", cpu))
+	}
+	for i, f := range fs {
+		if c, ok := at[f.CausedBy]; f.CausedBy != "" && (!ok || c > i) {
+			out = append(out, fmt.Sprintf("%s ranks %d, above or without its cause %s", f.ID, i+1, f.CausedBy))
+		}
 	}
 	return out
 }

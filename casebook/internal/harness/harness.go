@@ -182,29 +182,16 @@ func Diagnose(t testing.TB, perfdoctor, dir string) Report {
 	return r
 }
 
-// Whole lists what makes a diagnosis unsignable as a whole, whatever the
-// case: CPU impacts adding up to more than 100% (a cost counted twice), and
-// a symptom ranked above the finding that explains it. Diagnose fails the
-// test on each, for every casebook diagnosis.
+// Whole lists what makes a diagnosis unsignable as a whole
+// (ruletest.Whole: CPU impacts above 100%, a symptom above its cause).
+// Diagnose fails the test on each, for every live casebook diagnosis, as
+// ruletest.Run does for every recorded one.
 func Whole(fs []Finding) []string {
-	var out []string
-	var cpu float64
-	at := map[string]int{}
+	rs := make([]rules.Finding, len(fs))
 	for i, f := range fs {
-		at[f.ID] = i
-		if f.Resource == "cpu" {
-			cpu += f.Impact
-		}
+		rs[i] = rules.Finding{ID: f.ID, Resource: f.Resource, Impact: f.Impact, CausedBy: f.CausedBy}
 	}
-	if cpu > 1+1e-9 {
-		out = append(out, fmt.Sprintf("CPU impacts sum to %.2f, above 1: a cost is counted more than once", cpu))
-	}
-	for i, f := range fs {
-		if c, ok := at[f.CausedBy]; f.CausedBy != "" && (!ok || c > i) {
-			out = append(out, fmt.Sprintf("%s ranks %d, above or without its cause %s", f.ID, i+1, f.CausedBy))
-		}
-	}
-	return out
+	return ruletest.Whole(rs)
 }
 
 // Expect fails t for each expectation of want (want.txt's format, read by
