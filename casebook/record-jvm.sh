@@ -14,6 +14,7 @@
 #   casebook/record-jvm.sh e5 j2      some (the others are kept)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source casebook/record-lib.sh
 dest=casebook/testdata/recorded
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,16 +36,7 @@ for c in "${cases[@]}"; do
 	for d in "$tmp"/jdk*/*/; do
 		release=$(basename "$(dirname "$d")")
 		name=$(basename "$d")
-		# perfdoctor recognises files by content, gzipped or not.
-		find "$d" -type f -size +64k | while read -r f; do
-			if [ "$(head -c2 "$f" | od -An -tx1 | tr -d ' ')" != "1f8b" ]; then
-				gzip -9 -n "$f" && mv "$f.gz" "$f"
-			fi
-		done
-		chmod -R u=rwX,go=rX "$d"
-		mkdir -p "$dest/$release"
-		rm -rf "${dest:?}/$release/$name"
-		mv "$d" "$dest/$release/$name"
+		keep_recording "$d" "$dest/$release/$name"
 	done
 done
 du -sh "$dest"/jdk*

@@ -10,6 +10,7 @@
 #   PERFDOCTOR_CASEBOOK_GO=go1.27.0 casebook/record.sh     services built with that Go
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source casebook/record-lib.sh
 version=${PERFDOCTOR_CASEBOOK_GO:-$(go env GOVERSION)}
 dest=casebook/testdata/recorded/$(echo "$version" | grep -oE '^go[0-9]+\.[0-9]+')
 tmp=$(mktemp -d)
@@ -31,14 +32,6 @@ for d in "$kept"/*/; do
 	if [ -f "$d/trace.out" ] && [[ " $whole_trace " != *" $name "* ]]; then
 		head -c 200000 "$d/trace.out" >"$d/trace.cut" && mv "$d/trace.cut" "$d/trace.out"
 	fi
-	# perfdoctor recognises files by content, gzipped or not.
-	find "$d" -type f -size +64k | while read -r f; do
-		if [ "$(head -c2 "$f" | od -An -tx1 | tr -d ' ')" != "1f8b" ]; then
-			gzip -9 -n "$f" && mv "$f.gz" "$f"
-		fi
-	done
-	chmod -R u=rwX,go=rX "$d"
-	rm -rf "${dest:?}/$name"
-	mv "$d" "$dest/$name"
+	keep_recording "$d" "$dest/$name"
 done
 du -sh "$dest"

@@ -511,6 +511,31 @@ pg_postmaster() {
 	head -n1 "$1/postmaster.pid"
 }
 
+# pgbench_lookups BAD_PORT BAD_PID FIX_PORT SCENARIO_DIR: the PostgreSQL
+# scenarios' workload and measurement. pgbench's tables go into both
+# clusters (scale 10: 1,000,000 accounts, 160 MB); the load is pgbench's
+# prepared select-only lookups from 8 connections, 5,000 each a run. The bad
+# cluster's postmaster (BAD_PID) is recorded with perf for 20 s into
+# SCENARIO_DIR/bad, after_record runs when the script defines it, and the
+# fix is measured by verify (6 rounds of 10 s) as the scenario's throughput
+# gain: verify reads the listening postmaster, not its backends, so its CPU
+# per unit is dropped.
+pgbench_lookups() {
+	local bad=$1 bad_pid=$2 fix=$3 dir=$4 p
+	local units=40000 load='pgbench -h {host} -p {port} -U postgres -n -S -M prepared -c 8 -j 2 -t 5000 postgres'
+	for p in "$bad" "$fix"; do
+		pgbench -h 127.0.0.1 -p "$p" -U postgres -i -s 10 -q postgres >/dev/null 2>&1
+	done
+	wait_idle
+	pd_record_cmd --perf "$bad_pid" "$bad" "$dir/bad" 20 "$units" lookup "$load" --warmup 5s
+	if declare -F after_record >/dev/null; then
+		after_record
+	fi
+	pd_verify_cmd "$bad" "$fix" "$dir" "$units" lookup "$load" -d 10s --rounds 6 --warmup 2s
+	set_measured "$dir" throughput
+	drop_measured "$dir" cpu_per_unit
+}
+
 # json_upstream PORT DIR: the backend of the proxy scenarios: an nginx (one
 # worker, keep-alive kept) on 127.0.0.1:PORT answering every request with the
 # same 70-byte JSON document, its configuration and log in DIR.

@@ -19,15 +19,6 @@ BAD_PID=$(pg_postmaster "$W/base")
 ALT=$(free_port)
 pg_start "$W/alt" "$ALT" -c shared_buffers=512MB
 for p in "$BAD" "$ALT"; do
-	pgbench -h 127.0.0.1 -p "$p" -U postgres -i -s 10 -q postgres >/dev/null 2>&1
 	psql_run "$p" postgres -c 'SHOW shared_buffers' >&2
 done
-
-# One run: 8 connections x 5,000 lookups.
-N=40000
-LOAD='pgbench -h {host} -p {port} -U postgres -n -S -M prepared -c 8 -j 2 -t 5000 postgres'
-wait_idle
-pd_record_cmd --perf "$BAD_PID" "$BAD" "$HERE/bad" 20 "$N" lookup "$LOAD" --warmup 5s
-pd_verify_cmd "$BAD" "$ALT" "$HERE" "$N" lookup "$LOAD" -d 10s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
-drop_measured "$HERE" cpu_per_unit # verify reads the listening postmaster, not the backends
+pgbench_lookups "$BAD" "$BAD_PID" "$ALT" "$HERE"
