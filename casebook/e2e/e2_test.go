@@ -139,9 +139,20 @@ func TestE2PortCeiling(t *testing.T) {
 		if rate < 0.6*reqRate || rate > 1.4*reqRate {
 			t.Errorf("estimated %.0f new connections/s, the load made %.0f requests/s", rate, reqRate)
 		}
+		// Every request leaves a TIME_WAIT socket, but on loopback the
+		// kernel reuses one older than a second when connect() lands on its
+		// port (net.ipv4.tcp_tw_reuse = 2, the default), and connect() picks
+		// from the range's even ports first, so a new connection replaces a
+		// TIME_WAIT with at most the share of the even ports they hold:
+		// growth is at least requests × (1 − TIME_WAIT / half the range).
+		// CI: 7,471 requests in the window, 4,094 more TIME_WAIT, 8,925 at
+		// its end of 14,116 even ports (a reuse of 45%, under the 63% bound).
 		growth := f.Fact(t, "TIME_WAIT growth over the window")
-		if growth < 0.6*window.requests || growth > 1.4*window.requests {
-			t.Errorf("TIME_WAIT grew by %.0f in the %.1f s window, which had %.0f requests", growth, window.seconds, window.requests)
+		held := f.Fact(t, "TIME_WAIT to destination at end")
+		least := window.requests * max(0, 1-held/(float64(rng[1]-rng[0]+1)/2))
+		if growth < 0.9*least || growth > 1.4*window.requests {
+			t.Errorf("TIME_WAIT grew by %.0f in the %.1f s window, which had %.0f requests (at least %.0f new with %.0f held at its end)",
+				growth, window.seconds, window.requests, least, held)
 		}
 		// The finding's destination, counted independently after the load:
 		// TIME_WAIT lasts 60 s, so no fewer than at the end of the window.
