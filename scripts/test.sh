@@ -126,14 +126,16 @@ go test -count=1 -timeout 15m $(go list ./... | grep -v '/casebook/e2e$') "$@" |
 # family (the recorded bundles cover every case), each service under load
 # with perfdoctor collecting, on the two cores alone. Beside the JVM and
 # fleet tests the e2e measured its neighbours (a GC pause tail blamed on a
-# load average of 6.6), so it runs after them.
-smoke=a2,b3,c1,d1,e2,g1,l1,r1
+# load average of 6.6), so it runs after them. Family E runs live as
+# TestE2PortCeiling (E2's bad and fixed variants, the ephemeral-port
+# finding's figures against /proc), so the smoke leaves it out.
+smoke=a2,b3,c1,d1,g1,l1,r1
 PERFDOCTOR_CASEBOOK_CASES=$smoke PERFDOCTOR_CASEBOOK_PLAIN=r3 \
 	go test -count=1 -timeout 15m ./casebook/e2e "$@" || status=1
 # Services built by the newest Go (perfdoctor itself stays on the installed
 # one), on the same harness: the smoke cases whose evidence the runtime
 # shapes (G1's goroutineleak profile, D1's GC figures, L1's trace). The
-# smoke's eight cases recorded on that Go are diagnosed offline with the
+# smoke's cases and E2, recorded on that Go, are diagnosed offline with the
 # others (casebook/testdata/recorded/go1.27).
 PERFDOCTOR_CASEBOOK_CASES=d1,g1,l1 PERFDOCTOR_CASEBOOK_GO="$PERFDOCTOR_NEWEST_GO" \
 	go test -count=1 -timeout 15m -run 'TestCasebook$' ./casebook/e2e || status=1

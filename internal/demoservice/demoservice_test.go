@@ -4,8 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/perfdoctor/perfdoctor/facts"
 )
 
 func TestServesSearchAndPprof(t *testing.T) {
@@ -40,4 +43,25 @@ func TestParseReady(t *testing.T) {
 	if _, _, err := ParseReady("panic: oops"); err == nil {
 		t.Error("garbage accepted")
 	}
+}
+
+// The demo shows GC pressure from allocation (GC001), which a heap of a
+// million or more live objects would turn into GC002's scan-bound heap on
+// a machine slow enough to run few cycles a second: the index stays under
+// half of GC002's line, counted exactly by the runtime's statistics.
+func TestIndexStaysUnderScanBoundHeap(t *testing.T) {
+	saved := index
+	defer func() { index = saved }()
+	before := liveObjects()
+	buildIndex()
+	if n := liveObjects() - before; n < products || n > facts.MinLiveObjects/2 {
+		t.Errorf("the index holds %d live objects, want between %d and %d", n, products, facts.MinLiveObjects/2)
+	}
+}
+
+func liveObjects() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapObjects)
 }
