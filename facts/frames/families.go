@@ -39,8 +39,8 @@ type Logger struct {
 
 // LoggerLibraries are the logging libraries: standard log and slog,
 // logrus, zap, zerolog, klog, glog, go-kit, hclog; on the JVM log4j,
-// logback and SLF4J, java.util.logging.
-var LoggerLibraries = []Logger{
+// logback and SLF4J, java.util.logging; and NativeLoggerLibraries.
+var LoggerLibraries = append([]Logger{
 	{"log", evidence.FuncPrefix("log.")},
 	{"log/slog", evidence.FuncPrefix("log/slog.")},
 	{"logrus", evidence.FuncPrefix("github.com/sirupsen/logrus.", "github.com/Sirupsen/logrus.")},
@@ -50,9 +50,12 @@ var LoggerLibraries = []Logger{
 	{"log4j", evidence.FuncPrefix("org.apache.logging.log4j.", "org.apache.log4j.")},
 	{"logback/SLF4J", evidence.FuncPrefix("ch.qos.logback.", "org.slf4j.")},
 	{"java.util.logging", evidence.FuncPrefix("java.util.logging.")},
-	// Native servers' own loggers, as perf names them: the error or debug
-	// log's writer, not the access log's (which logs once per request by
-	// design).
+}, NativeLoggerLibraries...)
+
+// NativeLoggerLibraries are native servers' own loggers, as perf names them
+// in C and C++ programs: the error or debug log's writer, not the access
+// log's (which logs once per request by design).
+var NativeLoggerLibraries = []Logger{
 	{"nginx error_log", exact("ngx_log_error_core", "ngx_log_debug_core")},
 	{"Apache httpd LogLevel", evidence.Any(exact("log_error_core"), evidence.FuncPrefix("ap_log_error_", "ap_log_rerror_", "ap_log_cerror_", "ap_log_perror_", "ap_log_data_"))},
 	{"PostgreSQL server log", exact("errstart", "errfinish", "EmitErrorReport", "send_message_to_server_log", "write_syslogger_file", "write_pipe_chunks")},
@@ -60,10 +63,6 @@ var LoggerLibraries = []Logger{
 	{"syslog(3)", exact("__vsyslog_internal", "__vsyslog_chk", "vsyslog", "syslog", "__syslog_chk")},
 	{"glog/spdlog", evidence.FuncPrefix("google::LogMessage", "google::LogDestination", "spdlog::")},
 }
-
-// NativeLoggerLibraries are the LoggerLibraries whose frames perf names in
-// C and C++ programs (from "nginx error_log" on).
-var NativeLoggerLibraries = LoggerLibraries[len(LoggerLibraries)-6:]
 
 // KernelFileWrite is a write() to a regular file as perf shows it: the
 // file system's buffered write path, or the file position lock that
