@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -15,7 +16,11 @@ type BuildInfo struct {
 	Experiments []string `json:"experiments,omitempty"`  // GOEXPERIMENT, e.g. "nogreenteagc"
 	PGO         string   `json:"pgo,omitempty"`          // the -pgo profile; empty when built without
 	Main        string   `json:"main,omitempty"`         // the main module's path
-	MainVersion string   `json:"main_version,omitempty"` // its version; "(devel)" for a build from a checkout
+	MainVersion string   `json:"main_version,omitempty"` // its version; "(devel)" or a pseudo-version for a build from a checkout
+	// VCS is the version control system of the checkout the program was
+	// built in ("git"), empty for a build from the module cache (go install
+	// module@version) or without VCS stamping.
+	VCS string `json:"vcs,omitempty"`
 	// MainPackage is the main package's path: the only one a GOPATH-mode
 	// build (such as Debian's) records.
 	MainPackage string   `json:"main_package,omitempty"`
@@ -44,6 +49,8 @@ func NewBuildInfo(bi *debug.BuildInfo, source string) *BuildInfo {
 			}
 		case "-pgo":
 			b.PGO = s.Value
+		case "vcs":
+			b.VCS = s.Value
 		}
 	}
 	for _, d := range bi.Deps {
@@ -53,6 +60,32 @@ func NewBuildInfo(bi *debug.BuildInfo, source string) *BuildInfo {
 		b.Modules = append(b.Modules, d.Path+"@"+d.Version)
 	}
 	return b
+}
+
+// pseudoVersion matches the versions the go command makes up for a commit
+// with no tag of its own (vX.0.0-yyyymmddhhmmss-abcdefabcdef, or after a
+// tag vX.Y.(Z+1)-0.yyyymmddhhmmss-abcdefabcdef and vX.Y.Z-pre.0.yyyymmddhhmmss-abcdefabcdef),
+// with the +dirty a build from a modified checkout carries.
+var pseudoVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+-(?:[0-9A-Za-z.-]*[.-])?[0-9]{14}-[0-9a-f]{12}(?:\+dirty)?$`)
+
+// Released reports whether the main module is a released version: one the
+// program's maintainers published. A build in a checkout is not, though the
+// go command stamps it with a version: a pseudo-version for an untagged
+// commit, or a +dirty one for a modified tree. A pseudo-version installed
+// from the module cache (go install module@commit) is someone else's
+// unreleased code, still not the builder's own: it counts as released.
+func (b *BuildInfo) Released() bool {
+	if b == nil {
+		return false
+	}
+	v := b.MainVersion
+	switch {
+	case v == "" || v == "(devel)":
+		return false
+	case b.VCS != "" && (pseudoVersion.MatchString(v) || strings.HasSuffix(v, "+dirty")):
+		return false
+	}
+	return true
 }
 
 // GoMinor is the minor release of a Go version ("go1.27.0" -> 27), or 0.

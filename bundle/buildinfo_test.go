@@ -45,3 +45,36 @@ func TestNewBuildInfo(t *testing.T) {
 		t.Error("GoMinor")
 	}
 }
+
+// TestReleased tells a published version from the version the go command
+// stamps on a build in a checkout (a fresh clone's untagged commit builds as
+// a pseudo-version, which a released-build reading once took for a release).
+func TestReleased(t *testing.T) {
+	for _, c := range []struct {
+		version, vcs string
+		want         bool
+	}{
+		{"(devel)", "", false},
+		{"", "", false},
+		{"v2.6.2", "", true},    // go install module@v2.6.2
+		{"v2.6.2", "git", true}, // a release built at its tag
+		{"v0.0.0-20261127192951-0457aa982ddb", "git", false},        // a clone's untagged commit
+		{"v0.0.0-20261127192951-0457aa982ddb+dirty", "git", false},  // with uncommitted changes
+		{"v2.6.3-0.20261127192951-0457aa982ddb", "git", false},      // a commit after a tag
+		{"v2.7.0-rc.1.0.20261127192951-0457aa982ddb", "git", false}, // a commit after a pre-release
+		{"v2.6.2+dirty", "git", false},                              // the tag, modified
+		{"v0.0.0-20261127192951-0457aa982ddb", "", true},            // go install module@commit: not the builder's
+	} {
+		b := NewBuildInfo(&debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "example.com/svc", Version: c.version},
+			Settings: []debug.BuildSetting{{Key: "vcs", Value: c.vcs}}}, "executable")
+		if c.vcs == "" {
+			b.VCS = ""
+		}
+		if got := b.Released(); got != c.want {
+			t.Errorf("%q built with vcs %q: released %v, want %v", c.version, c.vcs, got, c.want)
+		}
+	}
+	if (*BuildInfo)(nil).Released() {
+		t.Error("no build info read as released")
+	}
+}

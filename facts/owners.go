@@ -80,8 +80,8 @@ func readOwners(ev *evidence.Evidence) *CodeOwners {
 		case o.Main != "" || b == nil:
 		case b.Main != "":
 			o.Main, o.Source = b.Main, "the executable's build info"
-			if v := b.MainVersion; v != "" && v != "(devel)" {
-				o.Program = fmt.Sprintf("%s %s is a released build", b.Main, v)
+			if b.Released() {
+				o.Program = fmt.Sprintf("%s %s is a released build", b.Main, b.MainVersion)
 			}
 		case b.MainPackage != "":
 			// A GOPATH-mode build records the main package only.

@@ -95,6 +95,11 @@ func TestOwnersFromBuildInfo(t *testing.T) {
 	if fix, _, _ := rules.Advise(noInfo, caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("packaged program without build info: %q", fix)
 	}
+	// A fresh clone's build is stamped with a pseudo-version: still the user's checkout.
+	clone := readOwners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.3-0.20261127192951-0457aa982ddb", VCS: "git"}, Executable: "/home/me/caddy/caddy"}))
+	if fix, _, editable := rules.Advise(clone, caddyhttp, "edit", "configure"); fix != "edit" || !editable {
+		t.Errorf("a clone's untagged commit: %q", fix)
+	}
 	released := readOwners(withProc(&bundle.ProcessInfo{Build: &bundle.BuildInfo{Main: "github.com/caddyserver/caddy/v2", MainVersion: "v2.6.2"}, Executable: "/opt/caddy"}))
 	if fix, _, _ := rules.Advise(released, caddyhttp, "edit", "configure"); !strings.HasSuffix(fix, "configure") {
 		t.Errorf("released build: %q", fix)
