@@ -143,11 +143,13 @@ func cache(fn string) bool {
 
 // knownForwarders are programs whose cache is a setting, from their
 // documentation: the forwarding frame's prefix and the setting.
-var knownForwarders = []struct{ prefix, program, setting string }{
+var knownForwarders = []struct{ prefix, program, setting, example string }{
 	{"github.com/coredns/coredns/", "CoreDNS",
-		"add the cache plugin to the server block%s (cache 30: each answer kept for its TTL, at most 30 s, negative answers too; CoreDNS runs cache before forward whatever the order in the block)"},
+		"add the cache plugin to the server block%s (cache 30: each answer kept for its TTL, at most 30 s, negative answers too; CoreDNS runs cache before forward whatever the order in the block)",
+		before + "\n->\n" + after},
 	{"github.com/AdguardTeam/dnsproxy/", "dnsproxy",
-		"start it with --cache (off by default), and --cache-size sized to the names asked%s"},
+		"start it with --cache (off by default), and --cache-size sized to the names asked%s",
+		"dnsproxy -l 127.0.0.1 -u 10.0.0.53   ->   dnsproxy -l 127.0.0.1 -u 10.0.0.53 --cache"},
 }
 
 func check(pass *rules.Pass) error {
@@ -215,24 +217,33 @@ func check(pass *rules.Pass) error {
 	codeFix := fmt.Sprintf("%s sends every question upstream: keep answers by question (name, type, class, the DO bit) for the smallest TTL in the answer, capped (30 s is common), negative answers for the SOA's minimum (RFC 2308), and let concurrent identical questions share one exchange (singleflight).", where)
 	configFix := "Put a cache in front of the forwarding: look for the program's cache setting."
 	if len(callers) > 0 {
+		known := false
 		for _, k := range knownForwarders {
 			if strings.HasPrefix(callers[0].Func, k.prefix) {
 				configFix = fmt.Sprintf("%s: %s.", k.program, fmt.Sprintf(k.setting, configPlace(facts.Get(pass.Facts, facts.Configuration), k.program)))
-				f.Example = before + "\n->\n" + after
+				f.Example, known = k.example, true
 			}
 		}
 		var whose rules.Fact
 		var editable bool
 		f.Fix, whose, editable = rules.Advise(facts.Get(pass.Facts, facts.Owners), callers[0].Frame, codeFix, configFix)
 		f.Evidence = append(f.Evidence, whose)
-		if editable {
-			f.Example = ""
+		if known && editable {
+			// A build of one's own of a known forwarder: its setting is
+			// still the fix, not a change to its code.
+			f.Fix = configFix
 		}
 	} else {
 		f.Fix = codeFix
 	}
 	f.Fix += " Prove it with perfdoctor verify: the server with and without the cache, under the same load."
-	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: removed}
+	// A program's cache setting is the cause's level when the code is not
+	// the user's; the user's own handler is code.
+	level := rules.LevelCode
+	if f.Example != "" {
+		level = rules.LevelConfig
+	}
+	f.Claim = &rules.Claim{Level: level, CPU: removed}
 	pass.Report(f)
 	return nil
 }

@@ -71,6 +71,37 @@ func TestSilentUnderCache(t *testing.T) {
 	}
 }
 
+// CoreDNS with the cache plugin in the server block (the corpus scenario's
+// fix, as its stacks run): the forwards that remain are the cache's misses.
+func TestSilentOnCoreDNSWithCache(t *testing.T) {
+	const (
+		serveDNS = "github.com/coredns/coredns/core/dnsserver.(*Server).ServeDNS"
+		cachePl  = "github.com/coredns/coredns/plugin/cache.(*Cache).ServeDNS"
+		next     = "github.com/coredns/coredns/plugin.NextOrFailure"
+		fwd      = "github.com/coredns/coredns/plugin/forward.(*Forward).ServeDNS"
+		connect  = "github.com/coredns/coredns/plugin/pkg/proxy.(*Proxy).Connect"
+		scrub    = "github.com/coredns/coredns/request.(*ScrubWriter).WriteMsg"
+	)
+	res := run(
+		stack(300, "syscall.write", "github.com/miekg/dns.(*Conn).Write", connect, fwd, next, cachePl, serveDNS, served, packet),
+		stack(500, "syscall.sendmsg", write, scrub, cachePl, serveDNS, served, packet),
+		stack(200, "github.com/miekg/dns.(*Msg).Unpack", served, packet),
+	)
+	if len(res.Findings) != 0 {
+		t.Fatalf("CoreDNS with its cache reported: %+v", res.Findings[0])
+	}
+	// The same stacks without the cache plugin: forward.ServeDNS owns the
+	// exchange, and the fix names the cache plugin.
+	res = run(
+		stack(300, "syscall.write", "github.com/miekg/dns.(*Conn).Write", connect, fwd, serveDNS, served, packet),
+		stack(500, "syscall.sendmsg", write, scrub, fwd, serveDNS, served, packet),
+		stack(200, "github.com/miekg/dns.(*Msg).Unpack", served, packet),
+	)
+	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Fix, "cache plugin") || res.Findings[0].Impact < 0.29 || res.Findings[0].Impact > 0.31 {
+		t.Fatalf("CoreDNS without a cache: %+v", res.Findings)
+	}
+}
+
 // Exchanges outside a query's handling (a health check's goroutine) are not
 // forwarding, nor is a forwarder that does it for a sliver of its CPU.
 func TestSilentOffThePathAndBelowThreshold(t *testing.T) {
