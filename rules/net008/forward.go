@@ -83,7 +83,7 @@ smallest TTL in the answer, capped, negative answers for the SOA's minimum
 		Before:  before,
 		After:   after,
 		Caveats: caveats,
-		Since:   "0.2",
+		Since:   "0.4",
 		Refs:    []string{"https://coredns.io/plugins/cache/", "https://www.rfc-editor.org/rfc/rfc2308"},
 	},
 	Needs: []rules.Input{rules.CPU},
