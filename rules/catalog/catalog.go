@@ -54,6 +54,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/rules/net005"
 	"github.com/perfdoctor/perfdoctor/rules/net006"
 	"github.com/perfdoctor/perfdoctor/rules/net007"
+	"github.com/perfdoctor/perfdoctor/rules/net008"
 	"github.com/perfdoctor/perfdoctor/rules/pool001"
 	"github.com/perfdoctor/perfdoctor/rules/sched001"
 	"github.com/perfdoctor/perfdoctor/rules/sched002"
@@ -115,6 +116,7 @@ func All() []*rules.Rule {
 		net005.Rule,   // NET005 listen-backlog
 		net006.Rule,   // NET006 downstream-wait
 		net007.Rule,   // NET007 small-requests
+		net008.Rule,   // NET008 redone-work
 		pool001.Rule,  // POOL001 pool-queueing
 		sched001.Rule, // SCHED001 scheduler-overhead
 		sched002.Rule, // SCHED002 goroutine-churn

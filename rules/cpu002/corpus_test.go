@@ -31,8 +31,9 @@ top CPU002 high "DiskMetricStore).checkWriteRequest" "Gatherers.Gather" "--push.
 	// A cache turned off by a flag: the configuration is the cause, and
 	// the work it redoes is the query engine's ordinary work, no family's.
 	"go-victoriametrics-cache-disabled": `none`,
-	// No cache in the Corefile: each query is forwarded upstream again, a
-	// configuration (CFG001's and the wait's), with no library work redone.
+	// No cache in the Corefile: each query is forwarded upstream again;
+	// NET008 names it (a DNS exchange with no cache in front), with no
+	// library work of CPU002's families redone.
 	"go-coredns-forward-no-cache": `none`,
 }
 
