@@ -58,7 +58,13 @@ var LoggerLibraries = append([]Logger{
 var NativeLoggerLibraries = []Logger{
 	{"nginx error_log", exact("ngx_log_error_core", "ngx_log_debug_core")},
 	{"Apache httpd LogLevel", evidence.Any(exact("log_error_core"), evidence.FuncPrefix("ap_log_error_", "ap_log_rerror_", "ap_log_cerror_", "ap_log_perror_", "ap_log_data_"))},
-	{"PostgreSQL server log", exact("errstart", "errfinish", "EmitErrorReport", "send_message_to_server_log", "write_syslogger_file", "write_pipe_chunks")},
+	// PostgreSQL's ereport calls its message builders (errmsg, errdetail,
+	// the bound parameters' string) only for a record it will emit, between
+	// errstart and errfinish, not under them: on log_statement = 'all' they
+	// were 2.3% of the CPU beside errfinish's 8.3%.
+	{"PostgreSQL server log", exact("errstart", "errfinish", "EmitErrorReport", "send_message_to_server_log", "write_syslogger_file", "write_pipe_chunks",
+		"errmsg", "errmsg_internal", "errmsg_plural", "errdetail", "errdetail_internal", "errdetail_log", "errdetail_log_plural", "errdetail_plural",
+		"errdetail_params", "errhint", "errhint_plural", "errcontext_msg", "BuildParamLogString")},
 	{"Redis loglevel", exact("_serverLog", "serverLogRaw")},
 	{"syslog(3)", exact("__vsyslog_internal", "__vsyslog_chk", "vsyslog", "syslog", "__syslog_chk")},
 	{"glog/spdlog", evidence.FuncPrefix("google::LogMessage", "google::LogDestination", "spdlog::")},

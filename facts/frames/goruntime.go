@@ -20,6 +20,18 @@ var GCFrames = evidence.FuncPrefix(
 	"runtime.GC",
 )
 
+// WriteBarrierFrames is the mutator's side of marking: the write barrier
+// the compiler puts before each pointer store and the bulk barriers of
+// typed copies (gcWriteBarrier, Go 1.21's gcWriteBarrier1 to 8,
+// bulkBarrierPreWrite), which record pointers for the collector. The
+// runtime turns the barrier on only while the collector marks, so its cost
+// follows the time spent marking; its buffer's flush (wbBufFlush) is
+// collector work and in GCFrames.
+var WriteBarrierFrames = evidence.FuncPrefix(
+	"runtime.gcWriteBarrier", "runtime.bulkBarrierPreWrite", "runtime.bulkBarrierBitmap",
+	"runtime.typeBitsBulkBarrier", "runtime.(*wbBuf).", "runtime.wbZero", "runtime.wbMove",
+)
+
 // MallocFrames is the allocator's entry.
 var MallocFrames = evidence.FuncPrefix("runtime.mallocgc")
 
@@ -66,3 +78,9 @@ var JVMGCFrames = evidence.FuncPrefix(
 	"PSPromotionManager", "PSScavenge", "PSParallelCompact", "ParallelScavengeHeap", "PSOldGen", "PSYoungGen",
 	"DefNewGeneration", "SerialHeap", "TenuredGeneration", "MarkSweep", "GenMarkSweep", "SerialFullGC", "Shenandoah",
 )
+
+// JITFrames is a JVM's just-in-time compilers at work, as native profilers
+// name HotSpot's compiler threads (async-profiler's, perf's): C2 and C1
+// under CompileBroker's thread loop. Their CPU follows the code that gets
+// hot, not the requests: it falls as the JVM warms up.
+var JITFrames = evidence.FuncPrefix("CompileBroker::", "C2Compiler::", "Compiler::compile_method")

@@ -15,3 +15,18 @@ func TestGCFramesAcrossGoVersions(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteBarrierFrames(t *testing.T) {
+	// Go 1.19 calls gcWriteBarrier, Go 1.21 and later gcWriteBarrier1 to 8;
+	// typed copies go through bulkBarrierPreWrite.
+	for _, fn := range []string{"runtime.gcWriteBarrier", "runtime.gcWriteBarrier2", "runtime.bulkBarrierPreWrite", "runtime.(*wbBuf).putFast"} {
+		if !WriteBarrierFrames(fn) {
+			t.Errorf("%s not recognised as a write barrier", fn)
+		}
+	}
+	for _, fn := range []string{"runtime.wbBufFlush", "runtime.typedmemmove", "runtime.memmove"} {
+		if WriteBarrierFrames(fn) {
+			t.Errorf("%s wrongly counted as a write barrier", fn)
+		}
+	}
+}

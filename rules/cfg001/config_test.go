@@ -25,6 +25,8 @@ var (
 	handlerWork = []string{"main.render", "main.(*server).handle", "net/http.HandlerFunc.ServeHTTP", "net/http.serverHandler.ServeHTTP", "net/http.(*conn).serve"}
 	gcWork      = []string{"runtime.scanobject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}
 	writeWork   = []string{"internal/poll.(*FD).Write", "net.(*conn).Write", "net/http.checkConnErrorWriter.Write", "bufio.(*Writer).Flush", "net/http.(*response).finishRequest", "net/http.(*conn).serve"}
+	barrierWork = []string{"runtime.gcWriteBarrier", "main.(*index).link", "main.(*server).handle", "net/http.serverHandler.ServeHTTP", "net/http.(*conn).serve"}
+	jitWork     = []string{"PhaseChaitin::Split", "C2Compiler::compile_method", "CompileBroker::invoke_compiler_on_method", "CompileBroker::compiler_thread_loop", "JavaThread::thread_main_inner"}
 	logWork     = []string{"log/slog.(*TextHandler).Handle", "log/slog.(*Logger).log", "log/slog.(*Logger).Debug", "main.(*server).handle", "net/http.serverHandler.ServeHTTP", "net/http.(*conn).serve"}
 )
 
@@ -78,6 +80,26 @@ func TestGOGCBelowTheDefaultUnderABusyCollector(t *testing.T) {
 	}
 	if f.Claim == nil || f.Claim.Level != rules.LevelConfig {
 		t.Errorf("claim %+v, want the config level", f.Claim)
+	}
+}
+
+// The write barrier is on only while the collector marks: GOGC=100 takes
+// the same 80% of it as of the GC.
+func TestGOGCCountsTheWriteBarriers(t *testing.T) {
+	fs := run(t, service("/srv/api", map[string]string{"GOGC": "20"}, 16<<20, map[*[]string]int64{&gcWork: 300, &barrierWork: 100}))
+	if len(fs) != 1 {
+		t.Fatalf("want one finding, got %d", len(fs))
+	}
+	f := fs[0]
+	if !near(f.Impact, 0.32) || f.ImpactRange == nil || !near(f.ImpactRange[1], 0.40) {
+		t.Errorf("impact %.3f range %v, want 0.32 [0.32, 0.40]", f.Impact, f.ImpactRange)
+	}
+	if !strings.Contains(f.ImpactBasis, "write barriers' 10%") {
+		t.Errorf("basis does not name the barriers: %s", f.ImpactBasis)
+	}
+	// Barriers alone are not a busy collector.
+	if fs := run(t, service("/srv/api", map[string]string{"GOGC": "20"}, 16<<20, map[*[]string]int64{&gcWork: 40, &barrierWork: 100})); len(fs) != 0 {
+		t.Errorf("GC at 4%%: %s", fs[0].Summary)
 	}
 }
 
@@ -163,6 +185,15 @@ func TestDebugLogLevel(t *testing.T) {
 	fs := run(t, service("/srv/api -log-level debug -listen :8080", nil, 0, map[*[]string]int64{&logWork: 300}))
 	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "-log-level debug") || !near(fs[0].Impact, 0.3) {
 		t.Fatalf("want the debug level named at 30%%: %+v", fs)
+	}
+	if r := fs[0].ImpactRange; r == nil || !near(r[1], 0.3) {
+		t.Errorf("range %v, want its top at the logging's 30%% (no GC, no compiling)", r)
+	}
+	// A JVM still compiling: the range's top counts the compilers too,
+	// the point stays the loggers'.
+	fs = run(t, service("/srv/api -log-level debug", nil, 0, map[*[]string]int64{&logWork: 300, &jitWork: 200}))
+	if len(fs) != 1 || !near(fs[0].Impact, 0.3) || fs[0].ImpactRange == nil || !near(fs[0].ImpactRange[1], 0.5) {
+		t.Fatalf("want 30%% [30%%, 50%%] with the compilers at 20%%: %+v", fs)
 	}
 	if fs := run(t, service("/srv/api -v=5", nil, 0, map[*[]string]int64{&logWork: 300})); len(fs) != 1 {
 		t.Errorf("klog -v=5: %d findings", len(fs))
