@@ -251,15 +251,27 @@ func TestFetchProfilerThroughMaven(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	// A fresh local repository each time, so Maven asks the mirror.
-	settings := func() string {
-		path := filepath.Join(t.TempDir(), "settings.xml")
-		os.WriteFile(path, []byte(`<settings>
-  <localRepository>`+filepath.Join(t.TempDir(), "repository")+`</localRepository>
+	// One local repository, with the profiler's artifact removed before each
+	// fetch so Maven asks the mirror for it again; the copy plugin and its
+	// dependencies, resolved through the mirror by the first fetch, stay
+	// (resolving them afresh took some 10 s a fetch).
+	repository := filepath.Join(t.TempDir(), "repository")
+	settingsPath := filepath.Join(t.TempDir(), "settings.xml")
+	if err := os.WriteFile(settingsPath, []byte(`<settings>
+  <localRepository>`+repository+`</localRepository>
   <mirrors><mirror><id>loopback</id><mirrorOf>*</mirrorOf><url>`+srv.URL+`/maven2</url></mirror></mirrors>
 </settings>
-`), 0o644)
-		return path
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settings := func() string {
+		if err := os.RemoveAll(filepath.Join(repository, filepath.Dir(profilerArtifactPath()))); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		return settingsPath
 	}
 
 	dir := t.TempDir()
@@ -291,6 +303,11 @@ func TestFetchProfilerThroughMaven(t *testing.T) {
 		if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 			t.Errorf("wrote %v from a refused jar", ents)
 		}
+		mu.Lock()
+		if !slices.Contains(asked, "/maven2/"+profilerArtifactPath()) {
+			t.Errorf("tampered jar, repository sha1 %q: the mirror was not asked for it (a jar kept from an earlier fetch?): %v", tc.sha1, asked)
+		}
+		mu.Unlock()
 	}
 	if _, err := FetchProfiler(context.Background(), FetchOptions{Dir: t.TempDir(), Maven: filepath.Join(t.TempDir(), "mvn")}); err == nil || !strings.Contains(err.Error(), "apt-get install maven") {
 		t.Errorf("no mvn: %v", err)
