@@ -174,11 +174,16 @@ func TestFreshServices(t *testing.T) {
 		rule  *rules.Rule // the rule that must report it
 		// want: texts the bad variant's finding carries
 		want []string
+		// least: the lowest severity its share allows. The regexp shape's
+		// compile is 18% to 27% of the service's CPU (five quiet runs and
+		// one under CI's load), across the 20% line between medium and
+		// high, so its grade is not what this test checks.
+		least rules.Severity
 	}{
-		{"template", get("/work?user=ada"), Rule, []string{"Template parsing", "main.templatePerRequest", "once, at start-up"}},
-		{"kdf", withAuth, Rule, []string{"Password hashing", "pbkdf2.Key", "main.(*auth).verify", "remember the verified ones"}},
-		{"store", write, Rule, []string{"Sorting or iterating a whole collection", "main.(*store).checkWhole", "only what the request changed"}},
-		{"regexp", get("/work?email=ada@example.org"), lib007.Rule, []string{"compiled on the hot path", "main.validatePerRequest", "Compile once"}},
+		{"template", get("/work?user=ada"), Rule, []string{"Template parsing", "main.templatePerRequest", "once, at start-up"}, rules.High},
+		{"kdf", withAuth, Rule, []string{"Password hashing", "pbkdf2.Key", "main.(*auth).verify", "remember the verified ones"}, rules.High},
+		{"store", write, Rule, []string{"Sorting or iterating a whole collection", "main.(*store).checkWhole", "only what the request changed"}, rules.High},
+		{"regexp", get("/work?email=ada@example.org"), lib007.Rule, []string{"compiled on the hot path", "main.validatePerRequest", "Compile once"}, rules.Medium},
 	} {
 		t.Run(tc.shape, func(t *testing.T) {
 			bad := diagnose(record(t, tc.shape+"-bad", tc.req), lib007.Rule)
@@ -195,7 +200,7 @@ func TestFreshServices(t *testing.T) {
 					t.Errorf("bad: %q missing from\n%s", w, text)
 				}
 			}
-			if f.Severity != rules.High {
+			if f.Severity < tc.least {
 				t.Errorf("bad: severity %s, impact %.2f: %s", f.Severity, f.Impact, f.Summary)
 			}
 			t.Logf("bad: %s (impact %.2f, range %v)", f.Summary, f.Impact, f.ImpactRange)
