@@ -468,6 +468,49 @@ nginx_start() {
 	bg nginx -e "$1.stderr" -c "$1" -g "daemon off; pid $1.pid;"
 }
 
+# nginx_site DIR PORT [OPTION...]: the static-file scenarios' nginx
+# (worker_processes auto, mime types, sendfile, no access log) serving the
+# folder DIR/www on 127.0.0.1:PORT, its configuration DIR/site-PORT.conf and
+# its error log DIR/site-PORT-error.log; BG_PID is its master. OPTIONs, in
+# the order they are given within each block:
+#   level=LEVEL       the error log's level (nginx's default, error, without it)
+#   http=DIRECTIVE    a directive for the http block, after sendfile
+#   keepalive         keepalive_requests 100000 (a client's connection lasts
+#                     the whole load, not nginx's default 1,000 requests)
+#   server=DIRECTIVE  a directive for the server block, after root
+nginx_site() {
+	local dir=$1 port=$2 level='' keepalive='' http=() server=() o d
+	shift 2
+	for o in "$@"; do
+		case $o in
+		level=*) level=" ${o#level=}" ;;
+		http=*) http+=("${o#http=}") ;;
+		keepalive) keepalive=1 ;;
+		server=*) server+=("${o#server=}") ;;
+		*) echo "nginx_site: unknown option $o" >&2; return 1 ;;
+		esac
+	done
+	{
+		echo "worker_processes auto;"
+		echo "error_log $dir/site-$port-error.log$level;"
+		echo "events { worker_connections 4096; }"
+		echo "http {"
+		echo "  include /etc/nginx/mime.types;"
+		echo "  access_log off;"
+		echo "  sendfile on;"
+		for d in "${http[@]}"; do echo "  $d"; done
+		echo "  server {"
+		echo "    listen 127.0.0.1:$port backlog=4096;"
+		if [ -n "$keepalive" ]; then echo "    keepalive_requests 100000;"; fi
+		echo "    root $dir/www;"
+		for d in "${server[@]}"; do echo "    $d"; done
+		echo "  }"
+		echo "}"
+	} >"$dir/site-$port.conf"
+	nginx_start "$dir/site-$port.conf"
+	wait_port "$port"
+}
+
 # redis_start PORT DIR [DIRECTIVE...]: a redis-server on 127.0.0.1:PORT with
 # its files and log in DIR (emptied first), no RDB snapshots, and the redis.conf
 # directives given (one per argument, e.g. 'appendfsync always'); BG_PID is

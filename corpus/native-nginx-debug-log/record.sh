@@ -19,23 +19,7 @@ HTML
 # site PORT LEVEL: an nginx serving $W/www with its error log at LEVEL.
 site() {
 	rm -f "$W/site-$1-error.log"
-	cat >"$W/site-$1.conf" <<CONF
-worker_processes auto;
-error_log $W/site-$1-error.log $2;
-events { worker_connections 4096; }
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  sendfile on;
-  server {
-    listen 127.0.0.1:$1 backlog=4096;
-    keepalive_requests 100000;
-    root $W/www;
-  }
-}
-CONF
-	nginx_start "$W/site-$1.conf"
-	wait_port "$1"
+	nginx_site "$W" "$1" level="$2" keepalive
 }
 BAD=$(free_port)
 site "$BAD" debug

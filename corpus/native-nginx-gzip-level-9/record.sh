@@ -17,26 +17,8 @@ gzip -9 -n -k -f "$W/www/jquery.min.js"
 
 # site PORT GZIP-DIRECTIVES: an nginx serving $W/www.
 site() {
-	cat >"$W/site-$1.conf" <<CONF
-worker_processes auto;
-error_log $W/site-$1-error.log;
-events { worker_connections 4096; }
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  sendfile on;
-  server {
-    listen 127.0.0.1:$1 backlog=4096;
-    keepalive_requests 100000;
-    root $W/www;
-    gzip on;
-    gzip_types application/javascript text/css application/json;
-    $2
-  }
-}
-CONF
-	nginx_start "$W/site-$1.conf"
-	wait_port "$1"
+	nginx_site "$W" "$1" keepalive server='gzip on;' \
+		server='gzip_types application/javascript text/css application/json;' server="$2"
 }
 BAD=$(free_port)
 site "$BAD" 'gzip_comp_level 9;'

@@ -18,24 +18,7 @@ PY
 
 # site PORT EXTRA: an nginx serving $W/www.
 site() {
-	cat >"$W/site-$1.conf" <<CONF
-worker_processes auto;
-error_log $W/site-$1-error.log;
-events { worker_connections 4096; }
-http {
-  include /etc/nginx/mime.types;
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  server {
-    listen 127.0.0.1:$1 backlog=4096;
-    root $W/www;
-    $2
-  }
-}
-CONF
-	nginx_start "$W/site-$1.conf"
-	wait_port "$1"
+	nginx_site "$W" "$1" http='tcp_nopush on;' server="$2"
 }
 BAD=$(free_port)
 site "$BAD" ''
