@@ -554,28 +554,38 @@ pg_postmaster() {
 	head -n1 "$1/postmaster.pid"
 }
 
+# measure_cmd BAD_PID BAD_PORT FIX_PORT SCENARIO_DIR UNITS UNIT CMD
+# [RECORD_SECONDS [ROUND_SECONDS]]: a native scenario's measurement with a
+# load that is not HTTP (CMD, UNITS and UNIT as pd_record_cmd takes them):
+# once the machine is idle, the bad side's process BAD_PID is recorded with
+# perf for RECORD_SECONDS (default 20) into SCENARIO_DIR/bad, after_record
+# runs when the script defines it, and the fix is measured by verify (6
+# rounds of ROUND_SECONDS, default 10) as the scenario's throughput gain.
+measure_cmd() {
+	local bad_pid=$1 bad=$2 fix=$3 dir=$4 units=$5 unit=$6 cmd=$7 secs=${8:-20} round=${9:-10}
+	wait_idle
+	pd_record_cmd --perf "$bad_pid" "$bad" "$dir/bad" "$secs" "$units" "$unit" "$cmd" --warmup 5s
+	if declare -F after_record >/dev/null; then
+		after_record
+	fi
+	pd_verify_cmd "$bad" "$fix" "$dir" "$units" "$unit" "$cmd" -d "${round}s" --rounds 6 --warmup 2s
+	set_measured "$dir" throughput
+}
+
 # pgbench_lookups BAD_PORT BAD_PID FIX_PORT SCENARIO_DIR: the PostgreSQL
 # scenarios' workload and measurement. pgbench's tables go into both
 # clusters (scale 10: 1,000,000 accounts, 160 MB); the load is pgbench's
-# prepared select-only lookups from 8 connections, 5,000 each a run. The bad
-# cluster's postmaster (BAD_PID) is recorded with perf for 20 s into
-# SCENARIO_DIR/bad, after_record runs when the script defines it, and the
-# fix is measured by verify (6 rounds of 10 s) as the scenario's throughput
-# gain: verify reads the listening postmaster, not its backends, so its CPU
-# per unit is dropped.
+# prepared select-only lookups from 8 connections, 5,000 each a run,
+# measured by measure_cmd (the bad cluster's postmaster, BAD_PID, recorded):
+# verify reads the listening postmaster, not its backends, so its CPU per
+# unit is dropped.
 pgbench_lookups() {
 	local bad=$1 bad_pid=$2 fix=$3 dir=$4 p
 	local units=40000 load='pgbench -h {host} -p {port} -U postgres -n -S -M prepared -c 8 -j 2 -t 5000 postgres'
 	for p in "$bad" "$fix"; do
 		pgbench -h 127.0.0.1 -p "$p" -U postgres -i -s 10 -q postgres >/dev/null 2>&1
 	done
-	wait_idle
-	pd_record_cmd --perf "$bad_pid" "$bad" "$dir/bad" 20 "$units" lookup "$load" --warmup 5s
-	if declare -F after_record >/dev/null; then
-		after_record
-	fi
-	pd_verify_cmd "$bad" "$fix" "$dir" "$units" lookup "$load" -d 10s --rounds 6 --warmup 2s
-	set_measured "$dir" throughput
+	measure_cmd "$bad_pid" "$bad" "$fix" "$dir" "$units" lookup "$load"
 	drop_measured "$dir" cpu_per_unit
 }
 

@@ -33,8 +33,5 @@ SQL
 # One run: 8 connections x 100 lookups (several seconds on the bad side).
 N=800
 LOAD="pgbench -h {host} -p {port} -U postgres -n -f $W/lookup.sql -c 8 -j 2 -t 100 postgres"
-wait_idle
-pd_record_cmd --perf "$BAD_PID" "$BAD" "$HERE/bad" 20 "$N" lookup "$LOAD" --warmup 5s
-pd_verify_cmd "$BAD" "$FIX" "$HERE" "$N" lookup "$LOAD" -d 20s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
+measure_cmd "$BAD_PID" "$BAD" "$FIX" "$HERE" "$N" lookup "$LOAD" 20 20
 drop_measured "$HERE" cpu_per_unit # verify reads the listening postmaster, not the backends

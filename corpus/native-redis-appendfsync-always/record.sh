@@ -19,8 +19,5 @@ redis-cli -p "$BAD" config get appendfsync | tr '\n' ' ' >&2; echo >&2
 # One run: 20,000 SETs from 16 connections (a second or two on the bad side).
 N=20000
 LOAD='redis-benchmark -h {host} -p {port} -t set -n 20000 -c 16 -d 100 -r 100000 -q'
-wait_idle
-pd_record_cmd --perf "$BAD_PID" "$BAD" "$HERE/bad" 20 "$N" SET "$LOAD" --warmup 5s
-pd_verify_cmd "$BAD" "$FIX" "$HERE" "$N" SET "$LOAD" -d 10s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
+measure_cmd "$BAD_PID" "$BAD" "$FIX" "$HERE" "$N" SET "$LOAD"
 pd_record_cmd --perf "$FIX_PID" "$FIX" "$HERE/fixed" 20 "$N" SET "$LOAD" --warmup 5s

@@ -18,7 +18,4 @@ redis_start "$ALT" "$W/alt" 'io-threads 2' 'io-threads-do-reads yes'
 # One run: 200,000 SETs then 200,000 GETs, 16 commands per round trip.
 N=400000
 LOAD='redis-benchmark -h {host} -p {port} -t set,get -n 200000 -c 50 -P 16 -d 100 -r 100000 -q'
-wait_idle
-pd_record_cmd --perf "$BAD_PID" "$BAD" "$HERE/bad" 20 "$N" command "$LOAD" --warmup 5s
-pd_verify_cmd "$BAD" "$ALT" "$HERE" "$N" command "$LOAD" -d 10s --rounds 6 --warmup 2s
-set_measured "$HERE" throughput
+measure_cmd "$BAD_PID" "$BAD" "$ALT" "$HERE" "$N" command "$LOAD"
