@@ -234,6 +234,36 @@ for start in range(0, total, 128):
 PY
 }
 
+# request_history START END FORMAT: the metrics scenarios' history, printed:
+# http_requests_total for 20 instances x 5 paths x 5 codes, 30 s apart from
+# START to END (Unix seconds), each counter growing at a rate of its own
+# (seeded: every recording stores the same history). FORMAT: openmetrics
+# (promtool's backfill: seconds, with HELP, TYPE and EOF) or import (the
+# Prometheus text format with milliseconds, as VictoriaMetrics'
+# /api/v1/import/prometheus takes it).
+request_history() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import random, sys
+start, end, fmt = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+if fmt not in ("openmetrics", "import"):
+    sys.exit(f"request_history: unknown format {fmt}")
+scale = 1 if fmt == "openmetrics" else 1000
+rng = random.Random(1)
+series = [(i, p, c) for i in range(20) for p in ("/", "/api/users", "/api/orders", "/login", "/static") for c in ("200", "201", "304", "404", "500")]
+totals = [0] * len(series)
+rate = [rng.uniform(0.1, 50) for _ in series]
+out = sys.stdout
+if fmt == "openmetrics":
+    out.write("# HELP http_requests Requests served.\n# TYPE http_requests counter\n")
+for t in range(start, end, 30):
+    for k, (i, p, c) in enumerate(series):
+        totals[k] += int(rate[k] * 30 * rng.uniform(0.8, 1.2))
+        out.write(f'http_requests_total{{instance="10.0.0.{i}:9100",job="web",path="{p}",code="{c}"}} {totals[k]} {t * scale}\n')
+if fmt == "openmetrics":
+    out.write("# EOF\n")
+PY
+}
+
 # work_dir ID: a scratch directory for one scenario's downloads, builds and
 # data (kept between runs so a re-record does not fetch again), printed.
 work_dir() {

@@ -15,21 +15,7 @@ WORK=$(mktemp -d)
 cpu_lock
 END=$(( $(date +%s) / 3600 * 3600 - 3600 ))
 START=$((END - 12 * 3600))
-python3 - "$START" "$END" >"$WORK/data.om" <<'PY'
-import random, sys
-start, end = int(sys.argv[1]), int(sys.argv[2])
-rng = random.Random(1)
-series = [(i, p, c) for i in range(20) for p in ("/", "/api/users", "/api/orders", "/login", "/static") for c in ("200", "201", "304", "404", "500")]
-totals = [0] * len(series)
-rate = [rng.uniform(0.1, 50) for _ in series]
-out = sys.stdout
-out.write("# HELP http_requests Requests served.\n# TYPE http_requests counter\n")
-for t in range(start, end, 30):
-    for k, (i, p, c) in enumerate(series):
-        totals[k] += int(rate[k] * 30 * rng.uniform(0.8, 1.2))
-        out.write(f'http_requests_total{{instance="10.0.0.{i}:9100",job="web",path="{p}",code="{c}"}} {totals[k]} {t}\n')
-out.write("# EOF\n")
-PY
+request_history "$START" "$END" openmetrics >"$WORK/data.om"
 mkdir -p "$WORK/data"
 promtool tsdb create-blocks-from openmetrics "$WORK/data.om" "$WORK/data" >/dev/null
 rm "$WORK/data.om"
