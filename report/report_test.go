@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/load"
@@ -41,7 +43,7 @@ func TestJSONMatchesSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("schema: %v", err)
 	}
-	for name, rep := range map[string]*Report{"plain": sampleReport(t), "with load": reportWithLoad(t)} {
+	for name, rep := range map[string]*Report{"plain": sampleReport(t), "with load": reportWithLoad(t), "with build info": reportWithBuild(t)} {
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, rep); err != nil {
 			t.Fatal(err)
@@ -54,6 +56,32 @@ func TestJSONMatchesSchema(t *testing.T) {
 			t.Errorf("%s: report does not match docs/report.schema.json: %v", name, err)
 		}
 	}
+}
+
+// reportWithBuild is sampleReport's evidence with build information whose
+// every field is set, so a field added to bundle.BuildInfo without the
+// schema fails here, not first in a live run's report.
+func reportWithBuild(t *testing.T) *Report {
+	t.Helper()
+	b := &bundle.BuildInfo{}
+	v := reflect.ValueOf(b).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]string{"x"}))
+		default:
+			t.Fatalf("BuildInfo.%s: set a value of kind %s here", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	rep := sampleReport(t)
+	rep.Evidence.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: b}}
+	rep = New(rep.Tool, facts.New(rep.Evidence), rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
+	if rep.Inputs.Build != b {
+		t.Fatalf("build information not in the report's inputs: %+v", rep.Inputs)
+	}
+	return rep
 }
 
 // reportWithLoad is sampleReport's evidence plus a real open-loop load.json
