@@ -131,6 +131,24 @@ func (w *Writer) AddProfile(name, file string, p *profile.Profile, took time.Dur
 	return w.Written(name, file, took, err)
 }
 
+// Annotate adds note to what the manifest says of item name's data (how it
+// differs from what was asked for); an empty note adds nothing.
+func (w *Writer) Annotate(name, note string) {
+	if note == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range w.items {
+		if it := &w.items[i]; it.Name == name {
+			if it.Note != "" {
+				it.Note += "; "
+			}
+			it.Note += note
+		}
+	}
+}
+
 // Items are the items recorded so far, in order.
 func (w *Writer) Items() []Item {
 	w.mu.Lock()

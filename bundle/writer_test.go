@@ -131,3 +131,25 @@ func TestWriterLeavesWhatIsNoDirectory(t *testing.T) {
 		}
 	}
 }
+
+// Annotate adds to an item's note what its data lacks (an off-CPU
+// recording whose switch-ins the kernel did not all report); an empty note
+// adds nothing, a second joins the first.
+func TestWriterAnnotate(t *testing.T) {
+	w, err := Create(filepath.Join(t.TempDir(), "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	w.AddJSON("offcpu", "offcpu.json", map[string]int{"x": 1}, 0)
+	w.AddJSON("cpu", "cpu.json", map[string]int{"x": 1}, 0)
+	w.Annotate("offcpu", "")
+	w.Annotate("offcpu", "730 of 736 switch-outs had no switch-in")
+	w.Annotate("offcpu", "second")
+	for _, it := range w.Items() {
+		want := map[string]string{"offcpu": "730 of 736 switch-outs had no switch-in; second", "cpu": ""}[it.Name]
+		if it.Note != want {
+			t.Errorf("%s: note %q, want %q", it.Name, it.Note, want)
+		}
+	}
+}

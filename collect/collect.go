@@ -21,6 +21,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect/perf"
 	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 type itemKind int
@@ -513,6 +514,9 @@ func (c *collector) recordPerf(ctx context.Context, it item, path string) (int64
 	if err != nil {
 		return 0, nil, err
 	}
+	if why := perfscript.OffCPUIncomplete(p); why != "" {
+		c.addNote(it.name, why)
+	}
 	n, err := bundle.WriteProfile(path, p)
 	return n, p, err
 }
@@ -533,6 +537,9 @@ func (c *collector) recordOffCPU(ctx context.Context, it item, path string) (int
 	}
 	if err != nil {
 		return 0, nil, err
+	}
+	if why := perfscript.OffCPUIncomplete(p); why != "" {
+		c.addNote(it.name, why)
 	}
 	n, err := bundle.WriteProfile(path, p)
 	return n, p, err

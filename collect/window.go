@@ -12,6 +12,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/collect/perf"
 	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 )
 
@@ -135,6 +136,7 @@ func (w *Window) WriteBundle(dir, tool string) error {
 	switch {
 	case w.OffCPU != nil:
 		bw.AddProfile("offcpu", bundle.OffCPUFile, w.OffCPU, 0)
+		bw.Annotate("offcpu", perfscript.OffCPUIncomplete(w.OffCPU))
 	case w.OffCPUErr != nil:
 		bw.Skip("offcpu", w.OffCPUErr.Error())
 	}

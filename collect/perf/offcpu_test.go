@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 )
 
 // napper is a native service loop: it sleeps 5 ms, then appends to a log
@@ -83,9 +85,19 @@ func TestOffCPULive(t *testing.T) {
 			}
 		}
 	}
-	// 5 ms sleeps fill most of the second.
-	if by["nanosleep"] < 100*time.Millisecond || by["fdatasync"] <= 0 {
-		t.Errorf("off-CPU time by function: %v", by)
+	if by["nanosleep"] <= 0 || by["fdatasync"] <= 0 {
+		t.Fatalf("off-CPU time by function: %v", by)
+	}
+	// 5 ms sleeps fill most of the second, when the kernel reports every
+	// switch-in. Some do not: on a 6.18 kernel in a 2-core VM a thread woken
+	// on an idle CPU was switched in with no event (10 to 37 ms of sleeps
+	// counted a second on a quiet machine, the rest of the switch-outs with
+	// no switch-in); the profile then says so, and collect notes it in the
+	// manifest.
+	if why := perfscript.OffCPUIncomplete(p); why != "" {
+		t.Logf("the kernel's recording is incomplete (%s); off-CPU time by function: %v", why, by)
+	} else if by["nanosleep"] < 100*time.Millisecond {
+		t.Errorf("off-CPU time by function: %v, and the profile does not say it is incomplete", by)
 	}
 }
 

@@ -57,10 +57,17 @@ func ParseOffCPUOf(r io.Reader, keep func(pid int) bool) (*profile.Profile, erro
 	var cur *out
 	var curTID int
 	var first, last float64
-	events := 0
+	events, outs, lost := 0, 0, 0
 	flush := func() {
 		if cur != nil {
+			if _, open := off[curTID]; open {
+				// Switched out again with no switch-in in between: the
+				// kernel did not report it, and the earlier interval's
+				// end is unknown.
+				lost++
+			}
 			off[curTID] = *cur
+			outs++
 		}
 		cur = nil
 	}
@@ -108,7 +115,27 @@ func ParseOffCPUOf(r io.Reader, keep func(pid int) bool) (*profile.Profile, erro
 	}
 	p := b.p
 	p.DurationNanos = int64((last - first) * 1e9)
+	if lost > 0 {
+		p.Comments = append(p.Comments, fmt.Sprintf("%s%d of %d switch-outs of the recorded threads had no switch-in reported by the kernel; their off-CPU time is not counted", incompletePrefix, lost, outs))
+	}
 	return p, nil
+}
+
+// incompletePrefix starts the comment of a profile whose recording missed
+// switch-ins. Seen on a 6.18 kernel in a 2-core VM: a thread woken on an
+// idle CPU was switched in with no sched_switch event (702 switch-outs, 12
+// switch-ins on one CPU in a second), so its sleeps had no end.
+const incompletePrefix = "incomplete: "
+
+// OffCPUIncomplete says how an off-CPU profile undercounts, or "" when
+// every switch-out of its threads had its switch-in.
+func OffCPUIncomplete(p *profile.Profile) string {
+	for _, c := range p.Comments {
+		if after, ok := strings.CutPrefix(c, incompletePrefix); ok {
+			return after
+		}
+	}
+	return ""
 }
 
 type switchEvent struct {

@@ -47,6 +47,34 @@ func TestOffCPUByStackAndState(t *testing.T) {
 	}
 }
 
+// A thread switched out twice with no switch-in between (the kernel did not
+// report it) has an interval with no end: the profile says how many, and
+// the golden recording, complete, says nothing.
+func TestOffCPUMissingSwitchIns(t *testing.T) {
+	out := func(at string) string {
+		return "napper 7/7 " + at + ": sched:sched_switch: prev_comm=napper prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n" +
+			"\t    ffff clock_nanosleep (/usr/lib/libc.so.6)\n\n"
+	}
+	in := func(at string) string {
+		return "swapper 0/0 " + at + ": sched:sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=napper next_pid=7 next_prio=120\n\n"
+	}
+	p, err := ParseOffCPU(strings.NewReader(out("1.000")+in("1.005")+out("1.006")+out("1.012")+out("1.018")+in("1.023")), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := OffCPUIncomplete(p); !strings.HasPrefix(got, "2 of 4 switch-outs") {
+		t.Errorf("incomplete: %q", got)
+	}
+	f, err := os.Open("testdata/sched_switch.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p, err := ParseOffCPU(f, 18439); err != nil || OffCPUIncomplete(p) != "" {
+		t.Errorf("the golden recording: %v, incomplete %q", err, OffCPUIncomplete(p))
+	}
+}
+
 // Lines of other programs, or no sched_switch at all, give no samples.
 func TestOffCPUOfOtherContent(t *testing.T) {
 	if _, err := ParseOffCPU(strings.NewReader("perf 1/1 1.0: cpu-clock:\n\tffff f (k)\n\n"), 1); err != ErrNoSamples {
