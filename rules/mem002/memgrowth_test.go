@@ -179,6 +179,25 @@ func TestCacheFillingToItsCapIsBounded(t *testing.T) {
 	}
 }
 
+// A leak whose last snapshots repeat the one before (no collection
+// completed between them: a growing heap's goal doubles with it) has not
+// levelled off: those snapshots saw nothing.
+func TestSnapshotsWithoutACollectionDoNotLevel(t *testing.T) {
+	defer clear(leaky)
+	defer withBallast()()
+	series := []*profile.Profile{heap(t)}
+	for range 2 {
+		remember(2048, 8<<10) // +16 MiB a step, never trimmed
+		series = append(series, heap(t))
+	}
+	last := series[len(series)-1]
+	series = append(series, last.Copy(), last.Copy())
+	logShape(t, series)
+	if f := one(t, evidenceOf(series...)); strings.Contains(f.Summary, "levelled off") {
+		t.Errorf("a leak seen by two snapshots with no collection after them read as levelled off: %q", f.Summary)
+	}
+}
+
 // logShape logs what the levelled-off test reads: the series' last third's
 // growth over its first two thirds'.
 func logShape(t *testing.T, series []*profile.Profile) {
