@@ -129,14 +129,7 @@ const incompletePrefix = "incomplete: "
 
 // OffCPUIncomplete says how an off-CPU profile undercounts, or "" when
 // every switch-out of its threads had its switch-in.
-func OffCPUIncomplete(p *profile.Profile) string {
-	for _, c := range p.Comments {
-		if after, ok := strings.CutPrefix(c, incompletePrefix); ok {
-			return after
-		}
-	}
-	return ""
-}
+func OffCPUIncomplete(p *profile.Profile) string { return commentAfter(p, incompletePrefix) }
 
 type switchEvent struct {
 	comm                       string // the thread switched out

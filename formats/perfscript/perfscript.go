@@ -104,10 +104,13 @@ func ParseEvents(r io.Reader, opt Options) ([]*profile.Profile, error) {
 const EventComment = "perf event "
 
 // Event is the perf event a converted profile sampled ("cycles:u"), or "".
-func Event(p *profile.Profile) string {
+func Event(p *profile.Profile) string { return commentAfter(p, EventComment) }
+
+// commentAfter is the rest of p's first comment that starts with prefix, or "".
+func commentAfter(p *profile.Profile, prefix string) string {
 	for _, c := range p.Comments {
-		if ev, ok := strings.CutPrefix(c, EventComment); ok {
-			return ev
+		if rest, ok := strings.CutPrefix(c, prefix); ok {
+			return rest
 		}
 	}
 	return ""
