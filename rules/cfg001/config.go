@@ -208,8 +208,11 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		},
 		Frames: cpu.Matched(gcDriven, 12),
 	}
+	// Barriers under half a percent are not worth a word.
+	barrierNote := ""
 	if barrier >= 0.005 {
 		f.Evidence = append(f.Evidence, rules.Share("write barriers' share of CPU (on while the collector marks)", barrier))
+		barrierNote = fmt.Sprintf(", and the write barriers' %s (on only while the collector marks, so they go as the cycles do)", human.Percent(barrier))
 	}
 	if live > 0 {
 		f.Evidence = append(f.Evidence, rules.Bytes("live heap", live))
@@ -227,10 +230,6 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 			return st.Written() + " (environment)"
 		}
 		return fmt.Sprintf("%s=%s (set in code, %s, or by a library: not in the environment)", name, value, call)
-	}
-	barrierNote := ""
-	if barrier >= 0.005 {
-		barrierNote = fmt.Sprintf(", and the write barriers' %s (on only while the collector marks, so they go as the cycles do)", human.Percent(barrier))
 	}
 	tryIt := "perfdoctor try starts the service with the new setting and measures both (--only CFG001)."
 	if !fromEnv("GOGC") && !fromEnv("GOMEMLIMIT") {
