@@ -120,6 +120,18 @@ type Item struct {
 	Note string `json:"note,omitempty"`
 }
 
+// AddNote adds note to what the item's Note says, after a semicolon; an
+// empty note adds nothing.
+func (it *Item) AddNote(note string) {
+	switch {
+	case note == "":
+	case it.Note == "":
+		it.Note = note
+	default:
+		it.Note += "; " + note
+	}
+}
+
 // RuntimeInfo is what is known of the target's Go runtime settings, each with
 // where it was learned, since a remote target shows less than a local one.
 type RuntimeInfo struct {

@@ -140,11 +140,8 @@ func (w *Writer) Annotate(name, note string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := range w.items {
-		if it := &w.items[i]; it.Name == name {
-			if it.Note != "" {
-				it.Note += "; "
-			}
-			it.Note += note
+		if w.items[i].Name == name {
+			w.items[i].AddNote(note)
 		}
 	}
 }

@@ -231,24 +231,14 @@ func (c *collector) annotate(name string, attempts int, note string) {
 	if attempts > 1 {
 		c.items[name].Attempts = attempts
 	}
-	c.appendNote(name, note)
+	c.items[name].AddNote(note)
 }
 
 // addNote adds to what the manifest says of an item's data.
 func (c *collector) addNote(name, note string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.appendNote(name, note)
-}
-
-func (c *collector) appendNote(name, note string) {
-	switch mi := c.items[name]; {
-	case note == "":
-	case mi.Note == "":
-		mi.Note = note
-	default:
-		mi.Note += "; " + note
-	}
+	c.items[name].AddNote(note)
 }
 
 func plural(n int, what string) string {
