@@ -338,10 +338,13 @@ func (m *matching) outermost(s evidence.Sample) *evidence.Frame {
 // no cache rootward of fn, outside the reply to the client: what a cache
 // hit removes.
 func (m *matching) under(fn string) func(evidence.Sample) bool {
+	// Read once per frame, not once per frame of every sample: the
+	// engine asks the claim of every sample again when it arbitrates.
+	in := m.st.FrameHits(func(f string) bool { return f == fn })
 	return func(s evidence.Sample) bool {
 		at := -1
 		for i, id := range s.Frames {
-			if m.st.Frames[id].Func == fn {
+			if in[id] {
 				at = i
 			}
 		}
