@@ -66,17 +66,18 @@ func dragOverhead(st *evidence.Stacks, fs []Finding) {
 	o := float64(unowned) / float64(st.Total)
 	for i := range fs {
 		f := &fs[i]
-		// Only a share read from the samples the finding owns: one read
-		// from other evidence (NET003's kernel share from /proc) or
-		// scaled by the rule's own model has its own basis.
-		if f.Resource != "cpu" || f.CausedBy != "" || f.Growing || f.Claim == nil || f.Claim.CPU == nil || f.Impact <= 0 ||
-			f.Cost == nil || f.Cost.CPUClaimed <= 0 || f.Impact > 1.05*f.Cost.CPUOwned+0.005 {
-			continue
-		}
 		lo, hi := f.Impact, f.Impact
 		stated := f.ImpactRange != nil
 		if stated {
 			lo, hi = f.ImpactRange[0], f.ImpactRange[1]
+		}
+		// Only a share read from the samples the finding owns (its
+		// estimate, or the floor of a range it states): one read from
+		// other evidence (NET003's kernel share from /proc) or scaled by
+		// the rule's own model has its own basis.
+		if f.Resource != "cpu" || f.CausedBy != "" || f.Growing || f.Claim == nil || f.Claim.CPU == nil || f.Impact <= 0 ||
+			f.Cost == nil || f.Cost.CPUClaimed <= 0 || min(lo, f.Impact) > 1.05*f.Cost.CPUOwned+0.005 {
+			continue
 		}
 		// The program's work and its configuration drive the collector
 		// and the scheduler; the kernel's work and the runtime's own do
@@ -100,3 +101,19 @@ func dragOverhead(st *evidence.Stacks, fs []Finding) {
 
 // maxShare keeps a share removed below all of the CPU.
 const maxShare = 0.999
+
+// Midway is the estimate of what a fix removes when it removes at least
+// low, at most high, and the evidence cannot place it between them: the
+// range's top adds parts of which the frames cannot say how much goes with
+// the fix (the collector's share, the JIT compilers', the rest of a pass or
+// of query execution), and counting none of them, the range's floor, was
+// low on every measured intervention whose finding stated such a range:
+// GOGC=20 1.66x measured against its floor's 1.37x (range top 1.68x),
+// Spring Boot's DEBUG level 1.74x against 1.25x (top 1.94x), PostgreSQL's
+// missing index 49.7x against 26.5x (top 52.9x), the Pushgateway's
+// consistency check 167x against 37.4x (top 46.7x), VictoriaMetrics'
+// disabled cache 5.32x against 4.93x (top 5.54x). Half of what the evidence
+// cannot place is the estimate that errs least at either end.
+func Midway(low, high float64) float64 {
+	return low + (max(high, low)-low)/2
+}

@@ -61,6 +61,28 @@ func TestStatedRangeKeepsItsTop(t *testing.T) {
 	}
 }
 
+// An estimate set midway in a stated range sits above the samples the
+// finding owns; the range's floor is still what it owns, so the work drags
+// its collector as before (H2's missing index: the walk, 62% of the JVM's
+// CPU, estimated midway to all of query execution).
+func TestMidwayEstimateStillDrags(t *testing.T) {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(
+		testprof.Stack{Value: 40, Funcs: []string{"main.format"}},
+		testprof.Stack{Value: 50, Funcs: []string{"main.other"}},
+		testprof.Stack{Value: 10, Funcs: []string{"runtime.gcBgMarkWorker"}},
+	)})
+	r := &rules.Rule{ID: "R", Class: "hot-function", Needs: []rules.Input{rules.CPU}, Facts: []facts.Key{facts.CPUStacks}, Check: func(p *rules.Pass) error {
+		cpu := facts.Get(p.Facts, facts.CPUStacks)
+		p.Report(rules.Finding{Severity: rules.High, Resource: "cpu", Impact: rules.Midway(0.4, 0.6), ImpactRange: &[2]float64{0.4, 0.6},
+			Claim: &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.FuncPrefix("main.format"))}})
+		return nil
+	}}
+	f := rules.Run(facts.New(ev), []*rules.Rule{r}).Findings[0]
+	if math.Abs(f.Impact-0.5/0.9) > 1e-9 || math.Abs(f.ImpactRange[0]-0.4) > 1e-9 || math.Abs(f.ImpactRange[1]-0.7) > 1e-9 {
+		t.Errorf("impact %.3f range %v, want 0.556 [0.40, 0.70]", f.Impact, f.ImpactRange)
+	}
+}
+
 // What the work drags is added after the engine kept the CPU impacts within
 // all of the CPU, so it must not take them above it: 60% in the program's
 // code beside 20% of unowned GC is estimated at 75%, and a finding read from

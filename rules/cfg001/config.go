@@ -193,13 +193,15 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	inBarrier := cpu.Has(frames.WriteBarrierFrames)
 	barrier := cpu.ShareWhere(func(s evidence.Sample) bool { return inBarrier(s) && !inGC(s) })
 	driven := gcShare + barrier
+	// At least the cycles' share of the GC and the barriers; at most the
+	// GC, the barriers and the allocation slow path it slows (sweeping and
+	// span refills on allocation, assists held at the limit), which part of
+	// that the profile cannot say.
+	low, high := min(driven*removed, 0.999), min(driven+facts.Get(pass.Facts, facts.GCCost).Malloc, 0.999)
 	f := rules.Finding{
-		Resource: "cpu",
-		Impact:   min(driven*removed, 0.999),
-		// At most the GC, the barriers and the allocation slow path it
-		// slows (sweeping and span refills on allocation, assists held at
-		// the limit).
-		ImpactRange:     &[2]float64{min(driven*removed, 0.999), min(driven+facts.Get(pass.Facts, facts.GCCost).Malloc, 0.999)},
+		Resource:        "cpu",
+		Impact:          rules.Midway(low, high),
+		ImpactRange:     &[2]float64{low, high},
 		OverheadCounted: true,
 		Evidence: []rules.Fact{
 			rules.Share("GC share of CPU", gcShare),
@@ -279,11 +281,17 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		f.ImpactBasis = fmt.Sprintf("%s%s; GOGC=%d makes cycles %s as rare (GC CPU follows the cycle count over a steady live heap), so at least %s of the GC's share goes, at most all of it and the allocation slow path",
 			basis, barrierNote, target, timesRarer(effective, target), human.Percent(removed))
 	}
-	f.Severity = rules.SeverityFor(f.Impact)
+	f.ImpactBasis += midwayBasis
+	// Severity from what the frames show the fix removes.
+	f.Severity = rules.SeverityFor(low)
 	f.Caveats = append(f.Caveats, "More headroom costs memory: check the peak heap against what the service may use.")
 	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: cpu.Has(gcDriven)}
 	pass.Report(f)
 }
+
+// midwayBasis ends the basis of an estimate set midway in its range
+// (rules.Midway).
+const midwayBasis = "; the estimate is midway between the two ends: which part of the rest goes with the fix the profile cannot say"
 
 // gcDriven is the CPU a GC setting drives: the collector's and the write
 // barriers it turns on while marking.
@@ -370,12 +378,12 @@ func cacheOff(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	gc := cpu.Share(collector)
 	f := rules.Finding{
 		Resource:    "cpu",
-		Impact:      share,
+		Impact:      rules.Midway(share, min(share+gc, 0.999)),
 		ImpactRange: &[2]float64{share, min(share+gc, 0.999)},
 		// The collector its garbage drove is in the range's top already.
 		OverheadCounted: true,
 		Severity:        rules.SeverityFor(share),
-		ImpactBasis:     "share of CPU samples outside the delivery of answers (the HTTP server's machinery, socket I/O, compression, encoding, logging) and the runtime's background work: what a cache hit skips when answers repeat; at most that and the GC its garbage drives",
+		ImpactBasis:     "share of CPU samples outside the delivery of answers (the HTTP server's machinery, socket I/O, compression, encoding, logging) and the runtime's background work: what a cache hit skips when answers repeat; at most that and the GC its garbage drives" + midwayBasis,
 		Summary: fmt.Sprintf("%s turns a cache off (%s): %s of CPU computes answers a cache would keep",
 			flag.Written(), flag.Source, human.Percent(share)),
 		Evidence: []rules.Fact{
@@ -461,7 +469,7 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	}
 	f := rules.Finding{
 		Resource:    "cpu",
-		Impact:      share,
+		Impact:      rules.Midway(share, min(share+gc+jit, 0.999)),
 		ImpactRange: &[2]float64{share, min(share+gc+jit, 0.999)},
 		// The collector its garbage drove is in the range's top already.
 		OverheadCounted: true,
@@ -482,6 +490,7 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		f.Evidence = append(f.Evidence, rules.Share("JIT compilers' share of CPU", jit))
 		f.ImpactBasis += fmt.Sprintf(", and the JIT compilers' %s: the code the level turns on is compiled as it gets hot, and the profile cannot say which part of the compiling is the logging's", human.Percent(jit))
 	}
+	f.ImpactBasis += midwayBasis
 	if set.Source == facts.SourceProperty || set.Source == facts.SourceJVMOption {
 		f.Config = &rules.ConfigFix{Gain: share, Changes: []rules.ConfigChange{{Kind: rules.ConfigJVMFlag, Name: set.Name + "=", Value: "INFO", Now: set.Value}}}
 	}

@@ -68,9 +68,9 @@ func TestGOGCBelowTheDefaultUnderABusyCollector(t *testing.T) {
 	}
 	f := fs[0]
 	// GC at 40%: GOGC=100 makes cycles 5x rarer, 80% of the GC's share
-	// at least, all of it at most.
-	if !near(f.Impact, 0.32) || f.ImpactRange == nil || !near(f.ImpactRange[0], 0.32) || !near(f.ImpactRange[1], 0.40) {
-		t.Errorf("impact %.3f range %v, want 0.32 [0.32, 0.40]", f.Impact, f.ImpactRange)
+	// at least, all of it at most, the estimate midway.
+	if !near(f.Impact, 0.36) || f.ImpactRange == nil || !near(f.ImpactRange[0], 0.32) || !near(f.ImpactRange[1], 0.40) {
+		t.Errorf("impact %.3f range %v, want 0.36 [0.32, 0.40]", f.Impact, f.ImpactRange)
 	}
 	if f.Severity != rules.High || !strings.Contains(f.Summary, "GOGC=20 (environment)") || !strings.Contains(f.Fix, "perfdoctor try") {
 		t.Errorf("%s: %s / %s", f.Severity, f.Summary, f.Fix)
@@ -91,8 +91,8 @@ func TestGOGCCountsTheWriteBarriers(t *testing.T) {
 		t.Fatalf("want one finding, got %d", len(fs))
 	}
 	f := fs[0]
-	if !near(f.Impact, 0.32) || f.ImpactRange == nil || !near(f.ImpactRange[1], 0.40) {
-		t.Errorf("impact %.3f range %v, want 0.32 [0.32, 0.40]", f.Impact, f.ImpactRange)
+	if !near(f.Impact, 0.36) || f.ImpactRange == nil || !near(f.ImpactRange[0], 0.32) || !near(f.ImpactRange[1], 0.40) {
+		t.Errorf("impact %.3f range %v, want 0.36 [0.32, 0.40]", f.Impact, f.ImpactRange)
 	}
 	if !strings.Contains(f.ImpactBasis, "write barriers' 10%") {
 		t.Errorf("basis does not name the barriers: %s", f.ImpactBasis)
@@ -160,8 +160,9 @@ func TestCacheTurnedOffByAFlag(t *testing.T) {
 		t.Fatalf("want one finding, got %d", len(fs))
 	}
 	f := fs[0]
-	// 750 of 1000 samples compute: outside the writes and the GC.
-	if !near(f.Impact, 0.75) || !near(f.ImpactRange[1], 0.80) || !strings.Contains(f.Summary, "-search.disableCache") {
+	// 750 of 1000 samples compute: outside the writes and the GC, which
+	// the garbage the computing made may be part of.
+	if !near(f.Impact, 0.775) || !near(f.ImpactRange[0], 0.75) || !near(f.ImpactRange[1], 0.80) || !strings.Contains(f.Summary, "-search.disableCache") {
 		t.Errorf("impact %.3f range %v: %s", f.Impact, f.ImpactRange, f.Summary)
 	}
 	// The same flag where delivering the answers is most of the work.
@@ -190,10 +191,13 @@ func TestDebugLogLevel(t *testing.T) {
 		t.Errorf("range %v, want its top at the logging's 30%% (no GC, no compiling)", r)
 	}
 	// A JVM still compiling: the range's top counts the compilers too,
-	// the point stays the loggers'.
+	// the point half of them.
 	fs = run(t, service("/srv/api -log-level debug", nil, 0, map[*[]string]int64{&logWork: 300, &jitWork: 200}))
-	if len(fs) != 1 || !near(fs[0].Impact, 0.3) || fs[0].ImpactRange == nil || !near(fs[0].ImpactRange[1], 0.5) {
-		t.Fatalf("want 30%% [30%%, 50%%] with the compilers at 20%%: %+v", fs)
+	if len(fs) != 1 || !near(fs[0].Impact, 0.4) || fs[0].ImpactRange == nil || !near(fs[0].ImpactRange[0], 0.3) || !near(fs[0].ImpactRange[1], 0.5) {
+		t.Fatalf("want 40%% [30%%, 50%%] with the compilers at 20%%: %+v", fs)
+	}
+	if fs[0].Severity != rules.High {
+		t.Errorf("severity %s, want high from the loggers' own 30%%", fs[0].Severity)
 	}
 	if fs := run(t, service("/srv/api -v=5", nil, 0, map[*[]string]int64{&logWork: 300})); len(fs) != 1 {
 		t.Errorf("klog -v=5: %d findings", len(fs))

@@ -271,8 +271,8 @@ func finding(pass *rules.Pass, fam *family, fi int, m *matching, cpu *evidence.S
 		onStack, atInit := cpu.Has(func(fn string) bool { return fn == caller }), cpu.Has(startup)
 		whole := cpu.ShareWhere(func(s evidence.Sample) bool { return onStack(s) && !atInit(s) })
 		if whole > share {
-			f.ImpactRange = &[2]float64{share, whole}
-			f.ImpactBasis += "; at most the whole pass of " + name(caller) + ", which the incremental check removes"
+			f.Impact, f.ImpactRange = rules.Midway(share, whole), &[2]float64{share, whole}
+			f.ImpactBasis += "; at most the whole pass of " + name(caller) + ", which the incremental check removes; the estimate is midway, since how much of the pass besides the matched work goes the profile cannot say"
 			f.Evidence = append(f.Evidence, rules.Share("CPU under "+name(caller)+" (the whole pass)", whole))
 		}
 	}

@@ -127,14 +127,14 @@ func check(pass *rules.Pass) error {
 		inScan = func(s evidence.Sample) bool { return scan(s) || node(s) || (perRow(s) && query(s)) }
 	}
 	work := cpu.ShareWhere(inScan)
-	impact, high := work, max(work, scanQueries)
+	low, high := work, max(work, scanQueries)
 	f := rules.Finding{
-		Severity:    rules.SeverityFor(impact),
-		Impact:      impact,
-		ImpactRange: &[2]float64{impact, high},
+		Severity:    rules.SeverityFor(low),
+		Impact:      rules.Midway(low, high),
+		ImpactRange: &[2]float64{low, high},
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU walking tables and testing each row: an index turns a lookup into one B-tree descent, so both go; " +
-			"the high end is all query execution, which the scan's queries may be most of",
+			"the high end is all query execution, which the scan's queries may be most of; the estimate is midway, since how much of the rest of the execution the index also saves the profile cannot say",
 		Summary: fmt.Sprintf("%s scans whole tables to answer queries: walking the rows and testing each is %s of CPU",
 			best.name, human.Percent(work)),
 		Evidence: []rules.Fact{
