@@ -72,43 +72,69 @@ var NativeLoggerLibraries = []Logger{
 
 // KernelFileWrite is a write() to a regular file as perf shows it: the
 // file system's buffered write path, or the file position lock that
-// write() takes only on regular files (fdget_pos; several processes
-// appending to one shared file spin and sleep on it).
+// write() takes only on regular files (fdget_pos, and __f_unlock_pos that
+// releases it; several processes appending to one shared file spin and
+// sleep on it).
 var KernelFileWrite = evidence.FuncPrefix("generic_perform_write", "ext4_buffered_write_iter", "ext4_file_write_iter",
 	"xfs_file_buffered_write", "xfs_file_write_iter", "btrfs_buffered_write", "btrfs_do_write_iter", "f2fs_file_write_iter",
-	"shmem_file_write_iter", "fdget_pos")
+	"shmem_file_write_iter", "fdget_pos", "__f_unlock_pos")
+
+// KernelOtherWrite is a write() to anything but a regular file as perf
+// shows it: a socket, a pipe, a terminal, an eventfd.
+var KernelOtherWrite = evidence.FuncPrefix("sock_write_iter", "sock_sendmsg", "__sock_sendmsg", "tcp_sendmsg", "udp_sendmsg",
+	"unix_stream_sendmsg", "unix_dgram_sendmsg", "pipe_write", "tty_write", "file_tty_write", "n_tty_write", "eventfd_write")
 
 // LibcWrite is libc's write() wrapper: where frame-pointer unwinding from
 // the kernel usually stops naming callers, since libc is built without
 // frame pointers.
 var LibcWrite = exact("__GI___libc_write", "__libc_write", "write", "__write", "__write_nocancel", "__GI___write_nocancel")
 
-// UncalledFileWrites reports, for st's samples, whether one is a write()
-// to a regular file with no named caller above libc's wrapper: the code
-// that wrote is lost to the unwinder (every frame above it unsymbolized,
-// or none).
-func UncalledFileWrites(st *evidence.Stacks) func(evidence.Sample) bool {
-	file, libc, unnamed := st.FrameHits(KernelFileWrite), st.FrameHits(LibcWrite), st.FrameHits(Unsymbolized)
-	return func(s evidence.Sample) bool {
-		inFile, at := false, -1
+// WriteTarget is what a write() sample's kernel frames show it wrote to.
+type WriteTarget int
+
+const (
+	// NotUncalledWrite is any sample but a write() with no named caller.
+	NotUncalledWrite WriteTarget = iota
+	// FileWrite is a write() to a regular file (KernelFileWrite).
+	FileWrite
+	// OtherWrite is a write() to a socket, a pipe or a terminal
+	// (KernelOtherWrite).
+	OtherWrite
+	// UnknownTarget is a write() whose frames name no target: the system
+	// call's entry and exit, its permission check, libc's wrapper itself,
+	// the reschedule on the way back to user space.
+	UnknownTarget
+)
+
+// UncalledWrites reports, for st's samples, whether one is a write() with
+// no named caller above libc's wrapper (the code that wrote is lost to the
+// unwinder: every frame above it unsymbolized, or none), and what its
+// kernel frames show it wrote to.
+func UncalledWrites(st *evidence.Stacks) func(evidence.Sample) WriteTarget {
+	file, other, libc, unnamed := st.FrameHits(KernelFileWrite), st.FrameHits(KernelOtherWrite), st.FrameHits(LibcWrite), st.FrameHits(Unsymbolized)
+	return func(s evidence.Sample) WriteTarget {
+		target, at := UnknownTarget, -1
 		for i, f := range s.Frames {
-			if file[f] {
-				inFile = true
+			switch {
+			case file[f]:
+				target = FileWrite
+			case other[f] && target == UnknownTarget:
+				target = OtherWrite
 			}
 			if libc[f] {
 				at = i
 				break
 			}
 		}
-		if !inFile || at < 0 {
-			return false
+		if at < 0 {
+			return NotUncalledWrite
 		}
 		for _, f := range s.Frames[at+1:] {
 			if !unnamed[f] {
-				return false
+				return NotUncalledWrite
 			}
 		}
-		return true
+		return target
 	}
 }
 
