@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,15 @@ func TestScoreAndSummarize(t *testing.T) {
 	// memory, limit and failed cases are not.
 	if s.CPUCases != 3 || s.ThroughputCases != 4 || math.IsNaN(s.CPUPoints) || s.CPUPoints <= 0 {
 		t.Errorf("summary %+v", s)
+	}
+	// The log bias is the median of the three signed CPU errors.
+	var logs []float64
+	for _, c := range []string{"a2", "c4", "r1"} {
+		logs = append(logs, Score(rs[c], Predict(rs[c])).CPULog)
+	}
+	slices.Sort(logs)
+	if !near(s.CPULogBias, logs[1]) {
+		t.Errorf("CPU log bias %.3f, want the median of %v", s.CPULogBias, logs)
 	}
 
 	// A stated range: the measured CPU ratio is inside it when the shares

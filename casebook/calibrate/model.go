@@ -157,6 +157,7 @@ type Summary struct {
 	CPUPoints, CPULog         float64 // median |error|
 	ThroughputLog             float64 // median |error|
 	CPUBias, ThroughputBias   float64 // median error: points, log
+	CPULogBias                float64 // median error of CPU per request, log
 	CPUInside, TputInside     int     // predictions inside the measured interval
 	// CPUInRange and TputInRange count the measured ratios inside the
 	// range the finding states.
@@ -166,7 +167,7 @@ type Summary struct {
 // Summarize scores every result that has a prediction.
 func Summarize(results []*Result) Summary {
 	var s Summary
-	var pts, clog, tlog, cbias, tbias []float64
+	var pts, clog, tlog, cbias, clogBias, tbias []float64
 	for _, r := range results {
 		p := Predict(r)
 		if p.Kind != KindCPU && p.Kind != KindLatency {
@@ -175,7 +176,7 @@ func Summarize(results []*Result) Summary {
 		e := Score(r, p)
 		if !math.IsNaN(e.CPULog) {
 			pts, clog = append(pts, math.Abs(e.CPUPoints)), append(clog, math.Abs(e.CPULog))
-			cbias = append(cbias, e.CPUPoints)
+			cbias, clogBias = append(cbias, e.CPUPoints), append(clogBias, e.CPULog)
 			if r.CPU.Low <= p.CPU && p.CPU <= r.CPU.High {
 				s.CPUInside++
 			}
@@ -195,7 +196,7 @@ func Summarize(results []*Result) Summary {
 	}
 	s.CPUCases, s.ThroughputCases = len(clog), len(tlog)
 	s.CPUPoints, s.CPULog, s.ThroughputLog = median(pts), median(clog), median(tlog)
-	s.CPUBias, s.ThroughputBias = median(cbias), median(tbias)
+	s.CPUBias, s.CPULogBias, s.ThroughputBias = median(cbias), median(clogBias), median(tbias)
 	return s
 }
 
