@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/internal/testprof"
+	"github.com/perfdoctor/perfdoctor/rules"
 )
 
 // The shapes perf records for a native server's log writes (leaf first):
@@ -41,9 +42,10 @@ func TestNginxDebugLogWrites(t *testing.T) {
 	f := res.Findings[0]
 	// The logger's 2%, the 43% of uncalled file writes, and of the 10%
 	// of writes that show no target the file's part, 430 of the 580
-	// that show one: 7.4%. Never the socket's.
-	if f.Impact < 0.52 || f.Impact > 0.53 {
-		t.Errorf("impact %.3f, want the logger's frames, the file writes and their part of the untargeted ones: 0.524", f.Impact)
+	// that show one: 7.4%. Never the socket's. That share, as the engine
+	// estimates a fix that states no range of its own.
+	if want := rules.Estimated(0.524); f.Impact < want-0.005 || f.Impact > want+0.005 {
+		t.Errorf("impact %.3f, want the logger's frames, the file writes and their part of the untargeted ones: 0.524, estimated %.3f", f.Impact, want)
 	}
 	if !strings.Contains(f.Summary, "nginx error_log") || !strings.Contains(f.Summary, "write() calls to the log file") ||
 		!strings.Contains(f.Fix, "error_log") || !strings.Contains(f.Fix, "debug_connection") {
@@ -70,8 +72,8 @@ func TestUntargetedWritesFollowTheTargeted(t *testing.T) {
 	if len(res.Findings) != 1 {
 		t.Fatalf("want a logging-cost finding, got %+v", res)
 	}
-	if f := res.Findings[0]; f.Impact < 0.115 || f.Impact > 0.125 {
-		t.Errorf("impact %.3f, want the logger's frames and the file writes only: 0.12", f.Impact)
+	if f, want := res.Findings[0], rules.Estimated(0.12); f.Impact < want-0.005 || f.Impact > want+0.005 {
+		t.Errorf("impact %.3f, want the logger's frames and the file writes only: 0.12, estimated %.3f", f.Impact, want)
 	}
 }
 

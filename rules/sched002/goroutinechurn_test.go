@@ -248,8 +248,12 @@ func TestShortGoroutinesOwnWorkCounts(t *testing.T) {
 		running time.Duration // per goroutine
 		impact  float64
 	}{
+		// Counting the short goroutines' own work reads beyond the
+		// samples the finding owns, so the engine adds nothing to it; the
+		// churn's own share is estimated as the engine estimates a fix
+		// that states no range of its own.
 		{"short: 50µs each", 50 * time.Microsecond, 0.04 + 0.02 + 0.30},
-		{"long: 5ms each", 5 * time.Millisecond, 0.04 + 0.02},
+		{"long: 5ms each", 5 * time.Millisecond, rules.Estimated(0.04 + 0.02)},
 	} {
 		cpu := testprof.Build(
 			testprof.Stack{Value: 20, Funcs: []string{"runtime.newproc1", "runtime.newproc", "main.(*Limiter).Record", "main.handler"}},
