@@ -31,12 +31,19 @@ type Work struct {
 	// CPUPerUnit is the process's CPU time per unit.
 	CPUPerUnit time.Duration `json:"cpu_per_unit_ns,omitempty"`
 	// ReadsPerUnit and WritesPerUnit are the process's read and write
-	// system calls per unit (sockets, files and pipes; /proc/PID/io), and
-	// BytesInPerUnit, BytesOutPerUnit the bytes they moved.
+	// system calls per unit, its descendants' included (/proc/PID/io:
+	// read, readv, pread, write, writev and pwrite on sockets, files and
+	// pipes, sendfile as one of each; send, recv and their msg forms are
+	// not counted), and BytesInPerUnit, BytesOutPerUnit the bytes they
+	// moved. IOSource says how they were read; IOLowerBound that some
+	// descendants' counters could not be read, so the figures are at least
+	// what the tree did (TreeIO).
 	ReadsPerUnit    float64 `json:"read_syscalls_per_unit,omitempty"`
 	WritesPerUnit   float64 `json:"write_syscalls_per_unit,omitempty"`
 	BytesInPerUnit  float64 `json:"bytes_read_per_unit,omitempty"`
 	BytesOutPerUnit float64 `json:"bytes_written_per_unit,omitempty"`
+	IOSource        string  `json:"io_source,omitempty"`
+	IOLowerBound    bool    `json:"io_lower_bound,omitempty"`
 	// NewConnsPerUnit is the TCP connections opened per unit, accepted and
 	// dialled, in the host's network namespace (/proc/net/snmp: the load
 	// generator's count too when it runs on the host); HasConns says it
@@ -62,7 +69,11 @@ func (w Work) Summary() string {
 		per = append(per, human.RoundDuration(w.CPUPerUnit).String()+" CPU")
 	}
 	if w.ReadsPerUnit > 0 || w.WritesPerUnit > 0 {
-		per = append(per, fmt.Sprintf("%s reads and %s writes", count(w.ReadsPerUnit), count(w.WritesPerUnit)))
+		at := ""
+		if w.IOLowerBound {
+			at = "at least "
+		}
+		per = append(per, fmt.Sprintf("%s%s reads and %s writes", at, count(w.ReadsPerUnit), count(w.WritesPerUnit)))
 	}
 	if w.HasConns {
 		per = append(per, count(w.NewConnsPerUnit)+" new connections")
@@ -110,7 +121,7 @@ func count(v float64) string {
 // load that ran), the process's CPU and what one unit costs.
 var WorkDone = &Fact[Work]{
 	Name:     "work",
-	Doc:      "The unit of work and its cost: units served in the window (the load's results), the process's CPU over the window (/proc, else the CPU profile) against the cores it may use, and per unit its CPU time, read and write system calls, bytes, and new TCP connections.",
+	Doc:      "The unit of work and its cost: units served in the window (the load's results), the process's CPU over the window (/proc with its descendants', else the CPU profile) against the cores it may use, and per unit its CPU time, read and write system calls and their bytes (/proc/PID/io of the process and its descendants, those that exited in the window through their parents' counters; marked a lower bound when some could not be read), and new TCP connections.",
 	Requires: []Key{CoresUsed},
 	Compute:  func(p *Pass) Work { return workDone(p.Evidence, Get(p, CoresUsed)) },
 }
@@ -162,11 +173,14 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 	}
 	if haveDelta && d.Seconds > 0 {
 		rate := func(v uint64) float64 { return float64(v) / d.Seconds / w.PerSecond }
-		if p, q := d.Start.Process, d.End.Process; sameProcess && p.IO != nil && q.IO != nil {
-			w.ReadsPerUnit = rate(sub(q.IO.ReadSyscalls, p.IO.ReadSyscalls))
-			w.WritesPerUnit = rate(sub(q.IO.WriteSyscalls, p.IO.WriteSyscalls))
-			w.BytesInPerUnit = rate(sub(q.IO.ReadChars, p.IO.ReadChars))
-			w.BytesOutPerUnit = rate(sub(q.IO.WriteChars, p.IO.WriteChars))
+		if sameProcess {
+			if io, ok := TreeIO(d.Start, d.End); ok {
+				w.ReadsPerUnit = rate(io.ReadSyscalls)
+				w.WritesPerUnit = rate(io.WriteSyscalls)
+				w.BytesInPerUnit = rate(io.ReadChars)
+				w.BytesOutPerUnit = rate(io.WriteChars)
+				w.IOSource, w.IOLowerBound = io.Source(), io.Unread > 0
+			}
 		}
 		active, ok1 := d.Counter("Tcp.ActiveOpens")
 		passive, ok2 := d.Counter("Tcp.PassiveOpens")
@@ -186,11 +200,116 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 	return w
 }
 
-func sub(b, a uint64) uint64 {
-	if b < a {
-		return 0
+// IODelta is the I/O a process tree did between two snapshots of it:
+// system calls and the bytes they moved (ProcessIO's counters), and how
+// many of its processes were counted and could not be.
+type IODelta struct {
+	ReadSyscalls, WriteSyscalls, ReadChars, WriteChars uint64
+	// Descendants counts the descendants whose counters are in the figures
+	// (seen at the end; those that exited are in their parent's), Unread
+	// those seen whose counters could not be read, or not listed at the
+	// end (SystemSnapshot.MoreChildren): the figures are a lower bound.
+	Descendants, Unread int
+}
+
+// Source says where the figures came from, for the report.
+func (d IODelta) Source() string {
+	s := "/proc/PID/io"
+	if d.Descendants > 0 {
+		s += fmt.Sprintf(", with %d descendants", d.Descendants)
 	}
-	return b - a
+	if d.Unread > 0 {
+		s += fmt.Sprintf(", a lower bound: %d descendants unread", d.Unread)
+	}
+	return s
+}
+
+// TreeIO is the I/O a process and its descendants did between two
+// snapshots of its tree: the process's own difference, each descendant's
+// seen at both ends (the same PID and start time: a reused PID is a new
+// process, never a difference against another's counters), all of each
+// born in the window, and those that exited: the kernel adds a child's
+// counters to its parent's when the parent reaps it, as it does its CPU
+// time, so the parents' gain holds them, less what the gone ones had done
+// by the start (their start counters, subtracted).
+//
+// ok is false when the figures would be unknown or could be too high:
+// the process's own counters unread at either end, a descendant gone in
+// the window whose start counters were unread, or descendants at the
+// start beyond those listed (MoreChildren: any that exited in the window
+// would count their whole life). Descendants seen whose counters could
+// not be read are left out and counted in Unread (a lower bound), as are
+// those beyond the list at the end, and a descendant first seen at the
+// end that started before the start snapshot (its earlier work is not
+// the window's). Children reaped without a wait (SIGCHLD ignored) take
+// their counters with them, as their CPU time.
+func TreeIO(start, end *bundle.SystemSnapshot) (d IODelta, ok bool) {
+	if start == nil || end == nil || start.Process == nil || end.Process == nil ||
+		start.Process.IO == nil || end.Process.IO == nil || start.MoreChildren > 0 {
+		return d, false
+	}
+	var reads, writes, in, out int64
+	add := func(sign int64, io *bundle.ProcessIO) {
+		reads += sign * int64(io.ReadSyscalls)
+		writes += sign * int64(io.WriteSyscalls)
+		in += sign * int64(io.ReadChars)
+		out += sign * int64(io.WriteChars)
+	}
+	add(1, end.Process.IO)
+	add(-1, start.Process.IO)
+	type key struct {
+		pid   int
+		start float64
+	}
+	before := map[key]*bundle.ProcessIO{}
+	unreadBefore := map[key]bool{}
+	for _, c := range start.Children {
+		k := key{c.PID, c.StartTime}
+		if c.IO == nil {
+			unreadBefore[k] = true
+			continue
+		}
+		before[k] = c.IO
+	}
+	// A process first seen at the end that had started a while before the
+	// start snapshot was not born in the window. Start times come from the
+	// boot time, which /proc gives in whole seconds.
+	bornBefore := func(c bundle.ProcessInfo) bool {
+		return !start.Time.IsZero() && c.StartTime > 0 && c.StartTime < float64(start.Time.UnixNano())/1e9-2
+	}
+	for _, c := range end.Children {
+		k := key{c.PID, c.StartTime}
+		b, seen := before[k]
+		switch {
+		case unreadBefore[k]:
+			delete(unreadBefore, k)
+			d.Unread++
+		case c.IO == nil:
+			d.Unread++
+		case seen:
+			add(1, c.IO)
+			add(-1, b)
+			d.Descendants++
+		case bornBefore(c):
+			d.Unread++
+		default:
+			add(1, c.IO)
+			d.Descendants++
+		}
+		delete(before, k)
+	}
+	if len(unreadBefore) > 0 {
+		// Gone with what they had done by the start unknown: their
+		// parents' gain holds all of it.
+		return IODelta{}, false
+	}
+	for _, b := range before {
+		add(-1, b) // gone: their parent's counters hold all they did
+	}
+	d.Unread += end.MoreChildren
+	d.ReadSyscalls, d.WriteSyscalls = uint64(max(reads, 0)), uint64(max(writes, 0))
+	d.ReadChars, d.WriteChars = uint64(max(in, 0)), uint64(max(out, 0))
+	return d, true
 }
 
 // descendantsCPU is the CPU seconds a process's descendants used between

@@ -428,8 +428,9 @@ func check(pass *rules.Pass) error {
 	if !ok || waitsOnSyncs(pass.Evidence, w.Cores) {
 		return nil
 	}
-	// Pipelined or batched already: far fewer answers than units.
-	if w.WritesPerUnit > 0 && w.WritesPerUnit < minWritesPerUnit {
+	// Pipelined or batched already: far fewer answers than units (a lower
+	// bound, some of the tree's counters unread, cannot say so).
+	if w.WritesPerUnit > 0 && w.WritesPerUnit < minWritesPerUnit && !w.IOLowerBound {
 		return nil
 	}
 	classify := classifier(pass)
