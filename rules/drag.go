@@ -101,7 +101,7 @@ func dragOverhead(st *evidence.Stacks, fs []Finding) {
 			// The fix is estimated at the median ratio of its estimate
 			// and its symptoms' share, the symptoms keeping what they
 			// own.
-			e := explainedCPU(fs, f.ID)
+			e := explainedCPU(fs, *f)
 			f.Impact = max(f.Impact, Estimated(lo+e)-e)
 			hi = max(hi, min(lo*unseenHigh, maxUnseen))
 			f.ImpactBasis += fmt.Sprintf("; the estimate is at least %.1f times the share its frames (and its symptoms) hold, the median of what measured fixes removed beyond them, and the range's top %.1f times, the most", unseenEstimate, unseenHigh)
@@ -120,12 +120,16 @@ func Estimated(share float64) float64 {
 	return min(share*unseenEstimate, maxUnseen)
 }
 
-// explainedCPU is the CPU the symptoms of finding id own: what Gain adds to
-// the cause's impact.
-func explainedCPU(fs []Finding, id string) float64 {
+// explainedCPU is the CPU the symptoms of cause own: what its fix removes
+// besides its own share (Gain). A symptom is linked either way: its
+// CausedBy, or the cause's Explains (which Rank fills). What a symptom owns
+// of the CPU samples is disjoint from the cause's; an impact read from
+// other evidence (/proc times) may overlap the cause's share, so it counts
+// up to what the symptom owns.
+func explainedCPU(fs []Finding, cause Finding) float64 {
 	var e float64
 	for _, g := range fs {
-		if g.CausedBy == id && g.Resource == "cpu" {
+		if (g.CausedBy == cause.ID || slices.Contains(cause.Explains, g.ID)) && g.Resource == "cpu" {
 			v := g.Impact
 			if g.Cost != nil && g.Cost.CPUClaimed > 0 {
 				v = min(v, g.Cost.CPUOwned)

@@ -183,20 +183,7 @@ func Gain(fs []Finding, i int) (share, times, low, high float64, ok bool) {
 	}
 	var explained float64
 	if f.Resource == "cpu" {
-		for _, id := range f.Explains {
-			for _, g := range fs {
-				if g.ID == id && g.Resource == "cpu" {
-					// What the symptom owns of the CPU samples is disjoint
-					// from the cause's; an impact read from other evidence
-					// (/proc times) may overlap the cause's share.
-					v := g.Impact
-					if g.Cost != nil && g.Cost.CPUClaimed > 0 {
-						v = min(v, g.Cost.CPUOwned)
-					}
-					explained += v
-				}
-			}
-		}
+		explained = explainedCPU(fs, f)
 	}
 	mult := func(s float64) float64 { return 1 / (1 - min(s+explained, 0.999)) }
 	share = min(f.Impact+explained, 0.999)
