@@ -59,29 +59,46 @@ func TestJSONMatchesSchema(t *testing.T) {
 }
 
 // reportWithBuild is sampleReport's evidence with build information whose
-// every field is set, so a field added to bundle.BuildInfo without the
-// schema fails here, not first in a live run's report.
+// every field is set, and a unit of work whose every field is set, so a
+// field added to bundle.BuildInfo or facts.Work without the schema fails
+// here, not first in a live run's report.
 func reportWithBuild(t *testing.T) *Report {
 	t.Helper()
 	b := &bundle.BuildInfo{}
-	v := reflect.ValueOf(b).Elem()
-	for i := range v.NumField() {
-		switch f := v.Field(i); f.Kind() {
-		case reflect.String:
-			f.SetString("x")
-		case reflect.Slice:
-			f.Set(reflect.ValueOf([]string{"x"}))
-		default:
-			t.Fatalf("BuildInfo.%s: set a value of kind %s here", v.Type().Field(i).Name, f.Kind())
-		}
-	}
+	setEveryField(t, b)
 	rep := sampleReport(t)
 	rep.Evidence.SystemEnd = &bundle.SystemSnapshot{Time: time.Now(), Process: &bundle.ProcessInfo{Build: b}}
 	rep = New(rep.Tool, facts.New(rep.Evidence), rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
 	if rep.Inputs.Build != b {
 		t.Fatalf("build information not in the report's inputs: %+v", rep.Inputs)
 	}
+	w := &facts.Work{}
+	setEveryField(t, w)
+	rep.Inputs.Work = w
 	return rep
+}
+
+// setEveryField gives each field of the struct v points to a value its
+// JSON form shows (not omitted as empty).
+func setEveryField(t *testing.T, v any) {
+	t.Helper()
+	s := reflect.ValueOf(v).Elem()
+	for i := range s.NumField() {
+		switch f := s.Field(i); f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(1)
+		case reflect.Float64:
+			f.SetFloat(1)
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]string{"x"}))
+		default:
+			t.Fatalf("%s.%s: set a value of kind %s here", s.Type().Name(), s.Type().Field(i).Name, f.Kind())
+		}
+	}
 }
 
 // reportWithLoad is sampleReport's evidence plus a real open-loop load.json
