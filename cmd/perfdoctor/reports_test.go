@@ -47,12 +47,12 @@ func gcHeavy(gc int64) *profile.Profile {
 func TestDiagnoseNewFormats(t *testing.T) {
 	dir := t.TempDir()
 	cpu := writeProfile(t, dir, "cpu.pb.gz", gcHeavy(300))
-	// Both findings are high; keeping the connections is estimated at 1.5
-	// times the dial's 25% (what a connection drags besides its frames),
-	// above the collector's 30%, so it ranks first.
+	// Both findings are high; the collector's 30% is estimated at 1.3
+	// times (what fixes removed beyond their frames), above keeping the
+	// connections at 1.5 times the dial's 25%, so it ranks first.
 	for format, want := range map[string]string{
-		"html":     `<article class="finding sev-high" id="finding-1" data-rank="1" data-rule="NET001"`,
-		"markdown": "| 1 | **high** | connection-churn | NET001 |",
+		"html":     `<article class="finding sev-high" id="finding-1" data-rank="1" data-rule="GC001"`,
+		"markdown": "| 1 | **high** | gc-pressure | GC001 |",
 		"sarif":    `"ruleId": "GC001"`,
 	} {
 		t.Run(format, func(t *testing.T) {
