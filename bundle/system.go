@@ -73,6 +73,15 @@ type NetInfo struct {
 	ProcessSockets bool `json:"process_sockets,omitempty"`
 	// Listeners are the listening sockets with their accept queues.
 	Listeners []Listener `json:"listeners,omitempty"`
+	// UDPPeers are the remote endpoints of the target's connected UDP
+	// sockets (its descendants' included when the snapshot is of its
+	// tree), most sockets first, at most MaxRemotes: a DNS forwarder's
+	// upstreams, a statsd client's server. Unconnected sockets name no peer.
+	UDPPeers []UDPPeer `json:"udp_peers,omitempty"`
+	// UDPPeersRead says UDPPeers was read: a snapshot of a target whose
+	// descriptors could be read by a collector that records them. Without
+	// it nothing is known of the target's UDP peers.
+	UDPPeersRead bool `json:"udp_peers_read,omitempty"`
 	// Counters are cumulative kernel counters from /proc/net/snmp and
 	// /proc/net/netstat, named "Tcp.RetransSegs", "TcpExt.ListenOverflows", ...
 	Counters  map[string]uint64 `json:"counters,omitempty"`
@@ -100,6 +109,29 @@ type RemoteEndpoint struct {
 	// connections); TIME_WAIT sockets have no owner.
 	Process int `json:"process,omitempty"`
 }
+
+// UDPPeer is the target's connected UDP sockets to one remote endpoint.
+type UDPPeer struct {
+	Addr    string `json:"addr"` // host:port
+	Sockets int    `json:"sockets"`
+	// Local is the process on this machine that owns the socket the
+	// datagrams reach, for a peer on loopback whose owner could be read
+	// (nil otherwise): its CPU time in two snapshots is what it spent
+	// over the window, answering the target among others.
+	Local *PeerProcess `json:"local,omitempty"`
+}
+
+// PeerProcess is a local peer process at one instant.
+type PeerProcess struct {
+	PID              int     `json:"pid"`
+	Comm             string  `json:"comm"`
+	StartTime        float64 `json:"start_time"` // seconds since the Unix epoch: a PID seen again with another is another process
+	UserCPUSeconds   float64 `json:"user_cpu_seconds"`
+	SystemCPUSeconds float64 `json:"system_cpu_seconds"`
+}
+
+// CPUSeconds is the process's user and system time.
+func (p PeerProcess) CPUSeconds() float64 { return p.UserCPUSeconds + p.SystemCPUSeconds }
 
 // Listener is a listening socket. Queue is the connections waiting for
 // accept; Backlog the most the kernel will queue (min(listen backlog, somaxconn)).

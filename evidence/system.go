@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"sort"
+
 	"github.com/perfdoctor/perfdoctor/bundle"
 )
 
@@ -96,4 +98,40 @@ func (d *SystemDelta) Remote(addr string) (start, end bundle.RemoteEndpoint) {
 		return bundle.RemoteEndpoint{Addr: addr}
 	}
 	return find(d.Start), find(d.End)
+}
+
+// LocalUDPPeer is a local process at the other end of the target's
+// connected UDP sockets to one endpoint, seen in both snapshots.
+type LocalUDPPeer struct {
+	Addr       string
+	PID        int
+	Comm       string
+	Sockets    int     // the target's sockets to it at the end
+	CPUSeconds float64 // its user and system time over the window
+}
+
+// LocalUDPPeers returns the loopback peers of the target's connected UDP
+// sockets whose owner is the same process (PID and start time) in both
+// snapshots, with the CPU it spent between them, busiest first. read is
+// false when either snapshot did not record UDP peers (bundles from before
+// they were, or no target process): then nothing is known of them.
+func (d *SystemDelta) LocalUDPPeers() (peers []LocalUDPPeer, read bool) {
+	if d.Start.Net == nil || d.End.Net == nil || !d.Start.Net.UDPPeersRead || !d.End.Net.UDPPeersRead {
+		return nil, false
+	}
+	start := map[string]*bundle.PeerProcess{}
+	for _, p := range d.Start.Net.UDPPeers {
+		if p.Local != nil {
+			start[p.Addr] = p.Local
+		}
+	}
+	for _, p := range d.End.Net.UDPPeers {
+		a, b := start[p.Addr], p.Local
+		if a == nil || b == nil || a.PID != b.PID || a.StartTime != b.StartTime || b.CPUSeconds() < a.CPUSeconds() {
+			continue
+		}
+		peers = append(peers, LocalUDPPeer{Addr: p.Addr, PID: b.PID, Comm: b.Comm, Sockets: p.Sockets, CPUSeconds: b.CPUSeconds() - a.CPUSeconds()})
+	}
+	sort.Slice(peers, func(i, j int) bool { return peers[i].CPUSeconds > peers[j].CPUSeconds })
+	return peers, true
 }

@@ -39,7 +39,8 @@ func readCPUs(st procfs.Stat) []bundle.CPUTimes {
 	return out
 }
 
-// readNet reads TCP sockets and counters in the network namespace of
+// readNet reads TCP sockets (and, for a target, its connected UDP sockets'
+// peers) and counters in the network namespace of
 // process ns (the target, or perfdoctor itself standing in for the host),
 // and the settings. For a target (target set) its sockets are marked, with
 // those of its descendants in tree: a multi-process server's connections
@@ -63,7 +64,11 @@ func readNet(roots Roots, pfs procfs.FS, ns procfs.Proc, target bool, tree []pro
 		}
 	}
 	// /proc/PID/net is that process's namespace; /proc/net only ours.
-	readSockets(filepath.Join(roots.Proc, strconv.Itoa(ns.PID)), n, own, fail)
+	nsRoot := filepath.Join(roots.Proc, strconv.Itoa(ns.PID))
+	readSockets(nsRoot, n, own, fail)
+	if own != nil {
+		readUDPPeers(nsRoot, pfs, n, own, fail)
+	}
 	n.Counters = map[string]uint64{}
 	if st, err := ns.Snmp(); err != nil {
 		fail("net/snmp", err)
@@ -123,13 +128,21 @@ func socketInodes(p procfs.Proc, fail func(string, error)) map[uint64]bool {
 	}
 	own := map[uint64]bool{}
 	for _, t := range targets {
-		if v, ok := strings.CutPrefix(t, "socket:["); ok {
-			if ino, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 64); err == nil {
-				own[ino] = true
-			}
+		if ino, ok := socketInode(t); ok {
+			own[ino] = true
 		}
 	}
 	return own
+}
+
+// socketInode reads a descriptor's link "socket:[12345]".
+func socketInode(target string) (uint64, bool) {
+	v, ok := strings.CutPrefix(target, "socket:[")
+	if !ok {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 64)
+	return ino, err == nil
 }
 
 // readSockets counts the namespace's TCP sockets by state, remote endpoint
@@ -146,7 +159,7 @@ func readSockets(procRoot string, n *bundle.NetInfo, own map[uint64]bool, fail f
 			}
 			continue
 		}
-		err = parseTCP(f, func(s tcpSocket) { socks = append(socks, s) })
+		err = parseSockets(f, func(s tcpSocket) { socks = append(socks, s) })
 		f.Close()
 		if err != nil {
 			fail(name, err)

@@ -43,6 +43,13 @@ func fixtureRoots(t *testing.T, sys string) Roots {
 		"1234/exe":    exe,              // any Go binary will do for build info
 		"999/fd/3":    "socket:[77777]", // [::]:8080
 		"999/fd/4":    "socket:[66666]",
+		"1234/fd/5":   "socket:[88881]", // connected UDP: 127.0.0.1:5353
+		"1234/fd/6":   "socket:[88882]", // the same peer again
+		"1234/fd/7":   "socket:[88883]", // 10.0.0.53:53, not on this machine
+		"1234/fd/8":   "socket:[88884]", // an unconnected UDP socket
+		"1234/fd/9":   "socket:[88885]", // [::1]:5354
+		"999/fd/5":    "socket:[77778]", // the UDP server on 127.0.0.1:5353
+		"999/fd/6":    "socket:[77779]", // and on [::]:5354
 		"2345/fd/0":   "/dev/null",
 		"2345/fd/255": "/dev/null",
 		"self":        "1234",
@@ -119,7 +126,7 @@ func TestSnapshotFixtureV2(t *testing.T) {
 		{"threads", p.Threads, 12},
 		{"start", p.StartTime, 1700000000.0 + 50},
 		{"rss", p.RSSBytes, uint64(204800 * 1024)},
-		{"fds", p.OpenFDs, 4},
+		{"fds", p.OpenFDs, 9},
 		{"fd limit", p.FDLimit, uint64(4096)},
 		{"vol ctxt", p.VoluntaryCtxt, uint64(100)},
 		{"invol ctxt", p.NonvoluntaryCtxt, uint64(7)},

@@ -11,9 +11,10 @@ import (
 	"strconv"
 )
 
-// tcpSocket is one line of /proc/net/tcp or tcp6. procfs parses these files
-// too, but drops the timer column, and the TIME_WAIT timer is what dates a
-// closed connection: it says when each one closed.
+// tcpSocket is one line of /proc/net/tcp or tcp6 (or udp and udp6, which
+// have the same columns). procfs parses these files too, but drops the
+// timer column, and the TIME_WAIT timer is what dates a closed connection:
+// it says when each one closed.
 type tcpSocket struct {
 	local, remote net.IP
 	lport, rport  uint64
@@ -25,8 +26,9 @@ type tcpSocket struct {
 	inode         uint64 // 0 for sockets no process holds (TIME_WAIT)
 }
 
-// parseTCP calls fn for each socket line of a /proc/net/tcp{,6} file.
-func parseTCP(r io.Reader, fn func(tcpSocket)) error {
+// parseSockets calls fn for each socket line of a /proc/net/tcp{,6} or
+// udp{,6} file.
+func parseSockets(r io.Reader, fn func(tcpSocket)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	line := 0

@@ -18,7 +18,7 @@ func TestParseTCP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := parseTCP(bytes.NewReader(data), func(s tcpSocket) { got = append(got, s) }); err != nil {
+		if err := parseSockets(bytes.NewReader(data), func(s tcpSocket) { got = append(got, s) }); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -41,7 +41,7 @@ func TestParseTCP(t *testing.T) {
 		"0: 0100007G:17AC 00000000:0000 0A 00000000:00000000 00:00000000",
 		"0: 0100007F:17AC 00000000:0000 0A 0000000000000000 00:00000000",
 	} {
-		if err := parseTCP(strings.NewReader(bad), func(tcpSocket) {}); err == nil {
+		if err := parseSockets(strings.NewReader(bad), func(tcpSocket) {}); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -56,7 +56,7 @@ func FuzzParseTCP(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		parseTCP(bytes.NewReader(data), func(s tcpSocket) {
+		parseSockets(bytes.NewReader(data), func(s tcpSocket) {
 			if len(s.local) != 4 && len(s.local) != 16 || len(s.remote) != 4 && len(s.remote) != 16 || s.lport > 65535 {
 				t.Fatalf("bad socket %+v", s)
 			}
