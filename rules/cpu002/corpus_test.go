@@ -28,6 +28,8 @@ top CPU002 high "DiskMetricStore).checkWriteRequest" "Gatherers.Gather" "--push.
 	"native-nginx-gzip-level-9": `none`,
 	// PostgreSQL scanning the users table per lookup: DB001's.
 	"native-postgresql-missing-index": `none`,
+	// MariaDB scanning the users table per lookup: DB001's too.
+	"native-mariadb-missing-index": `none`,
 	// A cache turned off by a flag: the configuration is the cause, and
 	// the work it redoes is the query engine's ordinary work, no family's.
 	"go-victoriametrics-cache-disabled": `none`,

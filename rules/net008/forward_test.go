@@ -143,6 +143,7 @@ top NET008 high "forward.(*Forward).ServeDNS" "cache plugin" "Corefile.34993, -c
 	"native-nginx-gzip-level-9":         `none`,
 	"native-postgresql-missing-index":   `none`,
 	"go-victoriametrics-cache-disabled": `none`,
+	"native-mariadb-missing-index":      `none`,
 }
 
 func TestCorpus(t *testing.T) {
