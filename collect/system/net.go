@@ -145,16 +145,14 @@ func socketInode(target string) (uint64, bool) {
 	return ino, err == nil
 }
 
-// readSockets counts the namespace's TCP sockets by state, remote endpoint
-// and listener; own, when not nil, holds the target process's socket
-// inodes, so each remote endpoint also says how many of its sockets are the
-// target's.
-func readSockets(procRoot string, n *bundle.NetInfo, own map[uint64]bool, fail func(string, error)) {
+// readSocketTables reads the namespace's socket table for proto ("tcp",
+// "udp") and its IPv6 twin, which is absent without IPv6.
+func readSocketTables(procRoot, proto string, fail func(string, error)) []tcpSocket {
 	var socks []tcpSocket
-	for _, name := range []string{"net/tcp", "net/tcp6"} {
+	for _, name := range []string{"net/" + proto, "net/" + proto + "6"} {
 		f, err := os.Open(filepath.Join(procRoot, name))
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) || name == "net/tcp" { // tcp6 is absent without IPv6
+			if !errors.Is(err, fs.ErrNotExist) || name == "net/"+proto {
 				fail(name, err)
 			}
 			continue
@@ -165,6 +163,15 @@ func readSockets(procRoot string, n *bundle.NetInfo, own map[uint64]bool, fail f
 			fail(name, err)
 		}
 	}
+	return socks
+}
+
+// readSockets counts the namespace's TCP sockets by state, remote endpoint
+// and listener; own, when not nil, holds the target process's socket
+// inodes, so each remote endpoint also says how many of its sockets are the
+// target's.
+func readSockets(procRoot string, n *bundle.NetInfo, own map[uint64]bool, fail func(string, error)) {
+	socks := readSocketTables(procRoot, "tcp", fail)
 	n.TimeWaitAges = true
 	n.ProcessSockets = own != nil
 	n.TCPStates = map[string]int{}

@@ -1,12 +1,8 @@
 package system
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 
@@ -26,22 +22,7 @@ const maxPeerScan = 4096
 
 // readUDPSockets reads the namespace's /proc/net/udp and udp6.
 func readUDPSockets(procRoot string, fail func(string, error)) []tcpSocket {
-	var socks []tcpSocket
-	for _, name := range []string{"net/udp", "net/udp6"} {
-		f, err := os.Open(filepath.Join(procRoot, name))
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) || name == "net/udp" { // udp6 is absent without IPv6
-				fail(name, err)
-			}
-			continue
-		}
-		err = parseSockets(f, func(s tcpSocket) { socks = append(socks, s) })
-		f.Close()
-		if err != nil {
-			fail(name, err)
-		}
-	}
-	return socks
+	return readSocketTables(procRoot, "udp", fail)
 }
 
 // udpPeers groups the target's connected UDP sockets (their inodes in own)
