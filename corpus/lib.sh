@@ -216,6 +216,19 @@ with open(path, "w") as f:
 PY
 }
 
+# etcd_start NAME DIR: a single-member etcd serving pprof on its client URL,
+# its data in DIR/NAME and its log in DIR/NAME.log (the caller's environment,
+# GOGC among it, goes with it); sets PORT.
+etcd_start() {
+	local peer
+	PORT=$(free_port) peer=$(free_port)
+	bg etcd --name "$1" --data-dir "$2/$1" --enable-pprof --log-level=error \
+		--listen-client-urls "http://127.0.0.1:$PORT" --advertise-client-urls "http://127.0.0.1:$PORT" \
+		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "$1=http://127.0.0.1:$peer" 2>"$2/$1.log"
+	wait_port "$PORT"
+}
+
 # etcd_preload URL N [VALUE_BYTES]: puts N keys /registry/pods/ns<i%50>/pod-<i>
 # (values of VALUE_BYTES, default 256) into the etcd at URL through its JSON
 # gateway, 128 puts per transaction (etcd's default --max-txn-ops).

@@ -12,19 +12,9 @@ pd_build
 WORK=$(mktemp -d)
 KEYS=10000 RANGES=20000
 
-# start_etcd NAME: a single-member etcd serving pprof on its client URL; sets PORT.
-start_etcd() {
-	local peer
-	PORT=$(free_port) peer=$(free_port)
-	bg etcd --name "$1" --data-dir "$WORK/$1" --enable-pprof --log-level=error \
-		--listen-client-urls "http://127.0.0.1:$PORT" --advertise-client-urls "http://127.0.0.1:$PORT" \
-		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-		--initial-cluster "$1=http://127.0.0.1:$peer" 2>"$WORK/$1.log"
-	wait_port "$PORT"
-}
-start_etcd base
+etcd_start base "$WORK"
 BASE=$PORT
-GOGC=400 start_etcd tuned
+GOGC=400 etcd_start tuned "$WORK"
 TUNED=$PORT
 etcd_preload "http://127.0.0.1:$BASE" "$KEYS" 512
 etcd_preload "http://127.0.0.1:$TUNED" "$KEYS" 512
