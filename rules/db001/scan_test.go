@@ -59,3 +59,31 @@ func TestPostgresFrames(t *testing.T) {
 		t.Errorf("index scans reported: %+v", res.Findings[0])
 	}
 }
+
+// MariaDB 10.11 tests each row's WHERE through Item_func_eq::val_bool
+// under sub_select; with its caller unnamed ([unknown] in Debian's binary)
+// the test counts with the walk only under the query's execution.
+func TestMariaDBRowTests(t *testing.T) {
+	run := func(stacks ...testprof.Stack) rules.Result {
+		cpu := testprof.Build(stacks...)
+		return rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
+	}
+	exec := []string{"sub_select", "do_select", "JOIN::exec_inner", "JOIN::exec", "mysql_execute_command", "do_command"}
+	walk := append([]string{"row_search_mvcc", "ha_innobase::general_fetch", "ha_innobase::rnd_next", "handler::ha_rnd_next", "rr_sequential"}, exec...)
+	test := append([]string{"my_strnncollsp_simple", "Item_func_eq::val_bool", "[unknown] mariadbd"}, exec...)
+	res := run(
+		testprof.Stack{Value: 500, Funcs: walk},
+		testprof.Stack{Value: 100, Funcs: test},
+		testprof.Stack{Value: 100, Funcs: []string{"my_strnncollsp_simple", "Item_func_eq::val_bool", "check_quick_select"}},
+		testprof.Stack{Value: 300, Funcs: []string{"vio_read", "my_net_read", "do_command"}},
+	)
+	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Summary, "MariaDB") {
+		t.Fatalf("want a MariaDB scan: %+v", res.Findings)
+	}
+	// The walk's 50% and the row tests under the query's execution, 10%;
+	// a comparison outside it (the optimizer's range check) is not a row test.
+	if r := res.Findings[0].ImpactRange; r == nil || r[0] < 0.6-1e-9 || r[0] > 0.6+1e-9 {
+		t.Errorf("impact range %v, want it to start at the walk and its row tests, 0.6", r)
+	}
+	ruletest.Expect(t, "../../corpus/native-mariadb-missing-index/bad", []*rules.Rule{Rule}, `top DB001 high "MariaDB" "index"`)
+}
