@@ -514,9 +514,6 @@ func (c *collector) recordPerf(ctx context.Context, it item, path string) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	if why := perfscript.OffCPUIncomplete(p); why != "" {
-		c.addNote(it.name, why)
-	}
 	n, err := bundle.WriteProfile(path, p)
 	return n, p, err
 }
