@@ -257,38 +257,26 @@ func TreeIO(start, end *bundle.SystemSnapshot) (d IODelta, ok bool) {
 	}
 	add(1, end.Process.IO)
 	add(-1, start.Process.IO)
-	type key struct {
-		pid   int
-		start float64
-	}
-	before := map[key]*bundle.ProcessIO{}
-	unreadBefore := map[key]bool{}
-	for _, c := range start.Children {
-		k := key{c.PID, c.StartTime}
-		if c.IO == nil {
-			unreadBefore[k] = true
-			continue
-		}
-		before[k] = c.IO
-	}
 	// A process first seen at the end that had started a while before the
 	// start snapshot was not born in the window. Start times come from the
 	// boot time, which /proc gives in whole seconds.
 	bornBefore := func(c bundle.ProcessInfo) bool {
 		return !start.Time.IsZero() && c.StartTime > 0 && c.StartTime < float64(start.Time.UnixNano())/1e9-2
 	}
-	for _, c := range end.Children {
-		k := key{c.PID, c.StartTime}
-		b, seen := before[k]
+	gone := map[int]bundle.ProcessInfo{}
+	for _, c := range start.Children {
+		gone[c.PID] = c
+	}
+	bundle.ChildrenAcross(start, end, func(c bundle.ProcessInfo, b *bundle.ProcessInfo) {
+		if b != nil {
+			delete(gone, b.PID)
+		}
 		switch {
-		case unreadBefore[k]:
-			delete(unreadBefore, k)
+		case b != nil && b.IO == nil, c.IO == nil:
 			d.Unread++
-		case c.IO == nil:
-			d.Unread++
-		case seen:
+		case b != nil:
 			add(1, c.IO)
-			add(-1, b)
+			add(-1, b.IO)
 			d.Descendants++
 		case bornBefore(c):
 			d.Unread++
@@ -296,15 +284,14 @@ func TreeIO(start, end *bundle.SystemSnapshot) (d IODelta, ok bool) {
 			add(1, c.IO)
 			d.Descendants++
 		}
-		delete(before, k)
-	}
-	if len(unreadBefore) > 0 {
-		// Gone with what they had done by the start unknown: their
-		// parents' gain holds all of it.
-		return IODelta{}, false
-	}
-	for _, b := range before {
-		add(-1, b) // gone: their parent's counters hold all they did
+	})
+	for _, b := range gone {
+		if b.IO == nil {
+			// Gone with what it had done by the start unknown: its
+			// parent's gain holds all of it.
+			return IODelta{}, false
+		}
+		add(-1, b.IO) // gone: its parent's counters hold all it did
 	}
 	d.Unread += end.MoreChildren
 	d.ReadSyscalls, d.WriteSyscalls = uint64(max(reads, 0)), uint64(max(writes, 0))
