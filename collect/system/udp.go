@@ -20,11 +20,6 @@ const udpConnected = 0x01
 // by then are left unknown (and the snapshot says so).
 const maxPeerScan = 4096
 
-// readUDPSockets reads the namespace's /proc/net/udp and udp6.
-func readUDPSockets(procRoot string, fail func(string, error)) []tcpSocket {
-	return readSocketTables(procRoot, "udp", fail)
-}
-
 // udpPeers groups the target's connected UDP sockets (their inodes in own)
 // by remote endpoint, most sockets first, at most bundle.MaxRemotes. For
 // each peer on loopback it also returns the inodes of the namespace's
@@ -92,7 +87,7 @@ func endpointPort(s string) uint64 {
 // descriptors, only when there is a loopback peer, at most maxPeerScan
 // processes.
 func readUDPPeers(procRoot string, pfs procfs.FS, n *bundle.NetInfo, own map[uint64]bool, fail func(string, error)) {
-	peers, ends := udpPeers(readUDPSockets(procRoot, fail), own)
+	peers, ends := udpPeers(readSocketTables(procRoot, "udp", fail), own)
 	n.UDPPeersRead = true
 	n.UDPPeers = peers
 	if len(ends) == 0 {
