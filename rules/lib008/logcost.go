@@ -157,9 +157,13 @@ func check(pass *rules.Pass) error {
 	var uncalledShare, unknownShare, fileFraction, unknownLeft float64
 	if native := evidence.Any(nativeFrames...); cpu.Share(native) >= minNativeLogger {
 		target, named := frames.UncalledWrites(cpu), in
-		shareOf := func(t frames.WriteTarget) float64 {
-			return cpu.ShareWhere(func(s evidence.Sample) bool { return !named(s) && target(s) == t })
+		var byTarget [frames.UnknownTarget + 1]int64
+		for _, s := range cpu.Samples {
+			if !named(s) {
+				byTarget[target(s)] += s.Value
+			}
 		}
+		shareOf := func(t frames.WriteTarget) float64 { return float64(byTarget[t]) / float64(cpu.Total) }
 		file, other, unknown := shareOf(frames.FileWrite), shareOf(frames.OtherWrite), shareOf(frames.UnknownTarget)
 		if file > 0 {
 			fileFraction = file / (file + other)
