@@ -376,10 +376,11 @@ func cacheOff(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		return
 	}
 	gc := cpu.Share(collector)
+	top := min(share+gc, 0.999)
 	f := rules.Finding{
 		Resource:    "cpu",
-		Impact:      rules.Midway(share, min(share+gc, 0.999)),
-		ImpactRange: &[2]float64{share, min(share+gc, 0.999)},
+		Impact:      rules.Midway(share, top),
+		ImpactRange: &[2]float64{share, top},
 		// The collector its garbage drove is in the range's top already.
 		OverheadCounted: true,
 		Severity:        rules.SeverityFor(share),
@@ -463,14 +464,15 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	// the compilers are still at work, part of their CPU is the logging
 	// paths', which part the profile cannot say.
 	jit := cpu.Share(frames.JITFrames)
+	top := min(share+gc+jit, 0.999)
 	written := set.Written()
 	if set.Alone {
 		written += " " + set.Next
 	}
 	f := rules.Finding{
 		Resource:    "cpu",
-		Impact:      rules.Midway(share, min(share+gc+jit, 0.999)),
-		ImpactRange: &[2]float64{share, min(share+gc+jit, 0.999)},
+		Impact:      rules.Midway(share, top),
+		ImpactRange: &[2]float64{share, top},
 		// The collector its garbage drove is in the range's top already.
 		OverheadCounted: true,
 		Severity:        rules.SeverityFor(share),
