@@ -66,6 +66,12 @@ type Claim struct {
 	// more specific findings took their part of its cost (with the rule's
 	// own thresholds); the engine only ever lowers a severity this way.
 	Grade func(impact float64) Severity
+	// Regrade, when set, grades the finding again from the engine's final
+	// estimate of what its fix removes (with what the work drags and what
+	// its frames cannot show: dragOverhead), upward only, so severity
+	// follows the estimate the finding ranks by. A rule whose grade is
+	// capped for a reason other than size leaves it unset.
+	Regrade func(estimate float64) Severity
 	// HeldIn names the functions that hold what the finding's waiting is
 	// behind (a contended lock's holders): when another finding's cost is
 	// in one of them (an fsync, a downstream call, a hot loop inside the

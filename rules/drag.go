@@ -106,6 +106,9 @@ func dragOverhead(st *evidence.Stacks, fs []Finding) {
 			hi = max(hi, min(lo*unseenHigh, maxUnseen))
 			f.ImpactBasis += fmt.Sprintf("; the estimate is at least %.1f times the share its frames (and its symptoms) hold, the median of what measured fixes removed beyond them, and the range's top %.1f times, the most", unseenEstimate, unseenHigh)
 		}
+		if f.Claim.Regrade != nil && !f.atMostLow {
+			f.Severity = max(f.Severity, f.Claim.Regrade(f.Impact))
+		}
 		if hi-lo < 0.001 {
 			continue
 		}

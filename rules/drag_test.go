@@ -112,3 +112,30 @@ func TestDragKeepsImpactsWithinTheCPU(t *testing.T) {
 		t.Errorf("CPU impacts sum to %.3f after the drag", cpu)
 	}
 }
+
+// Severity follows the estimate the finding ranks by: 17% of CPU in the
+// program's code is medium by its frames (SeverityFor), and 1.3 times it,
+// 22%, what measured fixes removed, is high. A rule that sets no Regrade
+// (its grade capped for a reason other than size) keeps its own.
+func TestSeverityFollowsTheEstimate(t *testing.T) {
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(
+		testprof.Stack{Value: 17, Funcs: []string{"main.format"}},
+		testprof.Stack{Value: 83, Funcs: []string{"main.other"}},
+	)})
+	for _, c := range []struct {
+		regrade func(float64) rules.Severity
+		want    rules.Severity
+	}{{rules.SeverityFor, rules.High}, {nil, rules.Medium}} {
+		r := &rules.Rule{ID: "R", Class: "hot-function", Needs: []rules.Input{rules.CPU}, Facts: []facts.Key{facts.CPUStacks}, Check: func(p *rules.Pass) error {
+			cpu := facts.Get(p.Facts, facts.CPUStacks)
+			share := cpu.Share(evidence.FuncPrefix("main.format"))
+			p.Report(rules.Finding{Severity: rules.SeverityFor(share), Resource: "cpu", Impact: share,
+				Claim: &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(evidence.FuncPrefix("main.format")), Regrade: c.regrade}})
+			return nil
+		}}
+		f := rules.Run(facts.New(ev), []*rules.Rule{r}).Findings[0]
+		if math.Abs(f.Impact-0.221) > 1e-9 || f.Severity != c.want {
+			t.Errorf("regrade set %v: impact %.3f severity %s, want 0.221 %s", c.regrade != nil, f.Impact, f.Severity, c.want)
+		}
+	}
+}

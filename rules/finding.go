@@ -107,6 +107,10 @@ type Finding struct {
 	// perfdoctor try to apply; Tried is what try measured with it.
 	Config *ConfigFix `json:"config,omitempty"`
 	Tried  *Trial     `json:"tried,omitempty"`
+
+	// atMostLow records weighCores' cap (the fix gives back too few cores
+	// in a quiet process), which no later grading lifts.
+	atMostLow bool
 }
 
 // MarshalJSON keeps empty lists as [] rather than null, so consumers need

@@ -44,7 +44,7 @@ func weighCores(w facts.Work, fs []Finding) {
 		if back >= minCoresBack {
 			continue
 		}
-		f.Severity = Low
+		f.Severity, f.atMostLow = Low, true
 		f.ImpactBasis += fmt.Sprintf("; at most low: its fix gives back %.3f cores, and the process used %.2f cores of the %s it may use (%s)",
 			back, w.Cores, human.Number(w.Available), w.CoresSource)
 	}

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 )
 
 func TestWeighCores(t *testing.T) {
@@ -35,5 +37,22 @@ func TestWeighCores(t *testing.T) {
 		if c.name == "idle server" && !strings.Contains(fs[0].ImpactBasis, "gives back 0.016 cores") {
 			t.Errorf("%s: basis %q", c.name, fs[0].ImpactBasis)
 		}
+	}
+}
+
+// A finding weighCores held at low stays there when the engine's estimate
+// grows: the cores it gives back were judged too few to plan work for.
+func TestRegradeKeepsTheCoresCap(t *testing.T) {
+	st := evidence.NewStacks(testprof.Build(
+		testprof.Stack{Value: 17, Funcs: []string{"main.format"}},
+		testprof.Stack{Value: 83, Funcs: []string{"main.other"}},
+	), "")
+	in := st.Has(evidence.FuncPrefix("main.format"))
+	fs := []Finding{{ID: "X", Resource: "cpu", Severity: Medium, Impact: 0.17,
+		Claim: &Claim{Level: LevelCode, CPU: in, Regrade: SeverityFor}, Cost: &Cost{CPUClaimed: 0.17, CPUOwned: 0.17}}}
+	weighCores(facts.Work{Cores: 0.1, Available: 2}, fs)
+	dragOverhead(st, fs)
+	if fs[0].Severity != Low || fs[0].Impact < 0.2 {
+		t.Errorf("severity %s impact %.3f, want low with the estimate above 0.2", fs[0].Severity, fs[0].Impact)
 	}
 }

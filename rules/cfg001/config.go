@@ -285,7 +285,7 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	// Severity from what the frames show the fix removes.
 	f.Severity = rules.SeverityFor(low)
 	f.Caveats = append(f.Caveats, "More headroom costs memory: check the peak heap against what the service may use.")
-	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: cpu.Has(gcDriven)}
+	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: cpu.Has(gcDriven), Regrade: rules.SeverityFor}
 	pass.Report(f)
 }
 
@@ -404,7 +404,7 @@ func cacheOff(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	}
 	sites := cpu.TopSites(3, cpu.First(func(fn string) bool { return rules.IsApplication(fn) }))
 	f.Locations = rules.Locations(sites, "where the computation runs (share of CPU)")
-	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: computing}
+	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: computing, Regrade: rules.SeverityFor}
 	pass.Report(f)
 }
 
@@ -486,7 +486,7 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		Fix: fmt.Sprintf("Set the level back to INFO (%s) and turn DEBUG on only for the logger under investigation, for a while. Prove it: %s.",
 			sourcePlace(set), proveHow(set)),
 		Frames: cpu.Matched(logging, 12),
-		Claim:  &rules.Claim{Level: rules.LevelConfig, CPU: cpu.Has(logging)},
+		Claim:  &rules.Claim{Level: rules.LevelConfig, CPU: cpu.Has(logging), Regrade: rules.SeverityFor},
 	}
 	if jit >= minJITShare {
 		f.Evidence = append(f.Evidence, rules.Share("JIT compilers' share of CPU", jit))

@@ -296,7 +296,7 @@ func finding(pass *rules.Pass, fam *family, fi int, m *matching, cpu *evidence.S
 		am := classify(aat)
 		allocs = func(s evidence.Sample) bool { return am.of(s) == fi }
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: in, Allocs: allocs}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: in, Allocs: allocs, Regrade: rules.SeverityFor}
 	return f
 }
 

@@ -155,7 +155,7 @@ func check(pass *rules.Pass) error {
 		Caveats: []string{pass.Rule.Doc.Caveats},
 		Frames:  cpu.Matched(best.scan, 12),
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: inScan}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: inScan, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

@@ -100,7 +100,7 @@ func check(pass *rules.Pass) error {
 	if len(sites) > 0 {
 		f.Summary += " (in " + rules.ShortFunc(sites[0].Func) + ")"
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames)}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames), Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

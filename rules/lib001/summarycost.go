@@ -146,7 +146,7 @@ func check(pass *rules.Pass) error {
 	} else {
 		f.Caveats = append(f.Caveats, "No application frame calls Observe in the sampled stacks: the flush runs on client_golang's own goroutine, so find the Summary by its metric name in the code.")
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames)}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(Frames), Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

@@ -225,6 +225,9 @@ func check(pass *rules.Pass) error {
 			f.Summary += " (from " + rules.ShortFunc(callers[0].Func) + ")"
 		}
 		f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: produce}
+		if perMessage {
+			f.Claim.Regrade = rules.SeverityFor
+		}
 		pass.Report(f)
 	}
 	return nil

@@ -65,8 +65,10 @@ func TestFiresOnSaramaAsyncProducerPerMessage(t *testing.T) {
 		t.Run(pkg, func(t *testing.T) {
 			stacks := append(saramaAsync(pkg, 10), stack(780, "main.(*tracker).handle", "net/http.HandlerFunc.ServeHTTP"))
 			f := one(t, run(testprof.Build(stacks...)))
-			if f.Impact < 0.15 || f.Severity != rules.Medium {
-				t.Errorf("impact %.3f severity %s: want ~18%% medium", f.Impact, f.Severity)
+			// The produce path holds 18% of CPU; the engine's estimate of
+			// what batching removes (1.3 times it) grades the finding.
+			if f.Impact < 0.2 || f.Severity != rules.High {
+				t.Errorf("impact %.3f severity %s: want ~23%% high", f.Impact, f.Severity)
 			}
 			if !strings.Contains(f.Fix, "Flush.Frequency") || !strings.Contains(f.Summary, "sarama") {
 				t.Errorf("summary %q fix %q", f.Summary, f.Fix)

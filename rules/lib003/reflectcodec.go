@@ -257,7 +257,7 @@ func check(pass *rules.Pass) error {
 		}
 		f.Summary += fmt.Sprintf(", mostly %s, called from %s", verb, rules.ShortFunc(sites[0].Func))
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: in}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: in, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

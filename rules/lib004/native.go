@@ -121,11 +121,12 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		impactLow, impactHigh = share*recoverHigh, share
 	}
 	impact := share * rate
-	sev := rules.SeverityFor(impact)
+	grade := rules.SeverityFor
 	if !best.high && comm != "nginx" {
 		// The level is not known: an opportunity, not a proven misconfiguration.
-		sev = min(sev, rules.Medium)
+		grade = func(share float64) rules.Severity { return min(rules.SeverityFor(share), rules.Medium) }
 	}
+	sev := grade(impact)
 	library := libraryFile(cpu, best)
 	unsym := frames.LeafShare(cpu, frames.Unsymbolized)
 	shown := []rules.Fact{
@@ -163,7 +164,7 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		f.Locations = rules.Locations(callers, "code compressing")
 		f.Summary += ", called from " + rules.ShortFunc(callers[0].Func)
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(frames.NativeCompression)}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: cpu.Has(frames.NativeCompression), Regrade: grade}
 	pass.Report(f)
 	return true
 }

@@ -253,7 +253,7 @@ func check(pass *rules.Pass) error {
 	if len(sites) > 0 {
 		f.Summary += ", from " + rules.ShortFunc(sites[0].Func)
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { k, _ := classify(s); return k != -1 }}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { k, _ := classify(s); return k != -1 }, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

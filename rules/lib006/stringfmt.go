@@ -184,7 +184,7 @@ func check(pass *rules.Pass) error {
 	if top == 1 {
 		f.Example = "return fmt.Errorf(\"user %d not found\", id)\n->\nvar ErrNotFound = errors.New(\"user not found\") // once\nreturn ErrNotFound"
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

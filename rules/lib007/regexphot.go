@@ -165,7 +165,7 @@ func check(pass *rules.Pass) error {
 	// the GC they drive, are this finding's.
 	aat := facts.Get(pass.Facts, facts.AllocStacks)
 	ain, ainit := aat.Has(Frames), aat.Has(initFrames)
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot, Allocs: func(s evidence.Sample) bool { return ain(s) && !ainit(s) }}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: hot, Allocs: func(s evidence.Sample) bool { return ain(s) && !ainit(s) }, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

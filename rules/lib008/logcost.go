@@ -281,7 +281,7 @@ func check(pass *rules.Pass) error {
 			f.Summary += ", most of it write() calls to the log file"
 		}
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return in(s) && !checking(s) }}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return in(s) && !checking(s) }, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

@@ -202,7 +202,7 @@ func check(pass *rules.Pass) error {
 	if len(callers) > 0 {
 		f.Summary += " (from " + rules.ShortFunc(callers[0].Func) + ")"
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: churn}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: churn, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }
@@ -290,7 +290,7 @@ func checkServerClose(pass *rules.Pass, cpu *evidence.Stacks) {
 		Frames: cpu.Matched(inboundLifecycle, 12),
 	}
 	rules.WithConnectionDrag(&f, share, share, share)
-	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: lifecycle}
+	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: lifecycle, Regrade: rules.SeverityFor}
 	pass.Report(f)
 }
 

@@ -485,7 +485,7 @@ func check(pass *rules.Pass) error {
 		rules.WithConnectionDrag(&f, f.ImpactRange[0], impact, f.ImpactRange[1])
 		f.ImpactBasis += "; with what each connection drags outside the profile's frames (the handshake's soft interrupts, event-loop registration): 1.5x, 1.0-1.75x, as measured on six interventions"
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return classify(s) == fixed }}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: func(s evidence.Sample) bool { return classify(s) == fixed }, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }

@@ -243,7 +243,7 @@ func check(pass *rules.Pass) error {
 	if f.Example != "" {
 		level = rules.LevelConfig
 	}
-	f.Claim = &rules.Claim{Level: level, CPU: removed}
+	f.Claim = &rules.Claim{Level: level, CPU: removed, Regrade: rules.SeverityFor}
 	pass.Report(f)
 	return nil
 }
