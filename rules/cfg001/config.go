@@ -282,7 +282,8 @@ func gcSetting(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 			basis, barrierNote, target, timesRarer(effective, target), human.Percent(removed))
 	}
 	f.ImpactBasis += midwayBasis
-	// Severity from what the frames show the fix removes.
+	// Severity from what the frames show the fix removes; the engine raises
+	// it to the estimate midway in the range (Regrade).
 	f.Severity = rules.SeverityFor(low)
 	f.Caveats = append(f.Caveats, "More headroom costs memory: check the peak heap against what the service may use.")
 	f.Claim = &rules.Claim{Level: rules.LevelConfig, CPU: cpu.Has(gcDriven), Regrade: rules.SeverityFor}
