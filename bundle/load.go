@@ -1,5 +1,7 @@
 package bundle
 
+import "time"
+
 // LoadResult is load.json: the load generator's results as a bundle carries
 // them (perfdoctor run, demo) and `perfdoctor load --format json` prints
 // them. The load package writes it from its Result; the evidence package
@@ -9,11 +11,14 @@ type LoadResult struct {
 	// Method is the HTTP method of every request ("" for UDP and command
 	// loads) and BodyBytes the size of each request's body or datagram:
 	// what a unit of work carries.
-	Method       string           `json:"method,omitempty"`
-	BodyBytes    int              `json:"body_bytes,omitempty"`
-	Mode         string           `json:"mode"` // "closed" or "open"
-	Concurrency  int              `json:"concurrency"`
-	Rate         float64          `json:"rate,omitempty"`
+	Method      string  `json:"method,omitempty"`
+	BodyBytes   int     `json:"body_bytes,omitempty"`
+	Mode        string  `json:"mode"` // "closed" or "open"
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate,omitempty"`
+	// Started is when the load began, the timeline's second 0: the work
+	// accounting reads the units done within the collection window from it.
+	Started      time.Time        `json:"started,omitzero"`
 	DurationMS   float64          `json:"duration_ms"`
 	Requests     int64            `json:"requests"`
 	Errors       int64            `json:"errors"`

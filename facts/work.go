@@ -140,6 +140,18 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 	}
 	d, haveDelta := ev.SystemDelta()
 	sameProcess := haveDelta && d.Seconds > 0 && d.Start.Process != nil && d.End.Process != nil && d.Start.Process.PID == d.End.Process.PID
+	if l := ev.Load; l != nil && haveDelta && w.PerSecond > 0 {
+		// The CPU is read over the /proc snapshots' interval, so the units
+		// are too, where the load's timeline covers it: a load that runs on
+		// after the window (perfdoctor run's load, while the stacks are
+		// read) runs slower or faster than within it.
+		if r, ok := windowRate(l, d.Start.Time, d.End.Time); ok {
+			w.PerSecond, w.Source = r, "load results within the /proc window"
+			if window > 0 {
+				w.Units = r * window
+			}
+		}
+	}
 	var used float64 // the process's CPU seconds over the window
 	tree := 0.0      // its descendants' CPU seconds, when they were snapshotted
 	if sameProcess {
@@ -198,6 +210,30 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 		w.NewConnsPerUnit, w.HasConns = 0, false
 	}
 	return w
+}
+
+// windowRate is the rate of successful units the load's timeline shows
+// between from and to, each second counted by the part of it inside; false
+// without the load's start, when the timeline does not cover the interval,
+// or when it holds none of the units.
+func windowRate(l *bundle.LoadResult, from, to time.Time) (float64, bool) {
+	if l.Started.IsZero() || !to.After(from) {
+		return 0, false
+	}
+	a, b := from.Sub(l.Started).Seconds(), to.Sub(l.Started).Seconds()
+	if a < 0 || b > float64(len(l.Timeline)) {
+		return 0, false
+	}
+	var units float64
+	for i, s := range l.Timeline {
+		if in := min(b, float64(i+1)) - max(a, float64(i)); in > 0 {
+			units += float64(s.OK) * in
+		}
+	}
+	if units <= 0 {
+		return 0, false
+	}
+	return units / (b - a), true
 }
 
 // IODelta is the I/O a process tree did between two snapshots of it:

@@ -199,3 +199,45 @@ func TestTreeIOUnread(t *testing.T) {
 		t.Errorf("more children at the start: %+v, want no figures", d)
 	}
 }
+
+// A load that runs on after the collection window, slower while the stacks
+// are read (a command load beside perf script): the unit's cost divides the
+// window's CPU by the units done within the window, not by the whole load's
+// rate. 100 units/s for the first 5 s, 50 after; the /proc window is 1.5 s
+// to 4.5 s of the load, the process using 0.6 s of CPU in it: 2 ms a unit,
+// where the whole load's 75/s would say 2.67 ms.
+func TestWorkCountsTheUnitsInTheWindow(t *testing.T) {
+	started := time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC)
+	var tl []bundle.LoadSecond
+	for i := range 10 {
+		ok := int64(100)
+		if i >= 5 {
+			ok = 50
+		}
+		tl = append(tl, bundle.LoadSecond{T: i, OK: ok})
+	}
+	proc := func(cpu float64) *bundle.ProcessInfo {
+		return &bundle.ProcessInfo{PID: 7, StartTime: 1, UserCPUSeconds: cpu}
+	}
+	ev := &evidence.Evidence{
+		Load:        &bundle.LoadResult{Mode: "command", Unit: "lookup", Throughput: 75, Started: started, Timeline: tl},
+		SystemStart: &bundle.SystemSnapshot{Time: started.Add(1500 * time.Millisecond), Process: proc(1)},
+		SystemEnd:   &bundle.SystemSnapshot{Time: started.Add(4500 * time.Millisecond), Process: proc(1.6)},
+	}
+	w := workDone(ev, 0)
+	if math.Abs(w.PerSecond-100) > 1e-9 || w.CPUPerUnit != 2*time.Millisecond || !strings.Contains(w.Source, "within the /proc window") {
+		t.Errorf("per second %v, CPU per unit %v, source %q: want 100, 2ms, within the window", w.PerSecond, w.CPUPerUnit, w.Source)
+	}
+
+	// Without the load's start (a bundle from before it was recorded), or
+	// with a window the timeline does not cover, the whole load's rate.
+	for name, l := range map[string]*bundle.LoadResult{
+		"no start":       {Mode: "command", Throughput: 75, Timeline: tl},
+		"window outside": {Mode: "command", Throughput: 75, Started: started.Add(-8 * time.Second), Timeline: tl},
+	} {
+		ev.Load = l
+		if w := workDone(ev, 0); w.PerSecond != 75 || w.Source != "load results" {
+			t.Errorf("%s: per second %v source %q, want the whole load's 75", name, w.PerSecond, w.Source)
+		}
+	}
+}

@@ -41,6 +41,7 @@ func runCommand(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{URL: cfg.URL, Mode: ModeCommand, Concurrency: 1, Command: cfg.Command,
 		Unit: cfg.Unit, UnitsPerRun: cfg.UnitsPerRun, ErrorsByKind: map[string]int64{}}
 	start := time.Now()
+	res.Start = start
 	cpu0 := processCPU()
 	deadline := start.Add(cfg.Duration)
 	var lastEnd time.Time
@@ -50,6 +51,7 @@ func runCommand(ctx context.Context, cfg Config) (*Result, error) {
 			break
 		}
 		runCtx, cancel := context.WithTimeout(ctx, time.Until(deadline)+commandRunGrace)
+		runStart := time.Now()
 		ok, why := runOnce(runCtx, script)
 		timedOut := runCtx.Err() == context.DeadlineExceeded
 		cancel()
@@ -58,19 +60,15 @@ func runCommand(ctx context.Context, cfg Config) (*Result, error) {
 			break
 		}
 		end := time.Now()
-		sec := int(end.Sub(start) / time.Second)
-		for len(res.Timeline) <= sec {
-			res.Timeline = append(res.Timeline, Second{T: len(res.Timeline)})
-		}
 		res.Runs++
 		res.Requests += cfg.UnitsPerRun
 		if ok {
-			res.Timeline[sec].OK += cfg.UnitsPerRun
+			spreadRun(&res.Timeline, runStart.Sub(start), end.Sub(start), cfg.UnitsPerRun, func(s *Second, n int64) { s.OK += n })
 			lastEnd = end
 			continue
 		}
 		res.Errors += cfg.UnitsPerRun
-		res.Timeline[sec].Errors += cfg.UnitsPerRun
+		spreadRun(&res.Timeline, runStart.Sub(start), end.Sub(start), cfg.UnitsPerRun, func(s *Second, n int64) { s.Errors += n })
 		kind := "exit"
 		if timedOut {
 			kind = KindTimeout
@@ -98,6 +96,32 @@ func runCommand(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.LoadAverage = LoadAverage()
 	return res, nil
+}
+
+// spreadRun adds a run's units to the timeline's seconds in proportion to
+// the part of the run each second holds: a run of 160 lookups over 4 s did
+// them across those seconds, not at its end, and a window's rate read from
+// the timeline (the work accounting over a collection window) must see that.
+// from and to are the run's start and end since the load's start.
+func spreadRun(tl *[]Second, from, to time.Duration, units int64, add func(*Second, int64)) {
+	last := int(to / time.Second)
+	for len(*tl) <= last {
+		*tl = append(*tl, Second{T: len(*tl)})
+	}
+	first := int(from / time.Second)
+	span := (to - from).Seconds()
+	if span <= 0 || first >= last {
+		add(&(*tl)[last], units)
+		return
+	}
+	var given int64
+	for i := first; i < last; i++ {
+		lo, hi := max(from, time.Duration(i)*time.Second), min(to, time.Duration(i+1)*time.Second)
+		n := int64(float64(units) * (hi - lo).Seconds() / span)
+		add(&(*tl)[i], n)
+		given += n
+	}
+	add(&(*tl)[last], units-given) // the rounding's remainder with the last second
 }
 
 // runOnce runs script under sh -c in its own process group, stopping the

@@ -40,8 +40,15 @@ func TestCommandLoadCountsWholeRuns(t *testing.T) {
 	if res.Requests != 50*res.Runs || res.Errors != 0 || res.Throughput <= 0 {
 		t.Fatalf("requests %d errors %d throughput %g for %d runs of 50", res.Requests, res.Errors, res.Throughput, res.Runs)
 	}
-	if j := res.Schema(); j.Mode != ModeCommand || j.Unit != "SET" || j.UnitsPerRun != 50 || j.Runs != res.Runs {
+	if j := res.Schema(); j.Mode != ModeCommand || j.Unit != "SET" || j.UnitsPerRun != 50 || j.Runs != res.Runs || j.Started.IsZero() {
 		t.Fatalf("load.json lost the command load: %+v", j)
+	}
+	var timed int64
+	for _, s := range res.Timeline {
+		timed += s.OK
+	}
+	if timed != res.Requests {
+		t.Fatalf("the timeline holds %d units of %d", timed, res.Requests)
 	}
 }
 
@@ -95,5 +102,30 @@ func TestCommandLoadRedactsCredentials(t *testing.T) {
 	got := r.Schema().Command
 	if strings.Contains(got, "hunter2") || strings.Contains(got, ":pw@") {
 		t.Fatalf("load.json keeps a credential: %s", got)
+	}
+}
+
+// A run's units go to the seconds it ran in, in proportion: 100 units over
+// 0.5 s to 2.5 s give 25, 50 and 25, and a run inside one second puts all
+// of its units there. Successive runs add up; rounding never loses a unit.
+func TestSpreadRunOverItsSeconds(t *testing.T) {
+	var tl []Second
+	ok := func(s *Second, n int64) { s.OK += n }
+	spreadRun(&tl, 500*time.Millisecond, 2500*time.Millisecond, 100, ok)
+	spreadRun(&tl, 2600*time.Millisecond, 2900*time.Millisecond, 7, ok)
+	spreadRun(&tl, 3*time.Second, 3*time.Second+time.Second/3, 10, ok)
+	want := []int64{25, 50, 32, 10}
+	if len(tl) != len(want) {
+		t.Fatalf("timeline %+v, want %d seconds", tl, len(want))
+	}
+	var total int64
+	for i, s := range tl {
+		if s.T != i || s.OK != want[i] {
+			t.Errorf("second %d: %+v, want OK %d", i, s, want[i])
+		}
+		total += s.OK
+	}
+	if total != 117 {
+		t.Errorf("total %d, want 117", total)
 	}
 }

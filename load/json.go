@@ -38,7 +38,7 @@ func (p *Percentiles) UnmarshalJSON(b []byte) error {
 
 // Schema is the result in load.json's form, bundle.LoadResult.
 func (r *Result) Schema() *bundle.LoadResult {
-	j := &bundle.LoadResult{URL: r.URL, Method: r.Method, BodyBytes: r.BodyBytes, Mode: r.Mode, Concurrency: r.Concurrency, Rate: r.Rate, DurationMS: ms(r.Duration),
+	j := &bundle.LoadResult{URL: r.URL, Method: r.Method, BodyBytes: r.BodyBytes, Mode: r.Mode, Concurrency: r.Concurrency, Rate: r.Rate, Started: r.Start, DurationMS: ms(r.Duration),
 		Requests: r.Requests, Errors: r.Errors, ErrorsByKind: r.ErrorsByKind, Throughput: r.Throughput,
 		Latency: r.Latency.schema(), Service: r.Service.schema(), LateSends: r.LateSends, Dropped: r.Dropped,
 		Unfinished: r.Unfinished, GeneratorCPU: r.GeneratorCPU, LoadAverage: r.LoadAverage, Warnings: r.Warnings,
@@ -54,7 +54,7 @@ func (r *Result) Schema() *bundle.LoadResult {
 
 // FromSchema is the result load.json describes.
 func FromSchema(j *bundle.LoadResult) *Result {
-	r := &Result{URL: j.URL, Method: j.Method, BodyBytes: j.BodyBytes, Mode: j.Mode, Concurrency: j.Concurrency, Rate: j.Rate, Duration: fromMS(j.DurationMS),
+	r := &Result{URL: j.URL, Method: j.Method, BodyBytes: j.BodyBytes, Mode: j.Mode, Concurrency: j.Concurrency, Rate: j.Rate, Start: j.Started, Duration: fromMS(j.DurationMS),
 		Requests: j.Requests, Errors: j.Errors, ErrorsByKind: j.ErrorsByKind, Throughput: j.Throughput,
 		Latency: percentilesFrom(j.Latency), Service: percentilesFrom(j.Service), LateSends: j.LateSends, Dropped: j.Dropped,
 		Unfinished: j.Unfinished, GeneratorCPU: j.GeneratorCPU, LoadAverage: j.LoadAverage, Warnings: j.Warnings,

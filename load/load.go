@@ -101,8 +101,10 @@ type Quantile struct {
 }
 
 // Second is one second of the timeline, by completion time.
+// For a command load, each run's units are spread over the seconds the run
+// took.
 type Second struct {
-	T      int // seconds since the start
+	T      int // seconds since the start (Result.Start)
 	OK     int64
 	Errors int64
 	// Latency of the successful requests that completed in this second
@@ -120,6 +122,7 @@ type Result struct {
 	Mode        string // "closed" or "open"
 	Concurrency int
 	Rate        float64       // open loop: the requested rate
+	Start       time.Time     // when the run began: the Timeline's second 0
 	Duration    time.Duration // wall time actually spent
 	Requests    int64         // completed requests, successful or not
 	Errors      int64         // non-2xx responses plus transport errors

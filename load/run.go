@@ -350,6 +350,7 @@ func run(parent context.Context, cfg Config, newConn func() conn, loop func(cont
 		Concurrency:  cfg.Concurrency,
 		Method:       cfg.Method,
 		BodyBytes:    len(cfg.Body),
+		Start:        start,
 		Duration:     elapsed,
 		ErrorsByKind: map[string]int64{},
 		Unfinished:   cnt.unfinished.Load(),
