@@ -168,9 +168,17 @@ func TestPackagePath(t *testing.T) {
 		"main.handler":                            false,
 		"github.com/IBM/sarama.(*Broker).Produce": false,
 		"example.com/svc/internal/db.Query":       false,
+		"memeqbody":                               true, // internal/bytealg's assembly: no package in the symbol
+		"aeshashbody":                             true,
+		"ngx_http_process_request":                false, // a native program's own C function
 	} {
 		if got := IsStdlib(fn); got != want {
 			t.Errorf("IsStdlib(%q) = %v, want %v", fn, got, want)
+		}
+	}
+	for fn, want := range map[string]bool{"gcWriteBarrier": true, "aeshashbody": true, "memeqbody": false, "runtime.mallocgc": true, "main.f": false} {
+		if got := IsRuntime(fn); got != want {
+			t.Errorf("IsRuntime(%q) = %v, want %v", fn, got, want)
 		}
 	}
 }

@@ -30,6 +30,7 @@ var GCFrames = evidence.FuncPrefix(
 var WriteBarrierFrames = evidence.FuncPrefix(
 	"runtime.gcWriteBarrier", "runtime.bulkBarrierPreWrite", "runtime.bulkBarrierBitmap",
 	"runtime.typeBitsBulkBarrier", "runtime.(*wbBuf).", "runtime.wbZero", "runtime.wbMove",
+	"gcWriteBarrier", // the shared body gcWriteBarrier1 to 8 jump to: no package in its symbol
 )
 
 // MallocFrames is the allocator's entry.
