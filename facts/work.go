@@ -214,14 +214,20 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 
 // windowRate is the rate of successful units the load's timeline shows
 // between from and to, each second counted by the part of it inside; false
-// without the load's start, when the timeline does not cover the interval,
-// or when it holds none of the units.
+// without the load's start, when the timeline covers less than minCovered
+// of the interval, or when it holds none of the units. The load and the
+// collection start together, so the window may begin a few milliseconds
+// before the load's second 0 (the warm-up's load ran then): the rate is
+// read over the part the timeline covers.
 func windowRate(l *bundle.LoadResult, from, to time.Time) (float64, bool) {
 	if l.Started.IsZero() || !to.After(from) {
 		return 0, false
 	}
+	const minCovered = 0.9
 	a, b := from.Sub(l.Started).Seconds(), to.Sub(l.Started).Seconds()
-	if a < 0 || b > float64(len(l.Timeline)) {
+	window := b - a
+	a, b = max(a, 0), min(b, float64(len(l.Timeline)))
+	if b-a < minCovered*window {
 		return 0, false
 	}
 	var units float64

@@ -229,6 +229,13 @@ func TestWorkCountsTheUnitsInTheWindow(t *testing.T) {
 		t.Errorf("per second %v, CPU per unit %v, source %q: want 100, 2ms, within the window", w.PerSecond, w.CPUPerUnit, w.Source)
 	}
 
+	// The collection and the load start together: a window that begins
+	// 50 ms before the load's second 0 is read over the part it covers.
+	ev.Load = &bundle.LoadResult{Mode: "command", Throughput: 75, Started: started.Add(1550 * time.Millisecond), Timeline: tl}
+	if w := workDone(ev, 0); math.Abs(w.PerSecond-100) > 1e-9 {
+		t.Errorf("window starting before the load: per second %v, want 100", w.PerSecond)
+	}
+
 	// Without the load's start (a bundle from before it was recorded), or
 	// with a window the timeline does not cover, the whole load's rate.
 	for name, l := range map[string]*bundle.LoadResult{
