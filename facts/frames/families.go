@@ -84,6 +84,20 @@ var KernelFileWrite = evidence.FuncPrefix("generic_perform_write", "ext4_buffere
 var KernelOtherWrite = evidence.FuncPrefix("sock_write_iter", "sock_sendmsg", "__sock_sendmsg", "tcp_sendmsg", "udp_sendmsg",
 	"unix_stream_sendmsg", "unix_dgram_sendmsg", "pipe_write", "tty_write", "file_tty_write", "n_tty_write", "eventfd_write")
 
+// SocketSend is a send(), sendto(), sendmsg() or sendmmsg() call, which goes
+// to the socket layer without the VFS: /proc/PID/io's write counters
+// (syscw, wchar) count write() and writev() to a socket but not these, so a
+// server answering through them shows few writes per request whatever it
+// sends. SocketWriteCall is the write() path into a socket, which they count.
+var (
+	SocketSend = evidence.Any(
+		evidence.FuncPrefix("__sys_send", "__x64_sys_send", "__arm64_sys_send", "syscall.sendto", "syscall.sendmsg",
+			"syscall.SendmsgN", "syscall.Sendto", "golang.org/x/sys/unix.sendto", "golang.org/x/sys/unix.sendmsg", "golang.org/x/sys/unix.Send"),
+		exact("send", "sendto", "sendmsg", "sendmmsg", "__send", "__libc_send", "__libc_sendto", "__libc_sendmsg", "__sendmsg", "__sendmmsg"),
+	)
+	SocketWriteCall = evidence.FuncPrefix("sock_write_iter")
+)
+
 // LibcWrite is libc's write() wrapper: where frame-pointer unwinding from
 // the kernel usually stops naming callers, since libc is built without
 // frame pointers.

@@ -3,6 +3,7 @@ package net007
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -149,5 +150,41 @@ func TestWaitingOnSyncsIsNotSmallRequests(t *testing.T) {
 	ev.Profiles[evidence.OffCPU] = offCPU(10e6, 300e6)
 	if waitsOnSyncs(ev, 0.64) {
 		t.Error("0.01 s of syncs a second against 0.64 cores: not bounded by the disk")
+	}
+}
+
+// /proc/PID/io counts write() to a socket, not send(): 0.02 writes per key
+// is a pipelined redis when its replies go through write(), and says
+// nothing when they go through sendto() (a server replying with send(),
+// its few writes a log's).
+func TestFewWritesSilenceOnlyWhenTheCountersSeeTheReplies(t *testing.T) {
+	reply := func(path ...string) []testprof.Stack {
+		return []testprof.Stack{
+			{Value: 500, Funcs: append(append([]string{"tcp_sendmsg"}, path...), "do_syscall_64", "entry_SYSCALL_64_after_hwframe", "connSocketWrite", "writeToClient", "beforeSleep", "aeProcessEvents", "aeMain", "main")},
+			{Value: 200, Funcs: []string{"tcp_recvmsg", "sock_read_iter", "vfs_read", "ksys_read", "__libc_read", "connSocketRead", "readQueryFromClient", "aeProcessEvents", "aeMain", "main"}},
+			{Value: 100, Funcs: []string{"ep_poll", "do_epoll_wait", "epoll_wait", "aeApiPoll", "aeProcessEvents", "aeMain", "main"}},
+			{Value: 150, Funcs: []string{"dictFind", "lookupKey", "getGenericCommand", "call", "processCommand", "processInputBuffer", "readQueryFromClient", "aeProcessEvents", "aeMain", "main"}},
+		}
+	}
+	io := func(writes uint64) *bundle.ProcessInfo {
+		return &bundle.ProcessInfo{PID: 9, StartTime: 1, Comm: "redis-server", UserCPUSeconds: float64(writes) / 1e4, IO: &bundle.ProcessIO{WriteSyscalls: writes}}
+	}
+	for name, c := range map[string]struct {
+		path []string
+		want int
+	}{
+		"write()":  {[]string{"sock_write_iter", "vfs_write", "ksys_write", "__x64_sys_write", "__libc_write"}, 0},
+		"sendto()": {[]string{"sock_sendmsg", "__sys_sendto", "__x64_sys_sendto", "__libc_send"}, 1},
+	} {
+		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(reply(c.path...)...)})
+		ev.Load = &bundle.LoadResult{URL: "tcp://127.0.0.1:6379", Command: "redis-benchmark -h {host} -p {port} -c 32 -n 100000 -q GET key:__rand_int__", Unit: "key", Throughput: 50000}
+		start := time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC)
+		// 10 s at 50,000 keys a second with 10,000 writes: 0.02 per key.
+		ev.SystemStart = &bundle.SystemSnapshot{Time: start, Process: io(0)}
+		ev.SystemEnd = &bundle.SystemSnapshot{Time: start.Add(10 * time.Second), Process: io(10_000)}
+		res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
+		if len(res.Findings) != c.want {
+			t.Errorf("replies through %s: %d findings, want %d (%v)", name, len(res.Findings), c.want, res.NotChecked)
+		}
 	}
 }
