@@ -151,7 +151,14 @@ func attribute(cpuStacks, allocStacks *evidence.Stacks, fs []Finding) {
 				fs[best].ID, human.Percent(allocs.share(allocs.owned[best]))))
 		}
 	}
-	// Waiting behind a holder follows what the holder does.
+	capCPU(fs)
+}
+
+// linkHeldWaits makes waiting behind a holder a symptom of what the holder
+// does. It runs once the engine has graded the CPU findings on their
+// estimates (dragOverhead): a holder's finding is judged by what its fix
+// is estimated to remove, as it ranks.
+func linkHeldWaits(fs []Finding) {
 	for i := range fs {
 		f := &fs[i]
 		if f.Claim == nil || len(f.Claim.HeldIn) == 0 || f.CausedBy != "" {
@@ -161,11 +168,12 @@ func attribute(cpuStacks, allocStacks *evidence.Stacks, fs []Finding) {
 			link(fs, i, j, fmt.Sprintf("the waiting is behind %s, which %s (%s) names as where its cost is", ShortFunc(fn), fs[j].ID, fs[j].Class))
 		}
 	}
-	capCPU(fs)
 }
 
 // heldCost finds the most severe other finding whose cost is in a function
-// the waiting of fs[i] is held by.
+// the waiting of fs[i] is held by: one of its locations, or one of the
+// frames it is about (a logger's cost is in log.(*Logger).output, where the
+// logger's mutex is taken, though its location is the code calling it).
 func heldCost(fs []Finding, i int) (int, string) {
 	held := map[string]bool{}
 	for _, fn := range fs[i].Claim.HeldIn {
@@ -176,9 +184,13 @@ func heldCost(fs []Finding, i int) (int, string) {
 		if j == i || g.Class == fs[i].Class || g.Severity < Medium {
 			continue
 		}
+		fns := g.Frames
 		for _, l := range g.Locations {
-			if held[l.Function] && (best < 0 || g.Severity > fs[best].Severity || g.Severity == fs[best].Severity && g.Impact > fs[best].Impact) {
-				best, where = j, l.Function
+			fns = append(fns[:len(fns):len(fns)], l.Function)
+		}
+		for _, fn := range fns {
+			if held[fn] && (best < 0 || g.Severity > fs[best].Severity || g.Severity == fs[best].Severity && g.Impact > fs[best].Impact) {
+				best, where = j, fn
 			}
 		}
 	}

@@ -32,7 +32,8 @@ package, log/slog (Logger.log, the Text/JSON handlers, handleState), logrus
 glog, go-kit log and hclog, also when vendored. Formatting through fmt and
 write system calls under the logger are reported separately; the application
 code calling the logger is named, looking through wrapper packages (named log,
-logger, logging, logutil and the like). On the JVM: log4j 2 and 1.x, logback
+logger, logging, logutil and the like) but not through a request handler in
+one (a logging middleware such as CoreDNS's log plugin). On the JVM: log4j 2 and 1.x, logback
 and SLF4J, java.util.logging. Native servers' own loggers as perf names them:
 nginx's error log (ngx_log_error_core), Apache httpd's (ap_log_error and its
 kin), PostgreSQL's (errfinish, EmitErrorReport, and the message builders ereport
@@ -288,15 +289,26 @@ func check(pass *rules.Pass) error {
 
 // wrapper reports whether a function belongs to a logging wrapper package
 // (".../log", ".../logging", ".../logger", ".../logutil"...): the call site
-// is above it.
+// is above it. A request handler in such a package (ServeHTTP, ServeDNS,
+// Handle...) is a logging middleware, the code that logs, not a wrapper:
+// CoreDNS's log plugin (plugin/log.Logger.ServeDNS) logs each query through
+// its plugin/pkg/log wrapper, and the plugin is what its operator turns off.
 func wrapper(fn string) bool {
-	path := evidence.PackagePath(fn)
+	full := evidence.PackagePath(fn)
+	path := full
 	if i := strings.LastIndexByte(path, '/'); i >= 0 {
 		path = path[i+1:]
 	}
 	switch strings.ToLower(path) {
 	case "log", "logs", "logger", "loggers", "logging", "logutil", "logutils", "logx", "xlog", "applog", "zlog":
-		return true
+	default:
+		return false
 	}
-	return false
+	for _, part := range strings.Split(fn[len(full):], ".") {
+		part = strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(part, "(*"), ")"), "(")
+		if strings.HasPrefix(part, "Serve") || strings.HasPrefix(part, "Handle") {
+			return false
+		}
+	}
+	return true
 }

@@ -138,13 +138,17 @@ func TestStdlibLogWritesAreCounted(t *testing.T) {
 
 func TestWrapperNames(t *testing.T) {
 	for fn, want := range map[string]bool{
-		"github.com/acme/adx/internal/logging.Infof": true,
-		"github.com/acme/x/log.Debugf":               true,
-		"github.com/acme/x/logger.New":               true,
-		"github.com/acme/catalog.(*Store).Get":       false,
-		"github.com/acme/login.Handle":               false,
-		"main.logf":                                  false,
-		"github.com/acme/casebook/d3logging.handle":  false,
+		"github.com/acme/adx/internal/logging.Infof":              true,
+		"github.com/acme/x/log.Debugf":                            true,
+		"github.com/acme/x/logger.New":                            true,
+		"github.com/acme/catalog.(*Store).Get":                    false,
+		"github.com/acme/login.Handle":                            false,
+		"main.logf":                                               false,
+		"github.com/acme/casebook/d3logging.handle":               false,
+		"github.com/coredns/coredns/plugin/pkg/log.Info":          true,
+		"github.com/coredns/coredns/plugin/log.Logger.ServeDNS":   false, // a logging middleware: the code that logs
+		"github.com/acme/x/logging.(*middleware).ServeHTTP":       false,
+		"github.com/acme/x/logging.(*middleware).ServeHTTP.func1": false,
 	} {
 		if wrapper(fn) != want {
 			t.Errorf("wrapper(%q) = %v", fn, !want)
