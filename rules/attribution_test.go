@@ -267,6 +267,20 @@ func TestWaitingBehindAHolderFollowsItsCost(t *testing.T) {
 	if got := ids(res.Findings); got != "LOCK001,DISK001" || res.Findings[0].CausedBy != "" {
 		t.Fatalf("unrelated cost linked: %s %+v", got, res.Findings)
 	}
+	// A logger's cost is in the function holding its mutex though its
+	// location is the code calling it (CoreDNS's query log: goroutines
+	// queue in log.(*Logger).output, LIB008's frames).
+	logLock := finding("LOCK001", rules.Finding{Severity: rules.High, Resource: "latency", Impact: 0.23,
+		Locations: []rules.Location{{Function: "log.(*Logger).output"}},
+		Claim:     &rules.Claim{Level: rules.LevelCode, HeldIn: []string{"log.(*Logger).output"}}})
+	logging := finding("LIB008", rules.Finding{Severity: rules.Medium, Resource: "cpu", Impact: 0.10,
+		Locations: []rules.Location{{Function: "github.com/coredns/coredns/plugin/log.Logger.ServeDNS"}},
+		Frames:    []string{"log.Print", "log.(*Logger).output"}})
+	logLock.Class, logging.Class = "lock-contention", "logging-cost"
+	res = rules.Run(facts.New(cpuEvidence()), []*rules.Rule{logLock, logging})
+	if got := ids(res.Findings); got != "LIB008,LOCK001" || res.Findings[1].CausedBy != "LIB008" {
+		t.Fatalf("waiting behind the logger's frames: rank = %s, links %+v", got, res.Findings)
+	}
 }
 
 // A cost that grows until something fails (a goroutine leak) ranks before a
