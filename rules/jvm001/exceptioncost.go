@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/facts/frames"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/internal/human"
@@ -41,7 +42,12 @@ misses the stack walk, the rule also estimates its cost as 2 µs per exception
 E5's JVM CPU on a busy machine), and takes the larger estimate. When async-profiler took the
 samples (collect --jvm; the JVM summary names it), they hold the VM's own
 frames (JVM_FillInStackTrace, java_lang_Throwable::fill_in_stack_trace) and
-the measured share is used alone, the estimate shown beside it. Reports from 3% of CPU, or
+the measured share is used alone, the estimate shown beside it. Throwables a
+logger creates to find each record's caller (logback's caller data, log4j's
+location, java.util.logging's inferCaller) are never thrown and are the
+logging's cost (LIB008): they are left out of the share, and where they are
+most of the Throwable frames and the rest under 3%, the throw count they
+inflate is not reported. Reports from 3% of CPU, or
 from 10,000 exceptions a minute (a health check, graded low when the
 estimated cost is small). Throw sites come from jdk.JavaExceptionThrow
 (collect --jfr-exceptions) when recorded, else from the sampled stacks.`,
@@ -104,8 +110,16 @@ func check(pass *rules.Pass) error {
 	if cpu.Share(Frames) > 0 && samples(ev) < rules.MinCPUSamples {
 		cpu = nil // too few samples to weigh the frames; the throw rate still counts
 	}
+	// A logger looking up its caller creates a Throwable per record and
+	// never throws it: that is the logging's cost (LIB008), and "do not
+	// throw on expected paths" is not its fix.
+	var created func(evidence.Sample) bool
+	var loggerShare float64
 	if cpu != nil {
-		cpuShare = cpu.Share(Frames)
+		inFrames, lookup := cpu.Has(Frames), cpu.Has(frames.LogCallerLookup)
+		created = func(s evidence.Sample) bool { return inFrames(s) && !lookup(s) }
+		cpuShare = cpu.ShareWhere(created)
+		loggerShare = cpu.ShareWhere(func(s evidence.Sample) bool { return inFrames(s) && lookup(s) })
 	}
 	perMinute, haveRate := ev.JVM.ExceptionsPerMinute()
 	estShare := -1.0
@@ -122,6 +136,11 @@ func check(pass *rules.Pass) error {
 		share = cpuShare
 	}
 	if share < minShare && perMinute < minPerMinute {
+		return nil
+	}
+	// The count includes the logger's Throwables; where the samples show
+	// them to be most of the creating and the rest small, they explain it.
+	if measured && cpuShare < minShare && loggerShare > cpuShare {
 		return nil
 	}
 	impact := share * recoverable
@@ -175,7 +194,12 @@ func check(pass *rules.Pass) error {
 	if len(sites) == 0 && cpu != nil {
 		system := facts.Get(pass.Facts, facts.SystemFrames) // the VM's and the kernel's frames under the Java code
 		caller := cpu.CallerOf(Frames, func(fn string) bool { return rules.IsApplication(fn) && !constructor(fn) && !system(fn) })
-		sites = cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame { return caller(s) })
+		sites = cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
+			if !created(s) {
+				return nil
+			}
+			return caller(s)
+		})
 	}
 	f.Locations = rules.Locations(sites, "code creating exceptions")
 	if len(classes) > 0 {
@@ -187,7 +211,17 @@ func check(pass *rules.Pass) error {
 	} else if ev.JVM != nil && ev.JVM.ThrowEvents == 0 {
 		f.Caveats = append(f.Caveats, "The recording has no throw events: perfdoctor collect --jfr-exceptions records where exceptions are thrown.")
 	}
-	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: facts.Get(pass.Facts, facts.CPUStacks).Has(Frames)}
+	if loggerShare > 0 {
+		f.Evidence = append(f.Evidence, rules.Share("Throwables a logger creates to find its caller, not counted (logging-cost)", loggerShare))
+		if loggerShare >= cpuShare {
+			f.Caveats = append(f.Caveats, fmt.Sprintf("Most Throwable frames (%s of CPU) are a logger finding each record's caller for its pattern; they are never thrown, "+
+				"and the exception count includes them: see the logging finding.", human.Percent(loggerShare)))
+		}
+	}
+	if created == nil { // too few samples to weigh: the frames, as they are
+		created = facts.Get(pass.Facts, facts.CPUStacks).Has(Frames)
+	}
+	f.Claim = &rules.Claim{Level: rules.LevelCode, CPU: created}
 	pass.Report(f)
 	return nil
 }

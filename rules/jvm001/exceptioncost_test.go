@@ -164,3 +164,31 @@ func TestMeasuredFromAsyncProfilerFrames(t *testing.T) {
 		}
 	}
 }
+
+// logback's caller data creates a Throwable per record and never throws it
+// (a pattern with %class, %method or %line): those frames are the logging's
+// cost. With them most of the Throwable frames and the rest under 3%, the
+// throw count they inflate is not reported; beside a real throwing path
+// they are left out of the share.
+func TestALoggersCallerLookupIsNotThrowing(t *testing.T) {
+	lookup := stack(60, "java.lang.Throwable.fillInStackTrace", "java.lang.Throwable.<init>", "ch.qos.logback.classic.spi.CallerData.extract",
+		"ch.qos.logback.classic.spi.LoggingEvent.getCallerData", "ch.qos.logback.classic.pattern.LineOfCallerConverter.convert",
+		"ch.qos.logback.classic.Logger.info", "com.acme.api.AccessLog.doFilter")
+	jvm := summary(186_000, 0.5)
+	jvm.Profiler = "async-profiler 4.6"
+	res := run(testprof.Build(lookup, stack(940, "com.acme.api.Server.handle")), jvm)
+	if len(res.Findings) != 0 {
+		t.Errorf("only a logger's lookups: reported %s", res.Findings[0].Summary)
+	}
+	both := testprof.Build(lookup,
+		stack(150, "java.lang.Throwable.fillInStackTrace", "java.lang.Throwable.<init>", "java.lang.Exception.<init>",
+			"java.lang.NumberFormatException.<init>", "java.lang.Integer.parseInt", "com.acme.login.LoginHandler.clientVersion"),
+		stack(790, "com.acme.api.Server.handle"))
+	res = run(both, jvm)
+	if len(res.Findings) != 1 {
+		t.Fatalf("a throwing path beside the logger's: want one finding, got %+v", res)
+	}
+	if f := res.Findings[0]; f.Locations[0].Function != "com.acme.login.LoginHandler.clientVersion" || !strings.Contains(f.Summary, "15%") {
+		t.Errorf("summary %q locations %+v: want 15%% in LoginHandler.clientVersion", f.Summary, f.Locations)
+	}
+}

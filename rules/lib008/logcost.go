@@ -34,7 +34,9 @@ write system calls under the logger are reported separately; the application
 code calling the logger is named, looking through wrapper packages (named log,
 logger, logging, logutil and the like) but not through a request handler in
 one (a logging middleware such as CoreDNS's log plugin). On the JVM: log4j 2 and 1.x, logback
-and SLF4J, java.util.logging. Native servers' own loggers as perf names them:
+and SLF4J, java.util.logging; where a third of the logging or more is the
+logger finding each record's caller for its pattern (frames.LogCallerLookup:
+a Throwable and its stack per record), dropping the location leads the fix. Native servers' own loggers as perf names them:
 nginx's error log (ngx_log_error_core), Apache httpd's (ap_log_error and its
 kin), PostgreSQL's (errfinish, EmitErrorReport, and the message builders ereport
 calls before errfinish for a record it emits: errmsg, errdetail, the bound
@@ -75,6 +77,13 @@ on a crash is acceptable.`,
 
 const caveat = "Logs are often the only record of what happened: lower levels and sampling on the hot path, keep errors and audit records whole."
 
+// locationClause is the part of a JVM logger's advice about patterns that
+// ask for the caller's location, left out where that advice leads.
+var locationClause = map[string]string{
+	"log4j":         " and avoid location information (%L, %M, %C, includeLocation) in patterns: each record then walks the stack",
+	"logback/SLF4J": ", and drop caller data (%L, %M, %C, %F, includeCallerData) from patterns: each record then walks the stack",
+}
+
 // fixes is the advice for each of frames.LoggerLibraries, by name.
 var fixes = map[string]string{
 	"log":                    "The standard log package has no levels and writes each line with a system call under a mutex: guard hot-path calls behind a flag, or move to log/slog with a level set per environment.",
@@ -83,8 +92,8 @@ var fixes = map[string]string{
 	"zap":                    "zap with typed fields is already among the fastest loggers, so the cost is the volume: enable sampling (the production config's Sampling, or zapcore.NewSamplerWithOptions), raise the level on hot paths, and consider zapcore.BufferedWriteSyncer for output.",
 	"zerolog":                "zerolog is already allocation-free, so the cost is the volume: raise the level (zerolog.SetGlobalLevel), sample hot paths (logger.Sample(&zerolog.BasicSampler{N: 100})), and drop fields nobody reads.",
 	"klog/glog/go-kit/hclog": "Raise the verbosity threshold or level on hot paths (klog.V(n) guards, hclog's SetLevel), sample repetitive records, or move hot paths to a structured zero-allocation logger (zap, zerolog, log/slog with LogAttrs).",
-	"log4j":                  "Raise the level on hot paths, log with parameterised messages (log.debug(\"id {}\", id), never string concatenation) or lambdas so disabled records build nothing, use async loggers (AsyncLoggerContextSelector with the LMAX disruptor) and avoid location information (%L, %M, %C, includeLocation) in patterns: each record then walks the stack. log4j 1.x is end-of-life: move to log4j 2 or logback.",
-	"logback/SLF4J":          "Raise the level on hot paths, log with {} placeholders (never string concatenation) and guard costly arguments with isDebugEnabled(), wrap appenders in an AsyncAppender, and drop caller data (%L, %M, %C, %F, includeCallerData) from patterns: each record then walks the stack.",
+	"log4j":                  "Raise the level on hot paths, log with parameterised messages (log.debug(\"id {}\", id), never string concatenation) or lambdas so disabled records build nothing, use async loggers (AsyncLoggerContextSelector with the LMAX disruptor)" + locationClause["log4j"] + ". log4j 1.x is end-of-life: move to log4j 2 or logback.",
+	"logback/SLF4J":          "Raise the level on hot paths, log with {} placeholders (never string concatenation) and guard costly arguments with isDebugEnabled(), wrap appenders in an AsyncAppender" + locationClause["logback/SLF4J"] + ".",
 	"java.util.logging":      "Raise the level on hot paths (check isLoggable first), use Supplier<String> messages so disabled records build nothing, or move the hot path to SLF4J with logback or log4j 2 and an asynchronous appender.",
 	"nginx error_log":        "The error log's level sets its volume: at debug (or info) nginx writes dozens of lines per request, each with its own write() to the one file the workers share. Set error_log back to its default level (error) or warn; keep debug for chosen clients only (debug_connection). For the access log, access_log ... buffer=64k flush=5s batches the writes.",
 	"Apache httpd LogLevel":  "LogLevel sets the volume: at debug or trace levels httpd writes several lines per request to the error log. Set LogLevel back to warn (the default) and raise single modules only while investigating (LogLevel warn ssl:debug).",
@@ -245,6 +254,16 @@ func check(pass *rules.Pass) error {
 				f.Example = pass.Rule.Doc.Before + "\n->\n" + pass.Rule.Doc.After
 			}
 		}
+	}
+	// A pattern asking for the caller's location walks the stack for every
+	// record: where that is a third of the logging or more, dropping it
+	// is the first fix, whatever the level.
+	if lookup := under(frames.LogCallerLookup); lookup >= share/3 {
+		f.Evidence = append(f.Evidence, rules.Share("looking up each record's caller (class, method, line)", lookup))
+		f.Summary += fmt.Sprintf(", %s of it looking up each record's caller for the pattern's class, method or line", human.Percent(lookup))
+		f.Fix = "Drop the caller's location from the log pattern (logback's %class/%C, %method/%M, %line/%L, %file/%F and includeCallerData; " +
+			"log4j 2's %C %M %L %F and includeLocation): each record then no longer creates a Throwable and walks its stack. Then: " +
+			strings.Replace(f.Fix, locationClause[lg.Name], "", 1)
 	}
 	if writeShare >= share/3 {
 		f.Fix += " Writes take " + human.Percent(writeShare) + " of CPU: one system call per record; fewer records is the main cure, a buffered writer another."
