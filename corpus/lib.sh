@@ -216,6 +216,27 @@ with open(path, "w") as f:
 PY
 }
 
+# coredns_zone DIR: the zone the CoreDNS scenarios serve (DIR/db.corp.example)
+# and the query their clients send for api.corp.example/A, recursion desired
+# (DIR/query.bin).
+coredns_zone() {
+	cat >"$1/db.corp.example" <<'ZONE'
+$ORIGIN corp.example.
+@	3600 IN SOA ns1 hostmaster 2026112701 7200 3600 1209600 300
+	3600 IN NS ns1
+ns1	300 IN A 10.0.0.53
+api	300 IN A 10.0.1.10
+api	300 IN A 10.0.1.11
+db	300 IN A 10.0.2.20
+ZONE
+	python3 -c '
+import struct, sys
+q = struct.pack(">HHHHHH", 0x2a2a, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(l)]) + l.encode() for l in "api.corp.example".split(".")) + b"\0"
+q += struct.pack(">HH", 1, 1)
+sys.stdout.buffer.write(q)' >"$1/query.bin"
+}
+
 # etcd_start NAME DIR: a single-member etcd serving pprof on its client URL,
 # its data in DIR/NAME and its log in DIR/NAME.log (the caller's environment,
 # GOGC among it, goes with it); sets PORT.

@@ -11,22 +11,7 @@ COREDNS=$GO_BIN
 pd_build
 WORK=$(mktemp -d)
 
-cat >"$WORK/db.corp.example" <<'ZONE'
-$ORIGIN corp.example.
-@	3600 IN SOA ns1 hostmaster 2026112701 7200 3600 1209600 300
-	3600 IN NS ns1
-ns1	300 IN A 10.0.0.53
-api	300 IN A 10.0.1.10
-api	300 IN A 10.0.1.11
-db	300 IN A 10.0.2.20
-ZONE
-# The query a client sends for api.corp.example/A (recursion desired).
-python3 -c '
-import struct, sys
-q = struct.pack(">HHHHHH", 0x2a2a, 0x0100, 1, 0, 0, 0)
-q += b"".join(bytes([len(l)]) + l.encode() for l in "api.corp.example".split(".")) + b"\0"
-q += struct.pack(">HH", 1, 1)
-sys.stdout.buffer.write(q)' >"$WORK/query.bin"
+coredns_zone "$WORK"
 
 # start_coredns PORT COREFILE_BODY
 start_coredns() {
