@@ -184,14 +184,16 @@ func heldCost(fs []Finding, i int) (int, string) {
 		if j == i || g.Class == fs[i].Class || g.Severity < Medium {
 			continue
 		}
-		fns := g.Frames
-		for _, l := range g.Locations {
-			fns = append(fns[:len(fns):len(fns)], l.Function)
-		}
-		for _, fn := range fns {
+		consider := func(fn string) {
 			if held[fn] && (best < 0 || g.Severity > fs[best].Severity || g.Severity == fs[best].Severity && g.Impact > fs[best].Impact) {
 				best, where = j, fn
 			}
+		}
+		for _, fn := range g.Frames {
+			consider(fn)
+		}
+		for _, l := range g.Locations {
+			consider(l.Function)
 		}
 	}
 	return best, where
