@@ -201,3 +201,39 @@ func TestEveryLoggerHasAFix(t *testing.T) {
 		t.Errorf("%d fixes for %d logging libraries", len(fixes), len(frames.LoggerLibraries))
 	}
 }
+
+// A logging middleware (CoreDNS's log plugin): its own work outside the
+// logger (the line's formatting, the response recorder) is the logging's,
+// the next handler's work under it is not.
+func TestLoggingMiddlewareOwnWork(t *testing.T) {
+	const (
+		mw   = "github.com/coredns/coredns/plugin/log.Logger.ServeDNS"
+		next = "github.com/coredns/coredns/plugin.NextOrFailure"
+		file = "github.com/coredns/coredns/plugin/file.File.ServeDNS"
+		srv  = "github.com/coredns/coredns/core/dnsserver.(*Server).ServeDNS"
+	)
+	res := run(testprof.Build(
+		stack(80, "syscall.write", "os.(*File).Write", "log.(*Logger).output", "log.Print", "github.com/coredns/coredns/plugin/pkg/log.Info", mw, srv),
+		stack(60, "strings.(*Builder).WriteString", "github.com/coredns/coredns/plugin/pkg/replacer.Replace", mw, srv),
+		stack(400, "github.com/coredns/coredns/plugin/file.(*Zone).Lookup", file, next, mw, srv),
+		stack(460, "github.com/miekg/dns.(*Msg).Pack", srv),
+	))
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	// 80 under the logger and 60 of the plugin's own: 14%; the zone
+	// lookup under the next handler stays out.
+	if f.Evidence[0].Num < 0.139 || f.Evidence[0].Num > 0.141 || f.Locations[0].Function != mw {
+		t.Errorf("logging share %.3f, locations %+v: want 0.14 from the log plugin", f.Evidence[0].Num, f.Locations)
+	}
+	// A handler chain with no logging middleware counts the logger alone.
+	res = run(testprof.Build(
+		stack(80, "syscall.write", "os.(*File).Write", "log.(*Logger).output", "log.Print", "github.com/acme/api.(*Server).ServeHTTP"),
+		stack(60, "strings.(*Builder).WriteString", "github.com/acme/api/render.Page", "github.com/acme/api.(*Server).ServeHTTP"),
+		stack(860, "github.com/acme/api.(*Server).ServeHTTP"),
+	))
+	if len(res.Findings) != 1 || res.Findings[0].Evidence[0].Num > 0.081 {
+		t.Errorf("no middleware: %+v", res.Findings)
+	}
+}
