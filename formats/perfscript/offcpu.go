@@ -33,7 +33,9 @@ var States = map[string]string{
 // server's threads do different work: redis's main thread serves requests,
 // its bio threads sync the log). Threads
 // still off the CPU when the recording ends are counted up to its last
-// event.
+// event; a thread's last switch-out, as it exits, opens no interval (a
+// PostgreSQL backend ending with its client's connection otherwise counted
+// as asleep to the end of the recording: 17.6 s each).
 func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 	return ParseOffCPUOf(r, func(p int) bool { return p == pid })
 }
@@ -99,7 +101,7 @@ func ParseOffCPUOf(r io.Reader, keep func(pid int) bool) (*profile.Profile, erro
 			b.add(o.stack, o.state, o.thread, o.pid, o.tid, time.Duration((ev.time-o.at)*1e9))
 			delete(off, ev.nextPID)
 		}
-		if keep(ev.pid) && ev.prevPID == ev.tid {
+		if keep(ev.pid) && ev.prevPID == ev.tid && !ev.exiting {
 			cur, curTID = &out{at: ev.time, state: ev.prevState, thread: ev.comm, tid: ev.tid, pid: ev.pid}, ev.tid
 		}
 	}
@@ -135,6 +137,7 @@ type switchEvent struct {
 	comm                       string // the thread switched out
 	pid, tid, prevPID, nextPID int
 	prevState                  string
+	exiting                    bool // its last switch-out (prev_state X or Z)
 	time                       float64
 }
 
@@ -179,6 +182,9 @@ func parseSwitch(line string) (switchEvent, bool) {
 		return ev, false
 	}
 	ev.prevPID, ev.nextPID = prevPID, nextPID
+	// A thread's last switch-out shows it dead or a zombie: it does not
+	// wait for anything, it is gone.
+	ev.exiting = strings.HasPrefix(ev.prevState, "X") || strings.HasPrefix(ev.prevState, "Z")
 	if _, known := States[ev.prevState]; !known {
 		ev.prevState = "S" // I (idle kernel threads), composite states: a sleep
 	}

@@ -75,6 +75,33 @@ func TestOffCPUMissingSwitchIns(t *testing.T) {
 	}
 }
 
+// A thread's last switch-out as it exits (prev_state Z or X) is not a
+// wait: a backend that sleeps 5 ms, runs and exits counts its 5 ms, not
+// the rest of the recording.
+func TestOffCPUExitedThreadStopsCounting(t *testing.T) {
+	switchOut := func(at, state string) string {
+		return "postgres 7/7 " + at + ": sched:sched_switch: prev_comm=postgres prev_pid=7 prev_prio=120 prev_state=" + state +
+			" ==> next_comm=swapper/1 next_pid=0 next_prio=120\n\t    ffff epoll_wait (/usr/lib/libc.so.6)\n\n"
+	}
+	in := func(at string) string {
+		return "swapper 0/0 " + at + ": sched:sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=postgres next_pid=7 next_prio=120\n\n"
+	}
+	other := "other 9/9 20.000: sched:sched_switch: prev_comm=other prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n\n"
+	for _, state := range []string{"Z", "X"} {
+		p, err := ParseOffCPU(strings.NewReader(switchOut("1.000", "S")+in("1.005")+switchOut("1.006", state)+other), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var off time.Duration
+		for _, s := range p.Sample {
+			off += time.Duration(s.Value[0])
+		}
+		if off < 5*time.Millisecond-time.Microsecond || off > 5*time.Millisecond+time.Microsecond {
+			t.Errorf("exit as %s: %v off the CPU, want 5ms", state, off)
+		}
+	}
+}
+
 // Lines of other programs, or no sched_switch at all, give no samples.
 func TestOffCPUOfOtherContent(t *testing.T) {
 	if _, err := ParseOffCPU(strings.NewReader("perf 1/1 1.0: cpu-clock:\n\tffff f (k)\n\n"), 1); err != ErrNoSamples {
