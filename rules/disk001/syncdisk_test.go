@@ -75,6 +75,37 @@ func TestPostgresCommitFlushNamesItsSettings(t *testing.T) {
 	}
 }
 
+// A server whose work runs in its children (PostgreSQL's backends): the
+// CPUs it used are the tree's, not the postmaster's own 0.001.
+func TestCPUsUsedCountTheDescendants(t *testing.T) {
+	perf := testprof.Build(
+		testprof.Stack{Value: 110, Funcs: []string{"ext4_sync_file", "do_fsync", "__x64_sys_fdatasync", "fdatasync", "issue_xlog_fsync", "XLogFlush", "RecordTransactionCommit"}},
+		testprof.Stack{Value: 420, Funcs: []string{"ExecScan", "standard_ExecutorRun", "PortalRun", "exec_simple_query", "PostgresMain"}},
+	)
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: perf})
+	at := time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
+	snapshot := func(after time.Duration, postmaster, backend float64) *bundle.SystemSnapshot {
+		return &bundle.SystemSnapshot{Time: at.Add(after),
+			Process:  &bundle.ProcessInfo{PID: 10, Comm: "postgres", StartTime: 1, UserCPUSeconds: postmaster},
+			Children: []bundle.ProcessInfo{{PID: 11, Comm: "postgres", StartTime: 2, UserCPUSeconds: backend}}}
+	}
+	// 10 s: 0.01 s of CPU for the postmaster, 5.8 s for its backend.
+	ev.SystemStart, ev.SystemEnd = snapshot(0, 0, 1), snapshot(10*time.Second, 0.01, 6.8)
+	res := rules.Run(facts.New(ev), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding: %+v", res)
+	}
+	for _, fact := range res.Findings[0].Evidence {
+		if strings.HasPrefix(fact.Name, "CPUs the process used") {
+			if fact.Num < 0.58 || fact.Num > 0.582 || !strings.Contains(fact.Name, "descendants") {
+				t.Errorf("%s: %v, want 0.581 with its descendants", fact.Name, fact.Num)
+			}
+			return
+		}
+	}
+	t.Errorf("no CPUs used in %+v", res.Findings[0].Evidence)
+}
+
 // blockProfile is a block profile over 5 s with one stack that blocked for
 // delay in total.
 func blockProfile(delay time.Duration, funcs ...string) *profile.Profile {
