@@ -26,7 +26,8 @@ import (
 var ErrSchedNotPermitted = errors.New("scheduler tracepoints (sched:sched_switch) are not permitted here")
 
 // RecordOffCPU records where process opt.PID's threads (and those of the
-// processes in opt.Also, its descendants) wait off the CPU:
+// processes in opt.Also, its descendants, and of the processes they fork
+// while it records) wait off the CPU:
 // perf's sched:sched_switch events with stacks on every CPU, kept for
 // switches out of and into the process (a kernel filter on its command
 // name; the conversion keeps only its PID), turned into off-CPU time by
@@ -80,13 +81,19 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 	data := filepath.Join(dir, "perf.data")
 	// Switch-ins happen on other tasks' events, so the recording is
 	// system-wide (-a); the filter keeps the kernel from writing the rest.
-	var terms []string
+	var terms, forkTerms []string
 	for _, n := range names {
 		terms = append(terms, fmt.Sprintf("prev_comm == %q || next_comm == %q", n, n))
+		forkTerms = append(forkTerms, fmt.Sprintf("comm == %q", n))
 	}
-	filter := strings.Join(terms, " || ")
-	args := []string{"record", "-e", "sched:sched_switch", "--filter", filter, "-g", "-a", "-o", data, "--quiet",
-		"--", "sleep", strconv.FormatFloat(opt.Duration.Seconds(), 'f', 3, 64)}
+	args := []string{"record", "-e", "sched:sched_switch", "--filter", strings.Join(terms, " || ")}
+	if !opt.OnlyPID {
+		// The tree's forks, so processes born in the window are kept: a
+		// server forking per connection (PostgreSQL under pgbench, which
+		// reconnects every run) had none of its new backends recorded.
+		args = append(args, "-e", "sched:sched_process_fork", "--filter", strings.Join(forkTerms, " || "))
+	}
+	args = append(args, "-g", "-a", "-o", data, "--quiet", "--", "sleep", strconv.FormatFloat(opt.Duration.Seconds(), 'f', 3, 64))
 	rctx, cancel := context.WithTimeout(ctx, opt.Duration+30*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
@@ -111,7 +118,11 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 	if err := script.Start(); err != nil {
 		return nil, fmt.Errorf("perf script: %w", err)
 	}
-	p, perr := perfscript.ParseOffCPUOf(out, func(pid int) bool { return pids[pid] })
+	parse := perfscript.ParseOffCPUTree
+	if opt.OnlyPID {
+		parse = perfscript.ParseOffCPUOf
+	}
+	p, perr := parse(out, func(pid int) bool { return pids[pid] })
 	io.Copy(io.Discard, out) // let perf finish writing before Wait
 	werr := script.Wait()
 	switch {

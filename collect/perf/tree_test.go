@@ -29,10 +29,19 @@ timeout --foreground 60 sh -c 'echo $$ > "$0/second"; while :; do :; done' "$1" 
 wait
 `
 
-// startForker starts forker and returns its PID, a function reading a
+// napForker is forker with children that nap: each shell waits for the
+// sleep it runs, off the CPU, as a server's process waits for a client.
+const napForker = `
+timeout --foreground 60 sh -c 'echo $$ > "$0/first"; while :; do sleep 0.01; done' "$1" &
+read go < "$1/go"
+timeout --foreground 60 sh -c 'echo $$ > "$0/second"; while :; do sleep 0.01; done' "$1" &
+wait
+`
+
+// startForker starts a forker script and returns its PID, a function reading a
 // child's PID once it has written it, and one telling the parent to fork
 // the second child.
-func startForker(t *testing.T) (int, func(string) int, func()) {
+func startForker(t *testing.T, script string) (int, func(string) int, func()) {
 	t.Helper()
 	if _, err := exec.LookPath("perf"); err != nil {
 		t.Skip("perf is not installed (scripts/test.sh installs linux-perf)")
@@ -41,7 +50,7 @@ func startForker(t *testing.T) (int, func(string) int, func()) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "go"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("sh", "-c", forker, "forker", dir)
+	cmd := exec.Command("sh", "-c", script, "forker", dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -122,7 +131,7 @@ func recording(t *testing.T, failed <-chan struct{}) {
 // machine beside two CPU hogs (7 of 10 runs: no sample of it, the run
 // taking 8 s instead of 3.5).
 func TestRecordTree(t *testing.T) {
-	parent, child, fork := startForker(t)
+	parent, child, fork := startForker(t, forker)
 	child("first")
 	tree := descendants(t, parent)
 	type result struct {
@@ -174,7 +183,7 @@ func TestRecordTree(t *testing.T) {
 // A descendant gone between being listed and perf attaching does not
 // cost the recording.
 func TestRecordTreeChildGone(t *testing.T) {
-	parent, child, _ := startForker(t)
+	parent, child, _ := startForker(t, forker)
 	child("first")
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
@@ -242,6 +251,44 @@ func TestOffCPUTree(t *testing.T) {
 	}
 	if children < int64(100*time.Millisecond) {
 		t.Errorf("off-CPU by pid %v: want the waits of the descendants %v", off, tree)
+	}
+}
+
+// A process the tree forks during the off-CPU recording is recorded too
+// (perf's sched_process_fork events): the second napping shell, forked
+// once perf records, waits off the CPU with its pid on the samples.
+func TestOffCPUTreeFollowsForks(t *testing.T) {
+	parent, child, fork := startForker(t, napForker)
+	first := child("first")
+	tree := descendants(t, parent)
+	type result struct {
+		p   *profile.Profile
+		err error
+	}
+	done := make(chan result, 1)
+	returned := make(chan struct{})
+	go func() {
+		p, err := RecordOffCPU(context.Background(), Options{PID: parent, Also: tree, Duration: 2500 * time.Millisecond})
+		close(returned)
+		done <- result{p, err}
+	}()
+	recording(t, returned)
+	fork()
+	second := child("second")
+	r := <-done
+	if errors.Is(r.err, ErrSchedNotPermitted) {
+		t.Skip(r.err)
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	off := map[int64]time.Duration{}
+	for _, s := range r.p.Sample {
+		off[s.NumLabel["pid"][0]] += time.Duration(s.Value[0])
+	}
+	t.Logf("off-CPU by pid: %v (first %d, second %d)", off, first, second)
+	if off[int64(first)] <= 0 || off[int64(second)] <= 0 {
+		t.Errorf("off-CPU by pid %v: want the napping shell there at the start (%d) and the one forked in the window (%d)", off, first, second)
 	}
 }
 

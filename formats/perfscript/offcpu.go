@@ -44,6 +44,21 @@ func ParseOffCPU(r io.Reader, pid int) (*profile.Profile, error) {
 // and its descendants), each sample with its process in a "pid" number
 // label.
 func ParseOffCPUOf(r io.Reader, keep func(pid int) bool) (*profile.Profile, error) {
+	return parseOffCPU(r, keep, false)
+}
+
+// ParseOffCPUTree is ParseOffCPUOf for a process tree that grows while it is
+// recorded: a process forked (sched:sched_process_fork, recorded beside the
+// switches) by one it keeps is kept too. A server forking a process per
+// connection (a PostgreSQL backend for each of pgbench's reconnecting
+// clients) otherwise loses every process born after the recording began.
+func ParseOffCPUTree(r io.Reader, keep func(pid int) bool) (*profile.Profile, error) {
+	return parseOffCPU(r, keep, true)
+}
+
+func parseOffCPU(r io.Reader, keepFirst func(pid int) bool, followForks bool) (*profile.Profile, error) {
+	born := map[int]bool{}
+	keep := func(pid int) bool { return born[pid] || keepFirst(pid) }
 	type out struct {
 		at     float64
 		stack  []string // "sym\x00dso", leaf first
@@ -88,6 +103,14 @@ func ParseOffCPUOf(r io.Reader, keep func(pid int) bool) (*profile.Profile, erro
 			continue
 		}
 		flush()
+		if followForks {
+			if parent, child, ok := parseFork(line); ok {
+				if keep(parent) {
+					born[child] = true
+				}
+				continue
+			}
+		}
 		ev, ok := parseSwitch(line)
 		if !ok {
 			continue
@@ -101,7 +124,17 @@ func ParseOffCPUOf(r io.Reader, keep func(pid int) bool) (*profile.Profile, erro
 			b.add(o.stack, o.state, o.thread, o.pid, o.tid, time.Duration((ev.time-o.at)*1e9))
 			delete(off, ev.nextPID)
 		}
-		if keep(ev.pid) && ev.prevPID == ev.tid && !ev.exiting {
+		switch {
+		case !keep(ev.pid) || ev.prevPID != ev.tid:
+		case ev.exiting:
+			// Its last switch-out opens nothing; one still open means
+			// its switch-in went unreported, and the end of that wait
+			// is unknown.
+			if _, open := off[ev.tid]; open {
+				lost++
+				delete(off, ev.tid)
+			}
+		default:
 			cur, curTID = &out{at: ev.time, state: ev.prevState, thread: ev.comm, tid: ev.tid, pid: ev.pid}, ev.tid
 		}
 	}
@@ -141,26 +174,70 @@ type switchEvent struct {
 	time                       float64
 }
 
+// parseFork reads a sched_process_fork header line:
+// "comm PID/TID SECS.USECS: sched:sched_process_fork: comm=... pid=N child_comm=... child_pid=M".
+// The parent is the forking task's process (the header's PID: the event's
+// own pid is the forking thread's); the child, the new task (a thread of
+// that process or a process of its own).
+func parseFork(line string) (parent, child int, ok bool) {
+	head, i := eventAt(line, "sched:sched_process_fork:")
+	if i < 0 {
+		return 0, 0, false
+	}
+	_, parent, _, _, ok = schedHeader(head)
+	child = -1
+	for _, f := range strings.Fields(line[i:]) {
+		if v, found := strings.CutPrefix(f, "child_pid="); found {
+			child, _ = strconv.Atoi(v)
+		}
+	}
+	return parent, child, ok && child > 0
+}
+
+// eventAt finds event in a perf script line and returns the header before
+// it (without the colon ending the time) and the event's index, -1 when the
+// line is not that event. perf pads the event's name to a column when a
+// recording holds several events ("1.5:       sched:sched_switch:").
+func eventAt(line, event string) (string, int) {
+	i := strings.Index(line, event)
+	if i < 0 {
+		return "", -1
+	}
+	head := strings.TrimRight(line[:i], " ")
+	if !strings.HasSuffix(head, ":") {
+		return "", -1
+	}
+	return strings.TrimSuffix(head, ":"), i
+}
+
+// schedHeader reads the "comm PID/TID SECS.USECS" that -F
+// comm,pid,tid,time prints before a scheduler event's name.
+func schedHeader(head string) (comm string, pid, tid int, at float64, ok bool) {
+	f := strings.Fields(head)
+	if len(f) < 3 {
+		return "", 0, 0, 0, false
+	}
+	p, t, found := strings.Cut(f[len(f)-2], "/")
+	var err1, err2, err3 error
+	pid, err1 = strconv.Atoi(p)
+	tid, err2 = strconv.Atoi(t)
+	at, err3 = strconv.ParseFloat(f[len(f)-1], 64)
+	if !found || err1 != nil || err2 != nil || err3 != nil {
+		return "", 0, 0, 0, false
+	}
+	return strings.Join(f[:len(f)-2], " "), pid, tid, at, true
+}
+
 // parseSwitch reads a sched_switch header line:
 // "comm PID/TID SECS.USECS: sched:sched_switch: prev_comm=... prev_pid=N ... prev_state=S ==> next_comm=... next_pid=M ...".
 func parseSwitch(line string) (switchEvent, bool) {
 	var ev switchEvent
-	i := strings.Index(line, ": sched:sched_switch:")
+	head, i := eventAt(line, "sched:sched_switch:")
 	if i < 0 {
 		return ev, false
 	}
-	head := strings.Fields(line[:i])
-	if len(head) < 3 {
-		return ev, false
-	}
-	ev.comm = strings.Join(head[:len(head)-2], " ")
-	pidTID := head[len(head)-2]
-	p, t, ok := strings.Cut(pidTID, "/")
-	var err1, err2, err3 error
-	ev.pid, err1 = strconv.Atoi(p)
-	ev.tid, err2 = strconv.Atoi(t)
-	ev.time, err3 = strconv.ParseFloat(head[len(head)-1], 64)
-	if !ok || err1 != nil || err2 != nil || err3 != nil {
+	var ok bool
+	if ev.comm, ev.pid, ev.tid, ev.time, ok = schedHeader(head); !ok {
 		return ev, false
 	}
 	prevPID, nextPID := -1, -1

@@ -1,10 +1,13 @@
 package perfscript
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // testdata/sched_switch.txt is `perf record -e sched:sched_switch -g -a`
@@ -99,6 +102,70 @@ func TestOffCPUExitedThreadStopsCounting(t *testing.T) {
 		if off < 5*time.Millisecond-time.Microsecond || off > 5*time.Millisecond+time.Microsecond {
 			t.Errorf("exit as %s: %v off the CPU, want 5ms", state, off)
 		}
+		// Preempted, switched back in unreported (a 6.18 kernel's
+		// idle-CPU wake-ups), then exiting: the open wait's end is
+		// unknown, so it is not counted to the end of the recording.
+		p, err = ParseOffCPU(strings.NewReader(switchOut("1.000", "S")+in("1.005")+switchOut("1.006", "R+")+switchOut("1.008", state)+other), 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = 0
+		for _, s := range p.Sample {
+			off += time.Duration(s.Value[0])
+		}
+		if off < 5*time.Millisecond-time.Microsecond || off > 5*time.Millisecond+time.Microsecond || !strings.HasPrefix(OffCPUIncomplete(p), "1 of 2") {
+			t.Errorf("unreported switch-in, then exit as %s: %v off the CPU (want 5ms), %q", state, off, OffCPUIncomplete(p))
+		}
+	}
+}
+
+// A backend forked during the recording (pgbench reconnecting) is kept
+// with the tree that forked it; one forked by another process is not, and
+// ParseOffCPUOf, which follows no forks, keeps only what it was given.
+func TestOffCPUTreeFollowsForks(t *testing.T) {
+	fork := func(at string, parent, child int) string {
+		return fmt.Sprintf("postgres %d/%d %s: sched:sched_process_fork: comm=postgres pid=%d child_comm=postgres child_pid=%d\n\t    ffff _Fork (/usr/lib/libc.so.6)\n\n",
+			parent, parent, at, parent, child)
+	}
+	sleep := func(pid int, out, in string) string {
+		return fmt.Sprintf("postgres %d/%d %s: sched:sched_switch: prev_comm=postgres prev_pid=%d prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120\n\t    ffff fdatasync (/usr/lib/libc.so.6)\n\n", pid, pid, out, pid) +
+			fmt.Sprintf("swapper 0/0 %s: sched:sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=postgres next_pid=%d next_prio=120\n\n", in, pid)
+	}
+	// 10 is the postmaster, 11 a backend from the start; 12 is forked by
+	// 10 during the recording, 21 by an unrelated 20.
+	in := fork("1.000", 10, 12) + fork("1.000", 20, 21) + sleep(11, "1.001", "1.003") + sleep(12, "1.002", "1.006") + sleep(21, "1.002", "1.010")
+	pids := func(p *profile.Profile) map[int64]time.Duration {
+		by := map[int64]time.Duration{}
+		for _, s := range p.Sample {
+			by[s.NumLabel["pid"][0]] += time.Duration(s.Value[0])
+		}
+		return by
+	}
+	keep := func(pid int) bool { return pid == 10 || pid == 11 }
+	p, err := ParseOffCPUTree(strings.NewReader(in), keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := pids(p); len(by) != 2 || by[11] < 1900*time.Microsecond || by[12] < 3900*time.Microsecond {
+		t.Errorf("tree: off-CPU by process %v, want 11 and the forked 12", by)
+	}
+	if p, err := ParseOffCPUOf(strings.NewReader(in), keep); err != nil || len(pids(p)) != 1 {
+		t.Errorf("no forks followed: %v, %v", err, pids(p))
+	}
+}
+
+// A recording of two events (the switches and the forks) pads the event's
+// name to a column: "26145.564108:       sched:sched_switch:".
+func TestOffCPUPaddedEventNames(t *testing.T) {
+	in := "sh 7/7 26145.560000:       sched:sched_switch: prev_comm=sh prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n\tffff wait4 (/usr/lib/libc.so.6)\n\n" +
+		"sh 7/7 26145.561000: sched:sched_process_fork: comm=sh pid=7 child_comm=sh child_pid=9\n\n" +
+		"swapper 0/0 26145.564000:       sched:sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sh next_pid=7 next_prio=120\n\n"
+	p, err := ParseOffCPUTree(strings.NewReader(in), func(pid int) bool { return pid == 7 })
+	if err != nil || len(p.Sample) != 1 || time.Duration(p.Sample[0].Value[0]).Round(time.Microsecond) != 4*time.Millisecond {
+		t.Fatalf("padded: %v, %+v", err, p)
+	}
+	if parent, child, ok := parseFork("sh 7/7 26145.561000:  sched:sched_process_fork: comm=sh pid=7 child_comm=sh child_pid=9"); !ok || parent != 7 || child != 9 {
+		t.Errorf("fork: %d %d %v", parent, child, ok)
 	}
 }
 
@@ -114,11 +181,18 @@ func FuzzParseOffCPU(f *testing.F) {
 		f.Add(string(b[:min(len(b), 4000)]))
 	}
 	f.Add("a 1/1 1.5: sched:sched_switch: prev_comm=a prev_pid=1 prev_state=D ==> next_comm=b next_pid=2\n\t1 f (x)\n\nb 2/2 1.6: sched:sched_switch: prev_comm=b prev_pid=2 prev_state=R+ ==> next_comm=a next_pid=1\n")
+	f.Add("a 1/1 1.4: sched:sched_process_fork: comm=a pid=1 child_comm=a child_pid=3\n\na 3/3 1.5: sched:sched_switch: prev_comm=a prev_pid=3 prev_state=S ==> next_comm=b next_pid=2\n\nb 2/2 1.6: sched:sched_switch: prev_comm=b prev_pid=2 prev_state=R ==> next_comm=a next_pid=3\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParseOffCPU(strings.NewReader(s), 1)
-		if err == nil {
-			if err := p.CheckValid(); err != nil {
-				t.Fatal(err)
+		for _, parse := range []func() (*profile.Profile, error){
+			func() (*profile.Profile, error) { return ParseOffCPU(strings.NewReader(s), 1) },
+			func() (*profile.Profile, error) {
+				return ParseOffCPUTree(strings.NewReader(s), func(pid int) bool { return pid == 1 })
+			},
+		} {
+			if p, err := parse(); err == nil {
+				if err := p.CheckValid(); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	})
