@@ -20,6 +20,7 @@ type jfrFlags struct {
 	event      string
 	settings   string
 	exceptions bool
+	settle     time.Duration
 }
 
 func (f *jfrFlags) register(cmd *cobra.Command) {
@@ -29,6 +30,7 @@ func (f *jfrFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.event, "jvm-event", "cpu", "with --jvm, async-profiler's CPU event: cpu (perf events, with kernel frames) or itimer (no kernel frames, cheaper where threads switch often)")
 	cmd.Flags().StringVar(&f.settings, "jfr-settings", "profile", "JFR settings for --jfr: profile or default")
 	cmd.Flags().BoolVar(&f.exceptions, "jfr-exceptions", false, "with --jfr, also record every thrown exception with its stack (costly at high throw rates)")
+	cmd.Flags().DurationVar(&f.settle, "jit-settle", jvm.DefaultSettle, "with --jfr or --jvm, wait at most this long after the recording starts for the JVM's JIT compiler to go quiet before the window begins (a JVM's first JFR recording deoptimizes its compiled code); 0 begins at once")
 }
 
 // collectJFR writes a bundle from a JFR recording of a local JVM.
@@ -52,7 +54,7 @@ func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration
 	m, err := jvm.Collect(cmd.Context(), jvm.Options{
 		PID: f.pid, Duration: duration, OutDir: out, Settings: f.settings, Exceptions: f.exceptions,
 		AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
-		Progress: line, Logger: a.log,
+		Settle: f.settle, Progress: line, Logger: a.log,
 	})
 	line.Clear()
 	if m != nil {

@@ -88,6 +88,7 @@ one run of it does.`,
 				}
 				pid := max(jf.pid, jf.jvm)
 				o.Target, name, o.Collect = fmt.Sprintf("JVM pid %d", pid), fmt.Sprintf("jvm%d", pid), c
+				o.Lead = jf.settle
 			}
 			if dir == "" {
 				dir = collect.DefaultBundleName(name, time.Now()) + "-run"
@@ -118,7 +119,7 @@ func (a *app) collectJVM(f jfrFlags, line *progress.Line) (underload.Collector, 
 	return underload.JVM(jvm.Options{
 		PID: max(f.pid, f.jvm), Settings: f.settings, Exceptions: f.exceptions,
 		AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
-		Progress: line, Logger: a.log,
+		Settle: f.settle, Progress: line, Logger: a.log,
 	}), nil
 }
 
