@@ -33,6 +33,14 @@ func (f *jfrFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.settle, "jit-settle", jvm.DefaultSettle, "with --jfr or --jvm, wait at most this long after the recording starts for the JVM's JIT compiler to go quiet before the window begins (a JVM's first JFR recording deoptimizes its compiled code); 0 begins at once")
 }
 
+// checkSettle refuses a --jit-settle outside 0..10m.
+func (f *jfrFlags) checkSettle() error {
+	if f.settle < 0 || f.settle > 10*time.Minute {
+		return usageError{fmt.Errorf("--jit-settle %s out of range 0..10m", f.settle)}
+	}
+	return nil
+}
+
 // collectJFR writes a bundle from a JFR recording of a local JVM.
 func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration time.Duration, out string) error {
 	if f.pid != 0 && f.jvm != 0 {
@@ -46,6 +54,9 @@ func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration
 	}
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("%s takes a process ID, not a URL", flag)}
+	}
+	if err := f.checkSettle(); err != nil {
+		return err
 	}
 	if out == "" {
 		out = fmt.Sprintf("perfdoctor-jvm-%d-%s", f.pid, time.Now().Format("20060102-150405"))

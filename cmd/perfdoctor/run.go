@@ -116,6 +116,9 @@ func (a *app) collectJVM(f jfrFlags, line *progress.Line) (underload.Collector, 
 	if f.jvm == 0 && (f.library != "" || f.event != "cpu") {
 		return nil, usageError{errors.New("--async-profiler and --jvm-event go with --jvm")}
 	}
+	if err := f.checkSettle(); err != nil {
+		return nil, err
+	}
 	return underload.JVM(jvm.Options{
 		PID: max(f.pid, f.jvm), Settings: f.settings, Exceptions: f.exceptions,
 		AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
