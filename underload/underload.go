@@ -25,10 +25,14 @@ type Options struct {
 	// Collect, when set, collects the bundle instead of fetching PprofURL's
 	// profiles: a process through perf, a JVM through JFR. Target names it
 	// in messages.
-	Collect   func(ctx context.Context, dir string, window time.Duration) (*bundle.Manifest, error)
-	Target    string
-	Load      load.Config // its Duration is the collection window
-	Warmup    time.Duration
+	Collect func(ctx context.Context, dir string, window time.Duration) (*bundle.Manifest, error)
+	Target  string
+	Load    load.Config // its Duration is the collection window
+	Warmup  time.Duration
+	// Lead is how much longer than the window Collect may run before the
+	// window begins (a JVM's wait for its JIT to settle): the load runs
+	// that much longer at most.
+	Lead      time.Duration
 	BundleDir string // replaced if it holds a previous bundle; refused if it holds anything else
 	Progress  *progress.Line
 	Logger    *slog.Logger
@@ -81,7 +85,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// show the service under load; then it is stopped.
 		c := cfg
 		if c.Duration > 0 {
-			c.Duration = min(c.Duration+endSnapshotsMax, load.MaxDuration)
+			c.Duration = min(c.Duration+o.Lead+endSnapshotsMax, load.MaxDuration)
 		}
 		res, err := load.Run(loadCtx, c)
 		if res != nil {

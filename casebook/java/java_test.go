@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
+	"github.com/perfdoctor/perfdoctor/collect/jvm"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/rules"
@@ -210,7 +211,9 @@ func recordUnderLoad(t *testing.T, s *service, window time.Duration, flag string
 	}
 	loaded := make(chan result, 1)
 	go func() {
-		r, err := load.Run(ctx, load.Config{URL: s.url, Concurrency: 4, Duration: window + 20*time.Second})
+		// The collection waits up to jvm.DefaultSettle for the JIT before
+		// its window; the load is stopped when the collection ends.
+		r, err := load.Run(ctx, load.Config{URL: s.url, Concurrency: 4, Duration: window + jvm.DefaultSettle + 20*time.Second})
 		loaded <- result{r, err}
 	}()
 	bundleDir := filepath.Join(t.TempDir(), "bundle")

@@ -20,6 +20,7 @@ type jfrFlags struct {
 	event      string
 	settings   string
 	exceptions bool
+	settle     time.Duration
 }
 
 func (f *jfrFlags) register(cmd *cobra.Command) {
@@ -29,6 +30,15 @@ func (f *jfrFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.event, "jvm-event", "cpu", "with --jvm, async-profiler's CPU event: cpu (perf events, with kernel frames) or itimer (no kernel frames, cheaper where threads switch often)")
 	cmd.Flags().StringVar(&f.settings, "jfr-settings", "profile", "JFR settings for --jfr: profile or default")
 	cmd.Flags().BoolVar(&f.exceptions, "jfr-exceptions", false, "with --jfr, also record every thrown exception with its stack (costly at high throw rates)")
+	cmd.Flags().DurationVar(&f.settle, "jit-settle", jvm.DefaultSettle, "with --jfr or --jvm, wait at most this long after the recording starts for the JVM's JIT compiler to go quiet before the window begins (a JVM's first JFR recording deoptimizes its compiled code); 0 begins at once")
+}
+
+// checkSettle refuses a --jit-settle outside 0..10m.
+func (f *jfrFlags) checkSettle() error {
+	if f.settle < 0 || f.settle > 10*time.Minute {
+		return usageError{fmt.Errorf("--jit-settle %s out of range 0..10m", f.settle)}
+	}
+	return nil
 }
 
 // collectJFR writes a bundle from a JFR recording of a local JVM.
@@ -45,6 +55,9 @@ func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("%s takes a process ID, not a URL", flag)}
 	}
+	if err := f.checkSettle(); err != nil {
+		return err
+	}
 	if out == "" {
 		out = fmt.Sprintf("perfdoctor-jvm-%d-%s", f.pid, time.Now().Format("20060102-150405"))
 	}
@@ -52,7 +65,7 @@ func (a *app) collectJFR(cmd *cobra.Command, args []string, f jfrFlags, duration
 	m, err := jvm.Collect(cmd.Context(), jvm.Options{
 		PID: f.pid, Duration: duration, OutDir: out, Settings: f.settings, Exceptions: f.exceptions,
 		AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
-		Progress: line, Logger: a.log,
+		Settle: f.settle, Progress: line, Logger: a.log,
 	})
 	line.Clear()
 	if m != nil {

@@ -62,6 +62,7 @@ func TestCollectJVMBadInput(t *testing.T) {
 		{[]string{"--jfr", "1", "--jvm-event", "itimer"}, "--async-profiler and --jvm-event go with --jvm"},
 		{[]string{"--jvm", "1", "--jvm-event", "wall", "-d", "1s", "-o", filepath.Join(t.TempDir(), "c")}, "want cpu or itimer"},
 		{[]string{"--jvm", "999999999", "-d", "1s", "-o", filepath.Join(t.TempDir(), "b")}, "no such process"},
+		{[]string{"--jfr", "1", "--jit-settle", "-1s", "-d", "1s", "-o", filepath.Join(t.TempDir(), "d")}, "--jit-settle -1s out of range 0..10m"},
 	} {
 		code, _, stderr := perfdoctor(t, append([]string{"collect"}, tc.args...)...)
 		wantOneLineError(t, code, stderr, tc.want)

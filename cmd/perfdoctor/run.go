@@ -88,6 +88,7 @@ one run of it does.`,
 				}
 				pid := max(jf.pid, jf.jvm)
 				o.Target, name, o.Collect = fmt.Sprintf("JVM pid %d", pid), fmt.Sprintf("jvm%d", pid), c
+				o.Lead = jf.settle
 			}
 			if dir == "" {
 				dir = collect.DefaultBundleName(name, time.Now()) + "-run"
@@ -115,10 +116,13 @@ func (a *app) collectJVM(f jfrFlags, line *progress.Line) (underload.Collector, 
 	if f.jvm == 0 && (f.library != "" || f.event != "cpu") {
 		return nil, usageError{errors.New("--async-profiler and --jvm-event go with --jvm")}
 	}
+	if err := f.checkSettle(); err != nil {
+		return nil, err
+	}
 	return underload.JVM(jvm.Options{
 		PID: max(f.pid, f.jvm), Settings: f.settings, Exceptions: f.exceptions,
 		AsyncProfiler: f.jvm != 0, ProfilerLibrary: f.library, ProfilerEvent: f.event,
-		Progress: line, Logger: a.log,
+		Settle: f.settle, Progress: line, Logger: a.log,
 	}), nil
 }
 

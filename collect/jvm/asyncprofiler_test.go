@@ -337,11 +337,11 @@ func TestCollectWithAsyncProfiler(t *testing.T) {
 	jar := profilerJar(t)
 	pid := startWorkload(t)
 	out := filepath.Join(t.TempDir(), "b")
-	m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out, AsyncProfiler: true, ProfilerLibrary: jar, ProfilerEvent: "itimer"})
+	m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out, AsyncProfiler: true, ProfilerLibrary: jar, ProfilerEvent: "itimer", Settle: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Partial || !m.OK(profilerItem) || !m.OK("cpu") || !m.OK("jvm") {
+	if m.Partial || !m.OK(profilerItem) || !m.OK("cpu") || !m.OK("jvm") || !m.OK(settleItem) {
 		t.Fatalf("manifest %+v", m)
 	}
 	for _, f := range []string{"async-profiler.jfr", "async-profiler.log", "recording.jfr"} {
