@@ -131,25 +131,8 @@ func recording(t *testing.T, failed <-chan struct{}) {
 // machine beside two CPU hogs (7 of 10 runs: no sample of it, the run
 // taking 8 s instead of 3.5).
 func TestRecordTree(t *testing.T) {
-	parent, child, fork := startForker(t, forker)
-	child("first")
-	tree := descendants(t, parent)
-	type result struct {
-		p   *profile.Profile
-		err error
-	}
-	done := make(chan result, 1)
-	returned := make(chan struct{})
-	go func() {
-		p, err := Record(context.Background(), Options{PID: parent, Also: tree, Duration: 2500 * time.Millisecond})
-		close(returned)
-		done <- result{p, err}
-	}()
-	recording(t, returned)
-	fork()
-	child("second")
-	r := <-done
-	p, err := r.p, r.err
+	r := forkWhileRecording(t, forker, Record)
+	p, err, parent, tree := r.p, r.err, r.parent, r.tree
 	if err != nil {
 		if strings.Contains(err.Error(), "not permitted") {
 			t.Skip(err)
@@ -258,24 +241,8 @@ func TestOffCPUTree(t *testing.T) {
 // (perf's sched_process_fork events): the second napping shell, forked
 // once perf records, waits off the CPU with its pid on the samples.
 func TestOffCPUTreeFollowsForks(t *testing.T) {
-	parent, child, fork := startForker(t, napForker)
-	first := child("first")
-	tree := descendants(t, parent)
-	type result struct {
-		p   *profile.Profile
-		err error
-	}
-	done := make(chan result, 1)
-	returned := make(chan struct{})
-	go func() {
-		p, err := RecordOffCPU(context.Background(), Options{PID: parent, Also: tree, Duration: 2500 * time.Millisecond})
-		close(returned)
-		done <- result{p, err}
-	}()
-	recording(t, returned)
-	fork()
-	second := child("second")
-	r := <-done
+	r := forkWhileRecording(t, napForker, RecordOffCPU)
+	first, second := r.first, r.second
 	if errors.Is(r.err, ErrSchedNotPermitted) {
 		t.Skip(r.err)
 	}
@@ -290,6 +257,34 @@ func TestOffCPUTreeFollowsForks(t *testing.T) {
 	if off[int64(first)] <= 0 || off[int64(second)] <= 0 {
 		t.Errorf("off-CPU by pid %v: want the napping shell there at the start (%d) and the one forked in the window (%d)", off, first, second)
 	}
+}
+
+// forkRun is what forkWhileRecording saw: record's result, the forker's
+// PID, its descendants at the start and its two children's PIDs.
+type forkRun struct {
+	p                     *profile.Profile
+	err                   error
+	parent, first, second int
+	tree                  []int
+}
+
+// forkWhileRecording starts a forker script, records its tree for 2.5 s
+// with record, and has it fork its second child once perf records.
+func forkWhileRecording(t *testing.T, script string, record func(context.Context, Options) (*profile.Profile, error)) forkRun {
+	t.Helper()
+	parent, child, fork := startForker(t, script)
+	r := forkRun{parent: parent, first: child("first")}
+	r.tree = descendants(t, parent)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		r.p, r.err = record(context.Background(), Options{PID: parent, Also: r.tree, Duration: 2500 * time.Millisecond})
+	}()
+	recording(t, returned)
+	fork()
+	r.second = child("second")
+	<-returned
+	return r
 }
 
 // descendants lists pid's descendants as collect does before recording.
