@@ -34,12 +34,17 @@ type Process struct {
 }
 
 // Start starts cmd. With group, the child gets its own process group and
-// Stop signals the whole group (a shell and what it started).
+// Stop signals the whole group (a shell and what it started). The child is
+// killed if perfdoctor dies without stopping it (Linux's parent-death
+// signal): a test binary killed by its timeout left a casebook service
+// running, holding what it had inherited (a lock file's descriptor among
+// them) until someone found it.
 func Start(cmd *exec.Cmd, group bool) (*Process, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if group {
-		if cmd.SysProcAttr == nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{}
-		}
 		cmd.SysProcAttr.Setpgid = true
 	}
 	if err := cmd.Start(); err != nil {

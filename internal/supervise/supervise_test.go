@@ -3,10 +3,12 @@ package supervise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -102,4 +104,46 @@ func TestStopKillsWhatOutlivesTheLeader(t *testing.T) {
 	if st, err := os.ReadFile("/proc/" + child + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
 		t.Errorf("child %s still runs after Stop: %s", child, st)
 	}
+}
+
+// A child outlives nothing that started it: the test runs itself as a
+// parent that starts a sleep through Start, kills that parent with
+// SIGKILL (no chance to stop anything), and the sleep goes with it.
+func TestChildDiesWithItsParent(t *testing.T) {
+	if os.Getenv("SUPERVISE_TEST_PARENT") == "1" {
+		p, err := Start(exec.Command("sleep", "60"), false)
+		if err != nil {
+			os.Exit(2)
+		}
+		fmt.Println(p.cmd.Process.Pid)
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	parent := exec.Command(os.Args[0], "-test.run=^TestChildDiesWithItsParent$")
+	parent.Env = append(os.Environ(), "SUPERVISE_TEST_PARENT=1")
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if _, err := fmt.Fscan(out, &child); err != nil || child <= 0 {
+		parent.Process.Kill()
+		t.Fatalf("the parent printed no child: %v", err)
+	}
+	parent.Process.Kill()
+	parent.Wait()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := syscall.Kill(child, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		// A zombie until init reaps it: gone all the same.
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child)); err == nil && strings.Contains(string(b), ") Z ") {
+			return
+		}
+	}
+	syscall.Kill(child, syscall.SIGKILL)
+	t.Fatalf("child %d outlived its killed parent", child)
 }
