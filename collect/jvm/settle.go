@@ -3,11 +3,10 @@ package jvm
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 )
@@ -80,46 +79,25 @@ func compilerThread(comm string) bool {
 // so far, from /proc/PID/task/*/stat. Threads that come and go (HotSpot
 // adds and removes compiler threads with the queue) count while they exist.
 func compilerCPU(procRoot string, pid int) (time.Duration, error) {
-	dir := filepath.Join(procRoot, strconv.Itoa(pid), "task")
-	ents, err := os.ReadDir(dir)
+	pfs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return 0, err
 	}
-	var ticks uint64
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+	threads, err := pfs.AllThreads(pid)
+	if err != nil {
+		return 0, err
+	}
+	var seconds float64
+	for _, t := range threads {
+		st, err := t.Stat()
 		if err != nil {
 			continue // the thread ended
 		}
-		comm, t, ok := threadCPU(string(b))
-		if ok && compilerThread(comm) {
-			ticks += t
+		if compilerThread(st.Comm) {
+			seconds += st.CPUTime()
 		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
-}
-
-// userHZ is the kernel's clock tick for /proc times (USER_HZ, 100 on every
-// Linux architecture perfdoctor runs on).
-const userHZ = 100
-
-// threadCPU reads a /proc/PID/task/TID/stat line: the thread's name and
-// its user plus system time in clock ticks.
-func threadCPU(stat string) (string, uint64, bool) {
-	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return "", 0, false
-	}
-	f := strings.Fields(stat[end+1:])
-	if len(f) < 13 {
-		return "", 0, false
-	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	s, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return "", 0, false
-	}
-	return stat[open+1 : end], u + s, true
+	return time.Duration(seconds * float64(time.Second)), nil
 }
 
 // settleItem is the manifest item saying how long the collection waited for

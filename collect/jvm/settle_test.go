@@ -13,18 +13,19 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 )
 
-func TestThreadCPU(t *testing.T) {
-	comm, ticks, ok := threadCPU("4242 (C2 CompilerThre) S 1 4200 4200 0 -1 4194368 10 0 0 0 1234 56 0 0 20 0 1 0 100 0 0")
-	if !ok || comm != "C2 CompilerThre" || ticks != 1290 {
-		t.Errorf("got %q %d %v", comm, ticks, ok)
+// A thread's name may hold spaces and parentheses (the last ')' ends it),
+// and a stat line cut short is a thread to skip, not a failure.
+func TestCompilerThreads(t *testing.T) {
+	root := fakeProc(t, map[string]uint64{"C2 CompilerThre": 1290, "C1 CompilerThre) b (c": 7, "http-nio-8080-e": 9000})
+	short := filepath.Join(root, "4242", "task", "9")
+	if err := os.MkdirAll(short, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	// A name may hold spaces and parentheses: the last ')' ends it.
-	comm, ticks, ok = threadCPU("7 (a) b (c)) R 1 1 1 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 0 0")
-	if !ok || comm != "a) b (c)" || ticks != 7 {
-		t.Errorf("got %q %d %v", comm, ticks, ok)
+	if err := os.WriteFile(filepath.Join(short, "stat"), []byte("9 (C1 CompilerThre) R 1\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if _, _, ok := threadCPU("7 (short) R 1"); ok {
-		t.Error("a truncated line read")
+	if got, err := compilerCPU(root, 4242); err != nil || got != 12970*time.Millisecond {
+		t.Errorf("compilerCPU = %s, %v; want 12.97s (1290 and 7 ticks of the two compiler threads)", got, err)
 	}
 	for comm, want := range map[string]bool{"C1 CompilerThre": true, "C2 CompilerThre": true, "JVMCI CompilerT": true,
 		"JVMCI-native Co": true, "GC Thread#0": false, "http-nio-8080-e": false, "VM Thread": false} {
@@ -46,7 +47,9 @@ func fakeProc(t *testing.T, threads map[string]uint64) string {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		line := "1 (" + comm + ") S 1 1 1 0 -1 0 0 0 0 0 " + strconv.FormatUint(ticks, 10) + " 0 0 0 20 0 1 0 1 0 0\n"
+		// The 52 fields a current kernel prints, the CPU as user time.
+		line := "1 (" + comm + ") S 1 1 1 0 -1 0 0 0 0 0 " + strconv.FormatUint(ticks, 10) + " 0 0 0 20 0 1 0 1 0 0" +
+			strings.Repeat(" 0", 30) + "\n"
 		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
 			t.Fatal(err)
 		}
