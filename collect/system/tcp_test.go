@@ -12,16 +12,7 @@ import (
 )
 
 func TestParseTCP(t *testing.T) {
-	var got []tcpSocket
-	for _, name := range []string{"testdata/proc/net/tcp", "testdata/proc/net/tcp6"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := parseSockets(bytes.NewReader(data), func(s tcpSocket) { got = append(got, s) }); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	got := parseFixtures(t, "testdata/proc/net/tcp", "testdata/proc/net/tcp6")
 	if len(got) != 8 {
 		t.Fatalf("%d sockets, want 8", len(got))
 	}
@@ -89,4 +80,21 @@ func TestKeepRemotesKeepsTheTargets(t *testing.T) {
 			t.Errorf("kept %+v over a busier endpoint", r)
 		}
 	}
+}
+
+// parseFixtures parses socket tables saved from /proc/net (tcp, tcp6, udp,
+// udp6), one after the other.
+func parseFixtures(t *testing.T, names ...string) []tcpSocket {
+	t.Helper()
+	var got []tcpSocket
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := parseSockets(bytes.NewReader(data), func(s tcpSocket) { got = append(got, s) }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return got
 }

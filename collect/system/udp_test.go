@@ -17,16 +17,7 @@ import (
 )
 
 func TestParseUDP(t *testing.T) {
-	var got []tcpSocket
-	for _, name := range []string{"testdata/proc/net/udp", "testdata/proc/net/udp6"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := parseSockets(bytes.NewReader(data), func(s tcpSocket) { got = append(got, s) }); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	got := parseFixtures(t, "testdata/proc/net/udp", "testdata/proc/net/udp6")
 	if len(got) != 9 {
 		t.Fatalf("%d sockets, want 9", len(got))
 	}
