@@ -73,9 +73,10 @@ type Claim struct {
 	// capped for a reason other than size leaves it unset.
 	Regrade func(estimate float64) Severity
 	// HeldIn names the functions that hold what the finding's waiting is
-	// behind (a contended lock's holders): when another finding's cost is
-	// in one of them (an fsync, a downstream call, a hot loop inside the
-	// critical section), the waiting is that cost's symptom.
+	// behind (a contended lock's holders), the one holding the lock waited
+	// for most first: when another finding's cost is in one of them (an
+	// fsync, a downstream call, a hot loop inside the critical section),
+	// the waiting is that cost's symptom.
 	HeldIn []string
 	// AllocDriven marks a cost that follows the allocation rate (GC work):
 	// when one finding owns most of the bytes allocated in the window, that
@@ -158,27 +159,36 @@ func attribute(cpuStacks, allocStacks *evidence.Stacks, fs []Finding) {
 // does. It runs once the engine has graded the CPU findings on their
 // estimates (dragOverhead): a holder's finding is judged by what its fix
 // is estimated to remove, as it ranks.
-func linkHeldWaits(fs []Finding) {
+func linkHeldWaits(cpu *evidence.Stacks, fs []Finding) {
 	for i := range fs {
 		f := &fs[i]
 		if f.Claim == nil || len(f.Claim.HeldIn) == 0 || f.CausedBy != "" {
 			continue
 		}
-		if j, fn := heldCost(fs, i); j >= 0 {
+		if j, fn := heldCost(cpu, fs, i); j >= 0 {
 			link(fs, i, j, fmt.Sprintf("the waiting is behind %s, which %s (%s) names as where its cost is", ShortFunc(fn), fs[j].ID, fs[j].Class))
 		}
 	}
 }
 
 // heldCost finds the most severe other finding whose cost is in a function
-// the waiting of fs[i] is held by: one of its locations, or one of the
-// frames it is about (a logger's cost is in log.(*Logger).output, where the
-// logger's mutex is taken, though its location is the code calling it).
-func heldCost(fs []Finding, i int) (int, string) {
+// the waiting of fs[i] is held by: one of its locations, one of the frames
+// it is about (a logger's cost is in log.(*Logger).output, where the
+// logger's mutex is taken, though its location is the code calling it), or
+// the CPU its claim selects: when at least causeShare of the CPU spent
+// inside the function holding the lock waited for most is the finding's,
+// the work done under that lock is its work, whichever frames it lists
+// (logback's appender lock is held in OutputStreamAppender.writeBytes,
+// deep under a logging finding that names the code calling the logger).
+// Only that first holder is weighed by CPU: a minor lock's holder can be a
+// thread's root (Tomcat's SocketProcessorBase.run), with every sample
+// inside it.
+func heldCost(cpu *evidence.Stacks, fs []Finding, i int) (int, string) {
 	held := map[string]bool{}
 	for _, fn := range fs[i].Claim.HeldIn {
 		held[fn] = true
 	}
+	main := heldSamples(cpu, fs[i].Claim.HeldIn[0])
 	best, where := -1, ""
 	for j, g := range fs {
 		if j == i || g.Class == fs[i].Class || g.Severity < Medium {
@@ -195,8 +205,45 @@ func heldCost(fs []Finding, i int) (int, string) {
 		for _, l := range g.Locations {
 			consider(l.Function)
 		}
+		if g.Claim != nil && g.Claim.CPU != nil && main.claimedBy(g.Claim.CPU) {
+			consider(fs[i].Claim.HeldIn[0])
+		}
 	}
 	return best, where
+}
+
+// heldWork is the CPU spent inside a function that holds a lock: the
+// samples with it on their stacks.
+type heldWork struct {
+	samples []evidence.Sample
+	total   int64
+}
+
+func heldSamples(cpu *evidence.Stacks, fn string) heldWork {
+	var w heldWork
+	if cpu == nil {
+		return w
+	}
+	in := cpu.Has(func(f string) bool { return f == fn })
+	for _, s := range cpu.Samples {
+		if in(s) {
+			w.samples = append(w.samples, s)
+			w.total += s.Value
+		}
+	}
+	return w
+}
+
+// claimedBy tells whether a claim selects at least causeShare of the work
+// done inside the holder.
+func (w heldWork) claimedBy(claim func(evidence.Sample) bool) bool {
+	var claimed int64
+	for _, s := range w.samples {
+		if claim(s) {
+			claimed += s.Value
+		}
+	}
+	return w.total > 0 && float64(claimed) >= causeShare*float64(w.total)
 }
 
 // arbitration is the outcome of one profile's claims: per finding index,

@@ -283,6 +283,45 @@ func TestWaitingBehindAHolderFollowsItsCost(t *testing.T) {
 	}
 }
 
+// A lock held deep under a cost's frames (logback's appender lock, taken in
+// OutputStreamAppender.writeBytes far below the code calling the logger)
+// is that cost's symptom when the CPU spent inside the holder is mostly
+// the CPU the cost's finding claims, and stays its own finding when the
+// holder's CPU is someone else's.
+func TestWaitingBehindAHolderFollowsTheClaimedCPU(t *testing.T) {
+	const holder = "ch.qos.logback.core.OutputStreamAppender.writeBytes"
+	wait := finding("JVM010", rules.Finding{Severity: rules.High, Resource: "latency", Impact: 0.9,
+		Locations: []rules.Location{{Function: holder}},
+		Claim:     &rules.Claim{Level: rules.LevelCode, HeldIn: []string{holder}}})
+	wait.Class = "jvm-lock-contention"
+	logging := claiming("LIB008", rules.LevelCode, evidence.FuncPrefix("ch.qos.logback.classic."), rules.Medium)
+	logging.Class = "logging-cost"
+	run := func(stacks ...testprof.Stack) []rules.Finding {
+		ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: testprof.Build(stacks...)})
+		return rules.Run(facts.New(ev), []*rules.Rule{wait, logging}).Findings
+	}
+	fs := run(
+		testprof.Stack{Value: 30, Funcs: []string{"java.io.FileOutputStream.writeBytes", holder, "ch.qos.logback.classic.Logger.info", "app.Filter.doFilter"}},
+		testprof.Stack{Value: 10, Funcs: []string{"ch.qos.logback.classic.pattern.LineOfCallerConverter.convert", "ch.qos.logback.classic.Logger.info", "app.Filter.doFilter"}},
+		testprof.Stack{Value: 60, Funcs: []string{"app.Controller.get"}},
+	)
+	if got := ids(fs); got != "LIB008,JVM010" || fs[1].CausedBy != "LIB008" || !strings.Contains(fs[1].CauseReason, "OutputStreamAppender.writeBytes") {
+		t.Fatalf("holder's CPU claimed by the logging: rank = %s, links %+v", got, fs)
+	}
+	// The same lock, its holder's CPU outside what the logging claims
+	// (three quarters of it under a caller that is not the logger).
+	fs = run(
+		testprof.Stack{Value: 10, Funcs: []string{"java.io.FileOutputStream.writeBytes", holder, "ch.qos.logback.classic.Logger.info", "app.Filter.doFilter"}},
+		testprof.Stack{Value: 30, Funcs: []string{"java.io.FileOutputStream.writeBytes", holder, "app.Exporter.run"}},
+		testprof.Stack{Value: 60, Funcs: []string{"app.Controller.get"}},
+	)
+	for _, f := range fs {
+		if f.CausedBy != "" {
+			t.Errorf("%s linked to %s though the holder's CPU is mostly not its cost", f.ID, f.CausedBy)
+		}
+	}
+}
+
 // A cost that grows until something fails (a goroutine leak) ranks before a
 // steady one at the same severity, whatever the resources (casebook G1).
 func TestGrowingCostRanksFirst(t *testing.T) {

@@ -275,7 +275,7 @@ func Run(set *facts.Set, catalog []*Rule) Result {
 	weighCores(facts.Get(engine, facts.WorkDone), res.Findings)
 	dragOverhead(facts.Get(engine, facts.CPUStacks), res.Findings)
 	capCPU(res.Findings) // the drag added to some: within all of the CPU again
-	linkHeldWaits(res.Findings)
+	linkHeldWaits(facts.Get(engine, facts.CPUStacks), res.Findings)
 	markForeignCode(facts.Get(engine, facts.Owners), res.Findings)
 	Rank(res.Findings)
 	return res

@@ -136,10 +136,15 @@ func check(pass *rules.Pass) error {
 		Caveats: []string{caveat},
 	}
 	f.Locations = jvmthreads.Locations(waits, total, 5, func(w jfr.WaitSite) string { return "waits for " + w.Class })
+	// A synchronized method or block holds its own monitor; a
+	// java.util.concurrent lock is, as its documentation's idiom goes,
+	// held by the method that called lock() until its finally block
+	// (logback's OutputStreamAppender.writeBytes), so that method holds it
+	// too.
 	var held []string
 	for _, w := range waits {
-		if site, ok := jvmthreads.Site(w.Stack); ok && w.Kind == "monitor" {
-			held = append(held, site.Func) // a synchronized method or block holds its own monitor
+		if site, ok := jvmthreads.Site(w.Stack); ok {
+			held = append(held, site.Func)
 		}
 	}
 	// A cost found inside the critical section (a hot loop, an fsync) is
