@@ -22,6 +22,16 @@ var syscallEntry = evidence.FuncPrefix("entry_SYSCALL_64", "do_syscall_64", "el0
 // what it was doing.
 var SchedulerArtefacts = evidence.FuncPrefix("finish_task_switch", "_raw_spin_unlock_irqrestore", "__raw_spin_unlock_irq", "_raw_spin_unlock_irq")
 
+// FutexWait is a thread asleep on a futex in the kernel: a native
+// program's lock, condition variable or semaphore (glibc's pthread and
+// sem_* primitives all sleep here; a PostgreSQL backend queued on an LWLock
+// does). FutexWake is the kernel waking such sleepers, on the releasing
+// thread's stack.
+var (
+	FutexWait = evidence.FuncPrefix("futex_wait", "__futex_wait")
+	FutexWake = evidence.FuncPrefix("futex_wake")
+)
+
 // dispatchExit are kernel frames right under do_syscall_64 that are the
 // return to user space (a preemption there), not the call itself.
 var dispatchExit = evidence.FuncPrefix("exit_to_user_mode", "syscall_exit_to_user_mode", "irqentry_exit")
