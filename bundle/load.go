@@ -44,6 +44,18 @@ type LoadResult struct {
 	Unit        string `json:"unit,omitempty"`
 	UnitsPerRun int64  `json:"units_per_run,omitempty"`
 	Runs        int64  `json:"runs,omitempty"`
+	// Warmup is the same load's warm-up, run just before it while nothing
+	// was recorded (perfdoctor run): its rate against the window's is what
+	// the recording cost the service.
+	Warmup *LoadWarmup `json:"warmup,omitempty"`
+}
+
+// LoadWarmup is a warm-up's figures: how long it ran, the units it
+// completed and their rate.
+type LoadWarmup struct {
+	DurationMS float64 `json:"duration_ms"`
+	Requests   int64   `json:"requests"`
+	Throughput float64 `json:"throughput_rps"`
 }
 
 // LoadPercentiles is a latency summary in milliseconds.

@@ -50,6 +50,21 @@ type Work struct {
 	// was measured (0 is a reading: connections are kept).
 	NewConnsPerUnit float64 `json:"new_connections_per_unit,omitempty"`
 	HasConns        bool    `json:"-"`
+	// WarmupPerSecond is the rate of the same load in its warm-up, run
+	// just before the recording with nothing recorded (perfdoctor run):
+	// against PerSecond, what the recording cost the service.
+	WarmupPerSecond float64 `json:"warmup_per_second,omitempty"`
+}
+
+// RecordingSlowdown is how many times faster the service ran in the
+// warm-up just before the recording than in the window: above 1 the
+// recording slowed it (perf's scheduler events on every context switch, a
+// JVM running deoptimized code after JFR's start), 0 when unknown.
+func (w Work) RecordingSlowdown() float64 {
+	if w.WarmupPerSecond <= 0 || w.PerSecond <= 0 {
+		return 0
+	}
+	return w.WarmupPerSecond / w.PerSecond
 }
 
 // Busy is the share of the available CPU the process used, 0 when unknown.
@@ -131,6 +146,9 @@ func workDone(ev *evidence.Evidence, profileCores float64) Work {
 	window := ev.Window().Seconds()
 	if l := ev.Load; l != nil && l.Throughput > 0 {
 		w.Unit, w.PerSecond, w.Source = l.Unit, l.Throughput, "load results"
+		if l.Warmup != nil {
+			w.WarmupPerSecond = l.Warmup.Throughput
+		}
 		if w.Unit == "" {
 			w.Unit = "request"
 		}

@@ -42,7 +42,7 @@ func (r *Result) Schema() *bundle.LoadResult {
 		Requests: r.Requests, Errors: r.Errors, ErrorsByKind: r.ErrorsByKind, Throughput: r.Throughput,
 		Latency: r.Latency.schema(), Service: r.Service.schema(), LateSends: r.LateSends, Dropped: r.Dropped,
 		Unfinished: r.Unfinished, GeneratorCPU: r.GeneratorCPU, LoadAverage: r.LoadAverage, Warnings: r.Warnings,
-		Interrupted: r.Interrupted, Command: redactCommand(r.Command), Unit: r.Unit, UnitsPerRun: r.UnitsPerRun, Runs: r.Runs}
+		Interrupted: r.Interrupted, Command: redactCommand(r.Command), Unit: r.Unit, UnitsPerRun: r.UnitsPerRun, Runs: r.Runs, Warmup: r.Warmup}
 	for _, q := range r.Table {
 		j.Table = append(j.Table, bundle.LoadQuantile{Percentile: q.Percentile, MS: ms(q.Value)})
 	}
@@ -58,7 +58,7 @@ func FromSchema(j *bundle.LoadResult) *Result {
 		Requests: j.Requests, Errors: j.Errors, ErrorsByKind: j.ErrorsByKind, Throughput: j.Throughput,
 		Latency: percentilesFrom(j.Latency), Service: percentilesFrom(j.Service), LateSends: j.LateSends, Dropped: j.Dropped,
 		Unfinished: j.Unfinished, GeneratorCPU: j.GeneratorCPU, LoadAverage: j.LoadAverage, Warnings: j.Warnings,
-		Interrupted: j.Interrupted, Command: j.Command, Unit: j.Unit, UnitsPerRun: j.UnitsPerRun, Runs: j.Runs}
+		Interrupted: j.Interrupted, Command: j.Command, Unit: j.Unit, UnitsPerRun: j.UnitsPerRun, Runs: j.Runs, Warmup: j.Warmup}
 	for _, q := range j.Table {
 		r.Table = append(r.Table, Quantile{q.Percentile, fromMS(q.MS)})
 	}

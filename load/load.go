@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
 )
@@ -163,6 +164,10 @@ type Result struct {
 	UnitsPerRun int64
 	Runs        int64
 	commandErr  string // what the last failed run printed
+
+	// Warmup is the warm-up run just before this one, unrecorded, when
+	// there was one (perfdoctor run sets it).
+	Warmup *bundle.LoadWarmup
 }
 
 // String is a one-line summary.

@@ -232,3 +232,28 @@ func diagnosed(tool string, ev *evidence.Evidence) *Report {
 	set := facts.New(ev)
 	return New(tool, set, rules.Run(set, catalog.All()))
 }
+
+// A recording that slowed the service (its warm-up ran 3x faster just
+// before it) is said in every report; one that cost a few percent is not.
+func TestRecordingSlowdownIsSaid(t *testing.T) {
+	for _, tc := range []struct {
+		warmup float64
+		said   bool
+	}{{3000, true}, {1100, false}} {
+		rep := sampleReport(t)
+		rep.Evidence.Load = &bundle.LoadResult{URL: "tcp://127.0.0.1:5432", Mode: "command", DurationMS: 20000, Requests: 20000, Throughput: 1000,
+			Unit: "INSERT", Warmup: &bundle.LoadWarmup{DurationMS: 5000, Requests: int64(tc.warmup * 5), Throughput: tc.warmup}}
+		rep = New(rep.Tool, facts.New(rep.Evidence), rules.Result{Findings: rep.Findings, NotChecked: rep.NotChecked})
+		var buf bytes.Buffer
+		if err := WriteText(&buf, rep); err != nil {
+			t.Fatal(err)
+		}
+		said := strings.Contains(buf.String(), "warning: the recording slowed the service 3.0x: 1000 INSERTs/s in the window against 3000/s in the unrecorded warm-up")
+		if said != tc.said {
+			t.Errorf("warm-up at %.0f/s, window at 1,000/s: said %v, want %v\n%s", tc.warmup, said, tc.said, buf.String())
+		}
+		if rep.Inputs.Work == nil || rep.Inputs.Work.WarmupPerSecond != tc.warmup {
+			t.Errorf("work: %+v", rep.Inputs.Work)
+		}
+	}
+}

@@ -56,6 +56,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	cfg := o.Load
+	var warmup *bundle.LoadWarmup
 	if o.Warmup > 0 {
 		fmt.Fprintf(o.Messages, "perfdoctor: warming up %s with %s\n", o.Warmup, loadName(cfg))
 		w := cfg
@@ -70,6 +71,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if res.Interrupted {
 			return nil, fmt.Errorf("warm-up %s: %w", loadName(cfg), context.Canceled)
 		}
+		warmup = &bundle.LoadWarmup{DurationMS: float64(res.Duration) / float64(time.Millisecond), Requests: res.Requests, Throughput: res.Throughput}
 	}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
@@ -111,6 +113,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.Progress.Clear()
 	stopLoad()
 	lo := <-loadDone
+	if lo.res != nil {
+		lo.res.Warmup = warmup
+	}
 	r := &Result{Manifest: m, Load: lo.res}
 	if cerr != nil {
 		return r, cerr

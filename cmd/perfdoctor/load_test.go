@@ -216,10 +216,19 @@ func TestRunCommand(t *testing.T) {
 		Load *struct {
 			Requests int64           `json:"requests"`
 			Timeline json.RawMessage `json:"timeline"`
+			Warmup   *struct {
+				Requests   int64   `json:"requests"`
+				Throughput float64 `json:"throughput_rps"`
+			} `json:"warmup"`
 		} `json:"load"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Load == nil || rep.Load.Requests == 0 {
 		t.Fatalf("report has no load figures (%v):\n%s", err, stdout)
+	}
+	// The warm-up's rate is kept beside the window's: what the recording
+	// cost the service.
+	if w := rep.Load.Warmup; w == nil || w.Requests == 0 || w.Throughput <= 0 {
+		t.Errorf("no warm-up figures in the load: %+v", w)
 	}
 	m, err := bundle.ReadManifest(filepath.Join(dir, "bundle"))
 	if err != nil || !m.OK("load") || m.Load == nil || m.Load.URL != srv.URL+"/app" {
