@@ -255,5 +255,20 @@ func TestRecordingSlowdownIsSaid(t *testing.T) {
 		if rep.Inputs.Work == nil || rep.Inputs.Work.WarmupPerSecond != tc.warmup {
 			t.Errorf("work: %+v", rep.Inputs.Work)
 		}
+		schema, err := jsonschema.NewCompiler().Compile("../docs/report.schema.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Reset()
+		if err := WriteJSON(&buf, rep); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema.Validate(doc); err != nil {
+			t.Errorf("report with a warm-up does not match docs/report.schema.json: %v", err)
+		}
 	}
 }
