@@ -87,6 +87,28 @@ func underStaticServing(cpu *evidence.Stacks) float64 {
 	return cpu.ShareWhere(func(s evidence.Sample) bool { return codec(s) && static(s) }) / all
 }
 
+// mostSpecific is the first of nativeVariants (most specific first) whose
+// frames hold at least half of the native codec's samples, else the one
+// holding most. The generic frames sit above the specific ones on the same
+// stacks (the JDK's Deflater entry above zlib's deflate_slow), so the
+// largest share alone would pick the generic one by a sample or two:
+// Jetty's gzip at level 9 on JDK 25 read 94.10% under the JDK's entry and
+// 94.06% under deflate_slow.
+func mostSpecific(cpu *evidence.Stacks, codecShare float64) nativeVariant {
+	var best nativeVariant
+	var bestShare float64
+	for _, v := range nativeVariants {
+		s := cpu.Share(v.frames)
+		if s >= codecShare/2 {
+			return v
+		}
+		if s > bestShare {
+			best, bestShare = v, s
+		}
+	}
+	return best
+}
+
 // checkNative reports a native codec's share of perf's on-CPU samples. It
 // returns whether it reported.
 func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
@@ -94,13 +116,7 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 	if share < minShare {
 		return false
 	}
-	var best nativeVariant
-	var bestShare float64
-	for _, v := range nativeVariants {
-		if s := cpu.Share(v.frames); s > bestShare {
-			best, bestShare = v, s
-		}
-	}
+	best := mostSpecific(cpu, share)
 	comm := ""
 	if s := pass.Evidence.SystemEnd; s != nil && s.Process != nil {
 		comm = s.Process.Comm

@@ -50,3 +50,23 @@ func TestNativeZlibWithSymbols(t *testing.T) {
 		t.Errorf("decompression reported: %+v", res.Findings[0])
 	}
 }
+
+// The specific frames name the level though the generic ones, above them on
+// the same stacks, hold a few samples more: Jetty's gzip at level 9 on JDK
+// 25, 94.10% under the JDK's Deflater entry and zlib's deflate(), 94.06%
+// under deflate_slow.
+func TestNativeZlibLevelUnderTheJDKsEntry(t *testing.T) {
+	jdk := []string{"Java_java_util_zip_Deflater_deflateBufferBytes", "java.util.zip.Deflater.deflateBufferBytes", "org.eclipse.jetty.server.handler.gzip.GzipResponseAndCallback.commit"}
+	cpu := testprof.Build(
+		testprof.Stack{Value: 9406, Funcs: append([]string{"longest_match", "deflate_slow", "deflate"}, jdk...)},
+		testprof.Stack{Value: 4, Funcs: append([]string{"deflate"}, jdk...)},
+		testprof.Stack{Value: 590, Funcs: []string{"org.eclipse.jetty.server.internal.HttpConnection.onFillable"}},
+	)
+	res := rules.Run(facts.New(testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: cpu})), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want a finding: %+v", res)
+	}
+	if f := res.Findings[0]; f.Severity != rules.High || !strings.Contains(f.Summary, "deflate_slow (levels 4-9)") {
+		t.Errorf("%s %q", f.Severity, f.Summary)
+	}
+}
