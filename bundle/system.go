@@ -137,8 +137,11 @@ func (p PeerProcess) CPUSeconds() float64 { return p.UserCPUSeconds + p.SystemCP
 // accept; Backlog the most the kernel will queue (min(listen backlog, somaxconn)).
 type Listener struct {
 	Addr    string `json:"addr"`
-	Queue   uint64 `json:"queue"`
+	Queue   uint64 `json:"queue"` // connections waiting to be accepted
 	Backlog uint64 `json:"backlog"`
+	// Process says the target process or one of its descendants holds the
+	// socket (NetInfo.ProcessSockets): a queue the target's workers serve.
+	Process bool `json:"process,omitempty"`
 }
 
 // NetSysctls are the kernel settings the network rules judge by. Zero means unread.

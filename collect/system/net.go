@@ -179,7 +179,8 @@ func readSockets(procRoot string, n *bundle.NetInfo, own map[uint64]bool, fail f
 	for _, l := range socks {
 		if l.state == tcpListen {
 			listening[l.lport] = true
-			n.Listeners = append(n.Listeners, bundle.Listener{Addr: endpoint(l.local, l.lport), Queue: l.rxQueue, Backlog: l.txQueue})
+			n.Listeners = append(n.Listeners, bundle.Listener{Addr: endpoint(l.local, l.lport), Queue: l.rxQueue, Backlog: l.txQueue,
+				Process: l.inode != 0 && own[l.inode]})
 		}
 	}
 	remotes := map[string]*bundle.RemoteEndpoint{}

@@ -225,6 +225,27 @@ func TestRemotesMarkTheTargetsSockets(t *testing.T) {
 	}
 }
 
+// A listener the target holds is marked, so its accept queue can be read
+// as the queue in front of the target's workers.
+func TestListenersMarkTheTargets(t *testing.T) {
+	roots := fixtureRoots(t, "sys-v2")
+	for pid, want := range map[int]string{1234: "127.0.0.1:6060", 999: "[::]:8080"} {
+		snap, err := Snapshot(roots, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var own []string
+		for _, l := range snap.Net.Listeners {
+			if l.Process {
+				own = append(own, l.Addr)
+			}
+		}
+		if len(own) != 1 || own[0] != want {
+			t.Errorf("pid %d holds %v, want %s (listeners %+v)", pid, own, want, snap.Net.Listeners)
+		}
+	}
+}
+
 // checkNet checks the host part of a fixture snapshot: per-CPU times,
 // softirqs, sockets, settings and counters.
 func checkNet(t *testing.T, snap *bundle.SystemSnapshot) {
