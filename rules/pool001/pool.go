@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/facts/frames"
@@ -46,8 +47,14 @@ profiles, the request goroutines waiting there against those in flight
 own figures by Little's law, requests in flight N = throughput × mean
 latency and served at once E = throughput × the fastest request's latency
 (the service time without a wait for a turn); the wait share is 1 − fastest
-/ mean. The load alone fires only when a bound of the service's shows the
-same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
+/ mean. Where the process tree holds a listener with connections waiting in
+its accept queue at the window's end, those are the queue itself, and the
+requests in flight less them are served at once: workers that accept their
+own connections (PHP-FPM's children) serve them strictly first come, first
+served, every request waits its turn and the fastest request carries one
+too (PHP-FPM with 2 children behind nginx: the load read 29 served at once,
+the listener held 30 of the 31.7 in flight). Either reading fires only when
+a bound of the service's shows the same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
 Netty's, Executors', a hand-made one) using at least 10% of the process's
 CPU, the threads in one process of a native server known to hold a worker
 per request, or its processes alike (Apache's MPM workers, PHP-FPM's
@@ -106,7 +113,9 @@ fastest request's: a strictly first-come-first-served queue in front of a
 saturated pool (a hand-made pool reading one queue) gives every request the
 same wait, the fastest request then carries a whole turn, and the load
 cannot tell the pool from a slow backend; Apache's mpm_event and the
-executors named above let some requests through at once.`,
+executors named above let some requests through at once, and a listener
+the process holds shows its accept queue (one reading, at the window's
+end).`,
 		Since: "0.4",
 		Refs: []string{
 			"https://pkg.go.dev/database/sql#DB.SetMaxOpenConns",
@@ -158,6 +167,8 @@ type reading struct {
 	inService       float64 // served at once, 0 unknown
 	next            *bound  // the next bound behind it
 	goWait          *goWait // Go: where the requests waited
+	// accept is the listener whose accept queue showed the wait, when it did.
+	accept *bundle.Listener
 	// notServing are the pool's threads that hold no request (a Jetty
 	// connector's acceptors and selectors), notServingFrom how they are
 	// known.
@@ -182,6 +193,9 @@ func check(pass *rules.Pass) error {
 	}
 	if r == nil {
 		r = fromLoad(q, work, candidates)
+	}
+	if r == nil {
+		r = fromAcceptQueue(ev, q, work, candidates)
 	}
 	if r == nil || r.wait < minWait {
 		return nil
@@ -267,19 +281,64 @@ func fromLoad(q facts.Queue, work facts.Work, candidates []bound) *reading {
 	if !q.OK || q.WaitShare < minWait || q.InService <= 0 {
 		return nil
 	}
-	if work.Cores > 0 && work.Cores/q.InService > maxOnCPU {
+	return matchBound(&reading{wait: q.WaitShare, waitFrom: "the load's latencies (Little's law)", inFlight: q.InFlight, inService: q.InService}, work, candidates)
+}
+
+// fromAcceptQueue reads the queue the kernel keeps in front of workers
+// that accept their own connections: the connections waiting in the
+// accept queue of a listener the process tree holds, at the window's end
+// (the snapshot taken under load), against the requests in flight
+// (Little's law); those not queued are served at once. A pool of processes
+// accepting from one socket (PHP-FPM's children) serves it strictly first
+// come, first served, so every request waits its turn, the fastest one
+// too, and the load's reading (served at once = throughput × the fastest
+// request) counts the turns as service: PHP-FPM's 2 children behind nginx
+// read 29 served at once by the load, while its listener held 30 of the 31.7
+// requests in flight.
+func fromAcceptQueue(ev *evidence.Evidence, q facts.Queue, work facts.Work, candidates []bound) *reading {
+	l, ok := acceptQueue(ev)
+	if !ok || !q.OK || q.InFlight <= 0 {
+		return nil
+	}
+	queued := float64(l.Queue)
+	inService := q.InFlight - queued
+	if inService <= 0 || queued/q.InFlight < minWait {
+		return nil // more queued than the load has in flight: not (only) its requests
+	}
+	r := &reading{wait: queued / q.InFlight, inFlight: q.InFlight, inService: inService, accept: &l,
+		waitFrom: fmt.Sprintf("the accept queue of %s, %d connections waiting for a worker at the window's end, of the requests in flight (Little's law)", l.Addr, l.Queue)}
+	return matchBound(r, work, candidates)
+}
+
+// acceptQueue is the listener with the longest accept queue among those
+// the process tree holds, at the window's end.
+func acceptQueue(ev *evidence.Evidence) (bundle.Listener, bool) {
+	var best bundle.Listener
+	if s := ev.SystemEnd; s != nil && s.Net != nil {
+		for _, l := range s.Net.Listeners {
+			if l.Process && l.Queue > best.Queue {
+				best = l
+			}
+		}
+	}
+	return best, best.Queue > 0
+}
+
+// matchBound completes a reading of the requests served at once with the
+// bound of the service's of that size, when its holds are off the CPU.
+func matchBound(r *reading, work facts.Work, candidates []bound) *reading {
+	if work.Cores > 0 && work.Cores/r.inService > maxOnCPU {
 		return nil
 	}
 	var matched []bound
 	for _, b := range candidates {
-		if b.matches(q.InService) {
+		if b.matches(r.inService) {
 			matched = append(matched, b)
 		}
 	}
 	if len(matched) == 0 {
 		return nil
 	}
-	r := &reading{wait: q.WaitShare, waitFrom: "the load's latencies (Little's law)", inFlight: q.InFlight, inService: q.InService}
 	// A thread group or the connections say which pool it is, a
 	// setting what sizes it.
 	for _, kind := range []string{"threads", "processes", "connections", "setting"} {
@@ -482,6 +541,11 @@ func evidence_(r *reading, q facts.Queue, work facts.Work, low, high float64) []
 			ev = append(ev, rules.Count("of them serving requests", float64(r.size-r.notServing), ""),
 				rules.Text("the connectors' threads (no request)", r.notServingFrom))
 		}
+	}
+	if a := r.accept; a != nil {
+		ev = append(ev,
+			rules.Count(fmt.Sprintf("connections waiting in %s's accept queue at the window's end (/proc/net/tcp)", a.Addr), float64(a.Queue), ""),
+			rules.Count("served at once (in flight less the accept queue)", round2(r.inService), ""))
 	}
 	if q.OK {
 		ev = append(ev,

@@ -7,11 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/corpus"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/internal/testprof"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
 	"github.com/perfdoctor/perfdoctor/rules/pool001"
@@ -190,6 +194,58 @@ func TestSeverity(t *testing.T) {
 			t.Errorf("CPU cap %.1fx: %s, want %s (%s)", c.gain, fs[0].Severity, c.want, fs[0].Summary)
 		case math.Abs(1/(1-fs[0].Impact)-math.Min(c.gain, 476*0.066/10)) > 0.01*c.gain:
 			t.Errorf("CPU cap %.1fx: impact %.3f", c.gain, fs[0].Impact)
+		}
+	}
+}
+
+// fpm is PHP-FPM with 2 children behind a web server, under 32 closed-loop
+// clients, its listener holding queued connections at the window's end:
+// the load's fastest request (315 ms against a 343 ms mean) carries a whole
+// turn of the strictly first-come-first-served queue.
+func fpm(queued uint64, held bool) *evidence.Evidence {
+	stacks := testprof.Build(testprof.Stack{Value: 100, Funcs: []string{"tcp_sendmsg", "__x64_sys_sendto", "send", "[unknown] php-fpm8.2"}})
+	at := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
+	snap := func(after time.Duration, cpu float64) *bundle.SystemSnapshot {
+		return &bundle.SystemSnapshot{Time: at.Add(after), Machine: bundle.MachineInfo{NumCPU: 2},
+			Process: &bundle.ProcessInfo{PID: 10, Comm: "php-fpm8.2", StartTime: 1, Threads: 1},
+			Children: []bundle.ProcessInfo{
+				{PID: 11, Comm: "php-fpm8.2", StartTime: 2, Threads: 1, UserCPUSeconds: cpu},
+				{PID: 12, Comm: "php-fpm8.2", StartTime: 2, Threads: 1, UserCPUSeconds: cpu}},
+			Net: &bundle.NetInfo{ProcessSockets: true, Listeners: []bundle.Listener{
+				{Addr: "0.0.0.0:80", Queue: 0}, {Addr: "127.0.0.1:9000", Queue: queued, Process: held}}}}
+	}
+	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: stacks, evidence.Perf: stacks})
+	// 0.055 of 2 cores over 20 s, the two children alike.
+	ev.SystemStart, ev.SystemEnd = snap(0, 1), snap(20*time.Second, 1.55)
+	ev.Load = &bundle.LoadResult{URL: "http://127.0.0.1:8080/page.php", Mode: "closed", Concurrency: 32, DurationMS: 20000,
+		Requests: 1850, Throughput: 92.5, Service: bundle.LoadPercentiles{Mean: 343}, Latency: bundle.LoadPercentiles{Mean: 343},
+		Table: []bundle.LoadQuantile{{Percentile: 0, MS: 315}, {Percentile: 50, MS: 340}}}
+	return ev
+}
+
+// The accept queue of the listener PHP-FPM's master holds shows the queue
+// in front of its 2 children that the load's latencies cannot: 30 of the
+// 31.7 requests in flight wait there, 1.7 are served at once.
+func TestAcceptQueueInFrontOfAPool(t *testing.T) {
+	fs := run(fpm(30, true))
+	if len(fs) != 1 {
+		t.Fatalf("want one finding: %+v", fs)
+	}
+	f := fs[0]
+	if f.Severity != rules.High || !strings.Contains(f.Summary, "Requests wait 95% of their time for PHP-FPM's children: 2 workers") ||
+		!strings.Contains(f.Summary, "1.7 served at once") || !strings.Contains(f.Fix, "pm.max_children") {
+		t.Errorf("%s %q\n%s", f.Severity, f.Summary, f.Fix)
+	}
+	// Sized to the 31.7 in flight: 15.9x with today's holds (31.7 / 2),
+	// at most 18.3x (31.73 / 1.73).
+	if r := f.ImpactRange; r == nil || math.Abs(1/(1-r[0])-15.86) > 0.1 || math.Abs(1/(1-r[1])-18.34) > 0.1 {
+		t.Errorf("range %v", r)
+	}
+	// No queue, or a queue on a listener another process holds (the web
+	// server in front): nothing shows the pool.
+	for name, ev := range map[string]*evidence.Evidence{"no queue": fpm(0, true), "someone else's listener": fpm(30, false), "2 queued": fpm(2, true)} {
+		if fs := run(ev); len(fs) != 0 {
+			t.Errorf("%s: %+v", name, fs[0])
 		}
 	}
 }
