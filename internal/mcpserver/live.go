@@ -28,6 +28,7 @@ const (
 	maxWindow     = 2 * time.Minute
 	maxVerify     = 10 * time.Minute // rounds × both sides × (warm-up + duration)
 	maxWorkers    = 256
+	maxSettle     = 10 * time.Minute // as the CLI's --jit-settle
 )
 
 // liveTarget is what collect and run observe: one of a Go service's pprof
@@ -37,6 +38,9 @@ type liveTarget struct {
 	PerfPID int    `json:"perf_pid,omitempty" jsonschema:"a local process of any language to observe through Linux perf instead (its PID)"`
 	JVMPID  int    `json:"jvm_pid,omitempty" jsonschema:"a local JVM to record instead (its PID): async-profiler and JFR, or JFR alone when the agent cannot be loaded"`
 	JFROnly bool   `json:"jfr_only,omitempty" jsonschema:"with jvm_pid: record with Java Flight Recorder alone, no async-profiler"`
+	// JITSettleSeconds is a pointer so that 0 (begin at once) differs
+	// from absent (the CLI's default).
+	JITSettleSeconds *float64 `json:"jit_settle_seconds,omitempty" jsonschema:"with jvm_pid: wait at most this long after the recording starts for the JVM's JIT compiler to go quiet before the window begins (a JVM's first JFR recording deoptimizes its compiled code; default 90, 0 begins at once)"`
 }
 
 type collectInput struct {
@@ -137,8 +141,10 @@ func (s *server) bundleDir(output, target string) (string, error) {
 }
 
 // collector checks the target and says how to observe it: underload's
-// collector for a PID, nil for a pprof URL; name labels the bundle.
-func (s *server) collector(t liveTarget) (c underload.Collector, name string, err error) {
+// collector for a PID, nil for a pprof URL; name labels the bundle, and
+// lead is how long the collection may wait before its window begins (a
+// JVM's JIT settle), which a load must run on for.
+func (s *server) collector(t liveTarget) (c underload.Collector, name string, lead time.Duration, err error) {
 	given := 0
 	for _, set := range []bool{t.Target != "", t.PerfPID != 0, t.JVMPID != 0} {
 		if set {
@@ -147,28 +153,35 @@ func (s *server) collector(t liveTarget) (c underload.Collector, name string, er
 	}
 	switch {
 	case given != 1:
-		return nil, "", errors.New("give one target: target (a pprof URL), perf_pid or jvm_pid")
+		return nil, "", 0, errors.New("give one target: target (a pprof URL), perf_pid or jvm_pid")
 	case t.JFROnly && t.JVMPID == 0:
-		return nil, "", errors.New("jfr_only goes with jvm_pid")
+		return nil, "", 0, errors.New("jfr_only goes with jvm_pid")
 	case t.Target != "":
-		return nil, t.Target, s.checkTarget(t.Target)
+		return nil, t.Target, 0, s.checkTarget(t.Target)
 	}
 	pid := max(t.PerfPID, t.JVMPID)
 	if pid < 0 {
-		return nil, "", fmt.Errorf("pid %d: want a process ID", pid)
+		return nil, "", 0, fmt.Errorf("pid %d: want a process ID", pid)
 	}
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-		return nil, "", fmt.Errorf("no process %d on this host", pid)
+		return nil, "", 0, fmt.Errorf("no process %d on this host", pid)
 	}
 	if t.PerfPID != 0 {
-		return underload.Perf(pid, s.tool, nil, s.log), fmt.Sprintf("pid%d", pid), nil
+		return underload.Perf(pid, s.tool, nil, s.log), fmt.Sprintf("pid%d", pid), 0, nil
 	}
-	return underload.JVM(jvm.Options{PID: pid, Settings: "profile", AsyncProfiler: !t.JFROnly, ProfilerEvent: "cpu", Logger: s.log}),
-		fmt.Sprintf("jvm%d", pid), nil
+	settle := jvm.DefaultSettle
+	if v := t.JITSettleSeconds; v != nil {
+		if *v < 0 || *v > maxSettle.Seconds() || math.IsNaN(*v) {
+			return nil, "", 0, fmt.Errorf("jit_settle_seconds %g out of range 0..%g", *v, maxSettle.Seconds())
+		}
+		settle = time.Duration(*v * float64(time.Second))
+	}
+	return underload.JVM(jvm.Options{PID: pid, Settings: "profile", AsyncProfiler: !t.JFROnly, ProfilerEvent: "cpu", Settle: settle, Logger: s.log}),
+		fmt.Sprintf("jvm%d", pid), settle, nil
 }
 
 func (s *server) collectBundle(ctx context.Context, t liveTarget, seconds float64, output string) (string, error) {
-	c, name, err := s.collector(t)
+	c, name, _, err := s.collector(t)
 	if err != nil {
 		return "", err
 	}
@@ -237,7 +250,7 @@ func loadConfig(url string, concurrency int, rate float64, d time.Duration) (loa
 }
 
 func (s *server) run(ctx context.Context, in runInput) (*runAnswer, error) {
-	c, name, err := s.collector(in.liveTarget)
+	c, name, lead, err := s.collector(in.liveTarget)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +273,7 @@ func (s *server) run(ctx context.Context, in runInput) (*runAnswer, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := underload.Run(ctx, underload.Options{PprofURL: in.Target, Collect: c, Target: name, Load: cfg, Warmup: warmup, BundleDir: dir,
+	res, err := underload.Run(ctx, underload.Options{PprofURL: in.Target, Collect: c, Target: name, Load: cfg, Warmup: warmup, Lead: lead, BundleDir: dir,
 		Logger: s.log, Messages: io.Discard})
 	if err != nil {
 		return nil, err

@@ -115,3 +115,34 @@ func TestClip(t *testing.T) {
 		t.Error("clipped a short string")
 	}
 }
+
+// A JVM is recorded as the CLI records it: the window waits for the JIT to
+// settle (90 s at most unless asked), and a run's load lasts that long too.
+func TestJVMWaitsForTheJIT(t *testing.T) {
+	s := testServer(t)
+	pid := os.Getpid() // any live process: the collector is only built here
+	for _, c := range []struct {
+		settle *float64
+		want   string // the lead, or the error
+	}{
+		{nil, "1m30s"},
+		{ptr(0), "0s"},
+		{ptr(20), "20s"},
+		{ptr(-1), "jit_settle_seconds -1 out of range 0..600"},
+		{ptr(601), "jit_settle_seconds 601 out of range 0..600"},
+	} {
+		_, _, lead, err := s.collector(liveTarget{JVMPID: pid, JITSettleSeconds: c.settle})
+		got := lead.String()
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("jit_settle_seconds %v: %s, want %s", c.settle, got, c.want)
+		}
+	}
+	if _, _, lead, err := s.collector(liveTarget{PerfPID: pid}); err != nil || lead != 0 {
+		t.Errorf("perf: lead %s, %v", lead, err)
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
