@@ -244,13 +244,12 @@ this page. Do not edit it by hand.
 	return err
 }
 
-// Issue 25's target for the gains: the median error within ±targetError
-// in log, and the measured gain inside the stated range in targetInRange
-// of the problems scored. The median absolute error is held to the same
-// figure and reported beside it, the stricter reading.
+// The gains' target is the gain model's (rules.GainTargetLog and
+// GainTargetInRange). The median absolute error is held to the same figure
+// and reported beside it, the stricter reading.
 const (
-	targetError   = 0.15
-	targetInRange = 0.8
+	targetError   = rules.GainTargetLog
+	targetInRange = rules.GainTargetInRange
 )
 
 // writeTarget says whether the gains meet the target, and where the

@@ -172,6 +172,16 @@ type Location struct {
 	Role     string  `json:"role,omitempty"` // e.g. "allocation site", "caller"
 }
 
+// The gain model's calibration target (docs/ranking.md), read by the
+// corpus's scorecard and the casebook's calibration table alike: the
+// median of ln(measured / predicted) within ±GainTargetLog, and the
+// measured gain inside the stated range in GainTargetInRange of the
+// problems scored.
+const (
+	GainTargetLog     = 0.15
+	GainTargetInRange = 0.8
+)
+
 // Gain is what fixing finding i of the ranked findings fs gives, as a load
 // test measures it: share is the part of CPU (or of request time) its fix
 // removes, the CPU findings it explains included (each CPU sample has one
