@@ -1,13 +1,11 @@
 package report
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
@@ -36,19 +34,5 @@ func TestJVMReport(t *testing.T) {
 	if got := describeInputs(r.Inputs); !strings.Contains(got, "JFR recording of JVM 17.0.15+6 (G1New/G1Old, 2 CPUs)") {
 		t.Errorf("inputs line %q", got)
 	}
-	schema, err := jsonschema.NewCompiler().Compile("../docs/report.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Validate(doc); err != nil {
-		t.Errorf("JVM report does not match docs/report.schema.json: %v", err)
-	}
+	matchesSchema(t, "JVM", r)
 }

@@ -38,23 +38,28 @@ func sampleReport(t *testing.T) *Report {
 }
 
 func TestJSONMatchesSchema(t *testing.T) {
-	compiler := jsonschema.NewCompiler()
-	schema, err := compiler.Compile("../docs/report.schema.json")
+	for name, rep := range map[string]*Report{"plain": sampleReport(t), "with load": reportWithLoad(t), "with build info": reportWithBuild(t)} {
+		matchesSchema(t, name, rep)
+	}
+}
+
+// matchesSchema checks rep's JSON report against docs/report.schema.json.
+func matchesSchema(t *testing.T, what string, rep *Report) {
+	t.Helper()
+	schema, err := jsonschema.NewCompiler().Compile("../docs/report.schema.json")
 	if err != nil {
 		t.Fatalf("schema: %v", err)
 	}
-	for name, rep := range map[string]*Report{"plain": sampleReport(t), "with load": reportWithLoad(t), "with build info": reportWithBuild(t)} {
-		var buf bytes.Buffer
-		if err := WriteJSON(&buf, rep); err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schema.Validate(doc); err != nil {
-			t.Errorf("%s: report does not match docs/report.schema.json: %v", name, err)
-		}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Errorf("%s: report does not match docs/report.schema.json: %v", what, err)
 	}
 }
 
@@ -255,20 +260,6 @@ func TestRecordingSlowdownIsSaid(t *testing.T) {
 		if rep.Inputs.Work == nil || rep.Inputs.Work.WarmupPerSecond != tc.warmup {
 			t.Errorf("work: %+v", rep.Inputs.Work)
 		}
-		schema, err := jsonschema.NewCompiler().Compile("../docs/report.schema.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.Reset()
-		if err := WriteJSON(&buf, rep); err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := schema.Validate(doc); err != nil {
-			t.Errorf("report with a warm-up does not match docs/report.schema.json: %v", err)
-		}
+		matchesSchema(t, "with a warm-up", rep)
 	}
 }

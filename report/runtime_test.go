@@ -8,8 +8,6 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/facts"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/catalog"
@@ -41,21 +39,7 @@ func TestRuntimeFiguresFromGCTrace(t *testing.T) {
 		t.Errorf("text report:\n%s", text.String())
 	}
 
-	schema, err := jsonschema.NewCompiler().Compile("../docs/report.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := WriteJSON(&buf, rep); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Validate(doc); err != nil {
-		t.Errorf("report does not match docs/report.schema.json: %v", err)
-	}
+	matchesSchema(t, "with runtime figures", rep)
 }
 
 func TestNoRuntimeLineWithoutSources(t *testing.T) {

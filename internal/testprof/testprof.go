@@ -89,10 +89,12 @@ func Allocs(t testing.TB, n int, work func()) *profile.Profile {
 	return p
 }
 
-// Stack is one synthetic sample: a value and its frames, leaf first.
+// Stack is one synthetic sample: a value and its frames, leaf first, and
+// the thread it was on (perf's tid label) when TID is set.
 type Stack struct {
 	Value int64
 	Funcs []string
+	TID   int64
 }
 
 // Build makes a CPU profile (samples/count, cpu/nanoseconds at 100 Hz) from
@@ -104,6 +106,26 @@ func Build(stacks ...Stack) *profile.Profile {
 		Period:        10_000_000,
 		DurationNanos: int64(10 * time.Second),
 	}
+	addStacks(p, stacks, func(v int64) []int64 { return []int64{v, v * 10_000_000} })
+	return p
+}
+
+// BuildOffCPU makes an off-CPU profile over 10 s, as perf's scheduler
+// events give it (offcpu/nanoseconds), from synthetic stacks; Value is
+// nanoseconds off the CPU.
+func BuildOffCPU(stacks ...Stack) *profile.Profile {
+	p := &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "offcpu", Unit: "nanoseconds"}},
+		PeriodType:    &profile.ValueType{Type: "offcpu", Unit: "nanoseconds"},
+		DurationNanos: int64(10 * time.Second),
+	}
+	addStacks(p, stacks, func(v int64) []int64 { return []int64{v} })
+	return p
+}
+
+// addStacks adds the stacks to p as samples with the given values, one
+// function and location per distinct name.
+func addStacks(p *profile.Profile, stacks []Stack, values func(int64) []int64) {
 	funcs := map[string]*profile.Function{}
 	locs := map[string]*profile.Location{}
 	for _, s := range stacks {
@@ -120,9 +142,12 @@ func Build(stacks ...Stack) *profile.Profile {
 			}
 			sl = append(sl, loc)
 		}
-		p.Sample = append(p.Sample, &profile.Sample{Location: sl, Value: []int64{s.Value, s.Value * 10_000_000}})
+		sample := &profile.Sample{Location: sl, Value: values(s.Value)}
+		if s.TID != 0 {
+			sample.NumLabel = map[string][]int64{"tid": {s.TID}}
+		}
+		p.Sample = append(p.Sample, sample)
 	}
-	return p
 }
 
 // Evidence wraps profiles in an Evidence, as diagnose would load them.

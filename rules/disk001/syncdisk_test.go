@@ -294,64 +294,26 @@ func TestOnCPUSyncShareFloor(t *testing.T) {
 	}
 }
 
-// threadSample is one stack of one thread in a perf recording.
-type threadSample struct {
-	tid   int64
-	value int64 // nanoseconds off the CPU, or on-CPU samples of 10 ms
-	funcs []string
-}
-
-// perfRecording builds perf's two profiles of a 10 s window from thread
-// samples: the on-CPU samples (count and cpu-clock nanoseconds) and the
-// scheduler events' off-CPU time, each sample labelled with its thread.
-func perfRecording(on, off []threadSample) (*profile.Profile, *profile.Profile) {
-	build := func(types []*profile.ValueType, samples []threadSample, values func(int64) []int64) *profile.Profile {
-		p := &profile.Profile{SampleType: types, DurationNanos: (10 * time.Second).Nanoseconds()}
-		funcs := map[string]*profile.Location{}
-		for _, ts := range samples {
-			var locs []*profile.Location
-			for _, name := range ts.funcs {
-				l := funcs[name]
-				if l == nil {
-					f := &profile.Function{ID: uint64(len(p.Function) + 1), Name: name}
-					p.Function = append(p.Function, f)
-					l = &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: f}}}
-					p.Location = append(p.Location, l)
-					funcs[name] = l
-				}
-				locs = append(locs, l)
-			}
-			p.Sample = append(p.Sample, &profile.Sample{Location: locs, Value: values(ts.value),
-				NumLabel: map[string][]int64{"tid": {ts.tid}}, Label: map[string][]string{"comm": {"postgres"}}})
-		}
-		return p
-	}
-	perf := build([]*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu-clock", Unit: "nanoseconds"}}, on,
-		func(v int64) []int64 { return []int64{v, v * 10_000_000} })
-	offCPU := build([]*profile.ValueType{{Type: "offcpu", Unit: "nanoseconds"}}, off, func(v int64) []int64 { return []int64{v} })
-	return perf, offCPU
-}
-
 // committing is a database whose four backends each commit with their own
 // WAL flush (XLogFlush -> fdatasync) over 10 s: each is on the CPU 1 s,
 // in fdatasync 2 s, asleep on a futex 4 s and waiting for its client
 // (recv) 3 s. wakers is where the futex wake-ups perf sampled are.
 func committing(wakers ...string) *evidence.Evidence {
-	var on, off []threadSample
+	var on, off []testprof.Stack
 	for tid := int64(1); tid <= 4; tid++ {
 		on = append(on,
-			threadSample{tid, 30, []string{"ExecInsert", "PortalRun", "PostgresMain"}},
-			threadSample{tid, 40, []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "XLogFlush", "CommitTransactionCommand", "PostgresMain"}},
-			threadSample{tid, 10, []string{"tcp_recvmsg", "__x64_sys_recvfrom", "recv", "pq_getbyte", "PostgresMain"}},
-			threadSample{tid, 20, append([]string{"futex_wake", "do_futex", "__x64_sys_futex", "sem_post"}, wakers...)},
+			testprof.Stack{TID: tid, Value: 30, Funcs: []string{"ExecInsert", "PortalRun", "PostgresMain"}},
+			testprof.Stack{TID: tid, Value: 40, Funcs: []string{"ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "XLogFlush", "CommitTransactionCommand", "PostgresMain"}},
+			testprof.Stack{TID: tid, Value: 10, Funcs: []string{"tcp_recvmsg", "__x64_sys_recvfrom", "recv", "pq_getbyte", "PostgresMain"}},
+			testprof.Stack{TID: tid, Value: 20, Funcs: append([]string{"futex_wake", "do_futex", "__x64_sys_futex", "sem_post"}, wakers...)},
 		)
 		off = append(off,
-			threadSample{tid, 2e9, []string{"__schedule", "io_schedule", "ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "XLogFlush", "CommitTransactionCommand", "PostgresMain"}},
-			threadSample{tid, 4e9, []string{"__schedule", "futex_wait", "do_futex", "__x64_sys_futex", "__futex_abstimed_wait_common"}},
-			threadSample{tid, 3e9, []string{"__schedule", "schedule_hrtimeout_range", "do_epoll_wait", "__x64_sys_epoll_wait", "epoll_wait", "secure_read", "pq_getbyte", "PostgresMain"}},
+			testprof.Stack{TID: tid, Value: 2e9, Funcs: []string{"__schedule", "io_schedule", "ext4_sync_file", "__x64_sys_fdatasync", "fdatasync", "XLogFlush", "CommitTransactionCommand", "PostgresMain"}},
+			testprof.Stack{TID: tid, Value: 4e9, Funcs: []string{"__schedule", "futex_wait", "do_futex", "__x64_sys_futex", "__futex_abstimed_wait_common"}},
+			testprof.Stack{TID: tid, Value: 3e9, Funcs: []string{"__schedule", "schedule_hrtimeout_range", "do_epoll_wait", "__x64_sys_epoll_wait", "epoll_wait", "secure_read", "pq_getbyte", "PostgresMain"}},
 		)
 	}
-	perf, offCPU := perfRecording(on, off)
+	perf, offCPU := testprof.Build(on...), testprof.BuildOffCPU(off...)
 	ev := testprof.Evidence(map[evidence.Kind]*profile.Profile{evidence.CPU: perf, evidence.Perf: perf, evidence.OffCPU: offCPU})
 	at := time.Date(2026, 11, 28, 5, 0, 0, 0, time.UTC)
 	// 4 s of CPU over the 10 s: 0.4 of 2 cores.
