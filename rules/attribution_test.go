@@ -4,7 +4,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/facts"
 
 	"github.com/google/pprof/profile"
@@ -50,6 +52,32 @@ func TestRankBySeverityThenImpact(t *testing.T) {
 	})
 	if got := ids(res.Findings); got != "C,B,D,A" {
 		t.Errorf("rank = %s, want C,B,D,A", got)
+	}
+}
+
+// In a process on under half of its CPUs, its waits set its throughput:
+// at one severity latency comes first, then CPU (PHP-FPM on 0.064 of 2
+// cores, its children's queue over a connection per request's CPU). A
+// process on more than half keeps CPU first.
+func TestRankAcrossResourcesWhenWaitBound(t *testing.T) {
+	for _, c := range []struct {
+		cpuSeconds float64 // over 10 s, of 2 cores
+		want       string
+	}{{0.64, "LAT,CPU"}, {12, "CPU,LAT"}} {
+		ev := cpuEvidence()
+		at := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
+		snap := func(after time.Duration, cpu float64) *bundle.SystemSnapshot {
+			return &bundle.SystemSnapshot{Time: at.Add(after), Machine: bundle.MachineInfo{NumCPU: 2},
+				Process: &bundle.ProcessInfo{PID: 10, Comm: "server", StartTime: 1, UserCPUSeconds: cpu}}
+		}
+		ev.SystemStart, ev.SystemEnd = snap(0, 1), snap(10*time.Second, 1+c.cpuSeconds)
+		res := rules.Run(facts.New(ev), []*rules.Rule{
+			finding("CPU", rules.Finding{Impact: 0.79, Severity: rules.High, Resource: "cpu"}),
+			finding("LAT", rules.Finding{Impact: 0.94, Severity: rules.High, Resource: "latency"}),
+		})
+		if got := ids(res.Findings); got != c.want {
+			t.Errorf("%.2f cores of 2: rank = %s, want %s", c.cpuSeconds/10, got, c.want)
+		}
 	}
 }
 

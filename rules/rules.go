@@ -277,7 +277,8 @@ func Run(set *facts.Set, catalog []*Rule) Result {
 	capCPU(res.Findings) // the drag added to some: within all of the CPU again
 	linkHeldWaits(facts.Get(engine, facts.CPUStacks), res.Findings)
 	markForeignCode(facts.Get(engine, facts.Owners), res.Findings)
-	Rank(res.Findings)
+	w := facts.Get(engine, facts.WorkDone)
+	Rank(res.Findings, w.Cores > 0 && w.Available > 0 && w.Busy() < busyEnough)
 	return res
 }
 
@@ -302,7 +303,7 @@ func safeCheck(p *Pass) (err error) {
 // at one severity a growing cost (a leak, ports running out) before steady
 // ones, then CPU before latency before memory, then by impact within a
 // resource, then by ID, so output is stable. It fills each cause's Explains.
-func Rank(fs []Finding) {
+func Rank(fs []Finding, waitBound bool) {
 	before := func(a, b *Finding) bool {
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
@@ -310,7 +311,7 @@ func Rank(fs []Finding) {
 		if a.Growing != b.Growing {
 			return a.Growing // it ends in an outage; a steady cost does not
 		}
-		if ra, rb := resourceOrder(a.Resource), resourceOrder(b.Resource); ra != rb {
+		if ra, rb := resourceOrder(a.Resource, waitBound), resourceOrder(b.Resource, waitBound); ra != rb {
 			return ra < rb
 		}
 		if a.Impact != b.Impact {
