@@ -254,7 +254,9 @@ func jvmOption(a string) (Setting, bool) {
 func flags(args []string, source string) []Setting {
 	var out []Setting
 	for i, a := range args {
-		if strings.HasPrefix(a, "-D") && len(a) > 2 {
+		// -Dname=value is a property; -D alone or with letters and no
+		// value is a program's switch (nats-server's -D and -DV: debug).
+		if strings.HasPrefix(a, "-D") && len(a) > 2 && strings.Contains(a, "=") {
 			s, _ := jvmOption(a)
 			out = append(out, s)
 			continue

@@ -123,3 +123,24 @@ func TestNothingSeenIsNothingClaimed(t *testing.T) {
 		t.Errorf("empty evidence: %+v", c)
 	}
 }
+
+// Outside a java launcher's options, -D is a program's own switch unless
+// it sets name=value: nats-server's -DV turns debug and trace logging on.
+func TestDashDIsASwitchWithoutAValue(t *testing.T) {
+	ev := testsys.Evidence(t, "e2-bad", func(start, end *bundle.SystemSnapshot) {
+		for _, s := range []*bundle.SystemSnapshot{start, end} {
+			s.Process.Cmdline = "/opt/nats-server -p 4222 -DV -Dmode=fast -D"
+			s.Process.Executable = "/opt/nats-server"
+		}
+	})
+	c := facts.Read(ev, facts.Configuration)
+	if s, ok := c.Last("dv"); !ok || !s.Alone || s.Source != facts.SourceArgs || s.Written() != "-DV" {
+		t.Errorf("-DV: %+v %v", s, ok)
+	}
+	if s, ok := c.Last("mode"); !ok || s.Value != "fast" || s.Source != facts.SourceProperty {
+		t.Errorf("-Dmode=fast: %+v %v", s, ok)
+	}
+	if s, ok := c.Last("d"); !ok || !s.Alone || s.Source != facts.SourceArgs {
+		t.Errorf("-D: %+v %v", s, ok)
+	}
+}

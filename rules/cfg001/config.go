@@ -6,6 +6,7 @@ package cfg001
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,9 +85,16 @@ render (200 hashing rounds beside 2000 objects a request) showed 46% and
 measured 0.98x [0.86, 1.11] with the cache on (see Caveats).
 
 A debug log level: a level setting (log.level, logging.level.*, loggerLevel,
-log4j2.level) at debug, trace or all, or klog's -v at 4 or more, with the loggers and the facades that
-format for them (LIB008's family, Spring's LogFormatUtils, commons-logging)
-at 5% of CPU or more. At INFO a debug record costs a level comparison: all
+log4j2.level) at debug, trace or all, or klog's -v at 4 or more, or a switch
+that turns debug or trace logging on (--debug, --trace, --verbose; a known
+program's letters, nats-server's -D, -V and -DV), with the loggers and the
+facades that format for them (LIB008's family, Spring's LogFormatUtils,
+commons-logging) and the program's own logging helpers (frames.LogHelpers:
+traceMsg, Debugf) at 5% of CPU or more. nats-server with -DV: 79% of its
+CPU, 5.96x [4.69, 8.18] predicted for 30.2x measured in CPU per message
+(the publishers queued on a lock held across each trace write, and the
+parking, waking and collecting that went with them, were in no logging
+frame). At INFO a debug record costs a level comparison: all
 of that share goes, and at most the GC it drove and, on a JVM still
 compiling, its JIT compilers' CPU (CompileBroker's threads): the code a
 level turns on is compiled as it gets hot, and which part of the compiling
@@ -426,6 +434,31 @@ func isLogLevel(key string) bool {
 		strings.HasPrefix(key, "logging.level") || key == "log4j2.level" || key == "org.slf4j.simplelogger.defaultloglevel"
 }
 
+// verboseSwitch says whether a setting is a switch that turns debug or
+// trace logging on: --debug, --trace or --verbose given alone or true, or
+// one of the program's own (verboseSwitches).
+func verboseSwitch(program string, s facts.Setting) bool {
+	if on, ok := s.Bool(); !ok || !on || s.Source != facts.SourceArgs {
+		return false
+	}
+	switch s.Key {
+	case "debug", "trace", "verbose":
+		return true
+	}
+	return slices.Contains(verboseSwitches[program], s.Name)
+}
+
+// verboseSwitches are the single-letter switches known programs read as a
+// log level: a letter means different things to different programs (-d
+// daemonizes, -V prints a version), so only these are read. nats-server:
+// -D debug, -V trace, -VV verbose trace, combined (nats-server --help);
+// with -DV, tracing each protocol operation took 80% of its CPU under a
+// publish load, and without it the CPU per message fell 30x (corpus
+// go-nats-trace-logging).
+var verboseSwitches = map[string][]string{
+	"nats-server": {"-D", "-V", "-DV", "-VD", "-VV", "-DVV"},
+}
+
 func verbose(level string) bool {
 	switch strings.ToLower(strings.TrimSpace(level)) {
 	case "debug", "trace", "all", "finest", "finer", "fine", "verbose":
@@ -442,7 +475,7 @@ var logging = evidence.Any(frames.Loggers, evidence.FuncPrefix("org.springframew
 // CPU.
 func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	var set facts.Setting
-	found := false
+	found, isSwitch := false, false
 	for _, s := range cfg.Where(isLogLevel) {
 		v := s.Value
 		if s.Alone {
@@ -454,9 +487,20 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		}
 	}
 	if !found {
+		for _, s := range cfg.Settings {
+			if verboseSwitch(cfg.Program, s) {
+				set, found, isSwitch = s, true, true
+			}
+		}
+	}
+	if !found {
 		return
 	}
-	share := cpu.Share(logging)
+	// The program's own logging helpers build the records the level turns
+	// on, outside the loggers' frames.
+	inLogging, inHelper := cpu.Has(logging), frames.LogHelpers(cpu, logging)
+	records := func(s evidence.Sample) bool { return inLogging(s) || inHelper(s) }
+	share := cpu.ShareWhere(records)
 	if share < minLogShare {
 		return
 	}
@@ -467,7 +511,7 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 	jit := cpu.Share(frames.JITFrames)
 	top := min(share+gc+jit, 0.999)
 	written := set.Written()
-	if set.Alone {
+	if set.Alone && !isSwitch {
 		written += " " + set.Next
 	}
 	f := rules.Finding{
@@ -487,7 +531,12 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		Fix: fmt.Sprintf("Set the level back to INFO (%s) and turn DEBUG on only for the logger under investigation, for a while. Prove it: %s.",
 			sourcePlace(set), proveHow(set)),
 		Frames: cpu.Matched(logging, 12),
-		Claim:  &rules.Claim{Level: rules.LevelConfig, CPU: cpu.Has(logging), Regrade: rules.SeverityFor},
+		Claim:  &rules.Claim{Level: rules.LevelConfig, CPU: records, Regrade: rules.SeverityFor},
+	}
+	if isSwitch {
+		f.Summary = fmt.Sprintf("%s (%s) turns on debug or trace logging: logging takes %s of CPU", written, set.Source, human.Percent(share))
+		f.Fix = fmt.Sprintf("Start it without %s (%s): its debug and trace records are written for every operation. Turn it on only while investigating, for a while. Prove it: %s.",
+			written, sourcePlace(set), proveHow(set))
 	}
 	if jit >= minJITShare {
 		f.Evidence = append(f.Evidence, rules.Share("JIT compilers' share of CPU", jit))

@@ -213,6 +213,26 @@ func TestDebugLogLevel(t *testing.T) {
 	}
 }
 
+// A switch that turns debug or trace logging on: --debug, --trace and
+// --verbose for any program, a known program's own letters (nats-server's
+// -DV); a program's own logging helpers (traceMsg) count with the loggers.
+// A letter another program reads otherwise (-D, -V) says nothing.
+func TestDebugSwitches(t *testing.T) {
+	traceWork := []string{"fmt.Sprintf", "main.(*client).traceMsg", "main.(*client).deliver"}
+	traced := []string{"log.(*Logger).output", "log.(*Logger).Printf", "main.(*client).traceMsg", "main.(*client).deliver"}
+	for _, cmd := range []string{"/opt/nats-server -p 4222 -DV", "/srv/api --trace", "/srv/api --debug=true"} {
+		fs := run(t, service(cmd, nil, 0, map[*[]string]int64{&traced: 300, &traceWork: 100}))
+		if len(fs) != 1 || !strings.Contains(fs[0].Summary, "turns on debug or trace logging: logging takes 40% of CPU") || !strings.Contains(fs[0].Fix, "Start it without") {
+			t.Fatalf("%s: want the switch named at 40%%: %+v", cmd, fs)
+		}
+	}
+	for _, cmd := range []string{"/srv/api -p 4222 -DV", "/opt/nats-server -p 4222", "/srv/api --debug=false", "/srv/api -d"} {
+		if fs := run(t, service(cmd, nil, 0, map[*[]string]int64{&traced: 300, &traceWork: 100})); len(fs) != 0 {
+			t.Errorf("%s: %s", cmd, fs[0].Summary)
+		}
+	}
+}
+
 // Third-party servers from the real-server corpus, recorded under a
 // setting (or healthy): the setting is the top finding where the fix
 // measured was changing it, and nothing of this rule above low elsewhere.

@@ -155,8 +155,8 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	cpu := facts.Get(pass.Facts, facts.CPUStacks)
-	inLogger, inMiddleware := cpu.Has(Frames), middlewareOwn(cpu)
-	in := func(s evidence.Sample) bool { return inLogger(s) || inMiddleware(s) }
+	inLogger, inMiddleware, inHelper := cpu.Has(Frames), middlewareOwn(cpu), frames.LogHelpers(cpu, Frames)
+	in := func(s evidence.Sample) bool { return inLogger(s) || inMiddleware(s) || inHelper(s) }
 	// A level check is what the fix adds, not logging cost: time inside a
 	// logger's Enabled is left out.
 	checking := cpu.Has(func(fn string) bool {
@@ -220,8 +220,8 @@ func check(pass *rules.Pass) error {
 	// Name the code that logs, looking through logging wrapper packages.
 	app := func(fn string) bool { return rules.IsApplication(fn) && !Frames(fn) && !frames.Unsymbolized(fn) }
 	direct := cpu.CallerOf(Frames, app)
-	through := cpu.CallerOf(Frames, func(fn string) bool { return app(fn) && !wrapper(fn) })
-	middleware := cpu.First(middlewareHandler)
+	through := cpu.CallerOf(Frames, func(fn string) bool { return app(fn) && !wrapper(fn) && !frames.LogHelperName(fn) })
+	middleware, helper := cpu.First(middlewareHandler), cpu.First(frames.LogHelperName)
 	sites := cpu.TopSites(5, func(s evidence.Sample) *evidence.Frame {
 		if !in(s) {
 			return nil
@@ -232,9 +232,13 @@ func check(pass *rules.Pass) error {
 		if f := direct(s); f != nil {
 			return f
 		}
-		return middleware(s) // its own formatting, outside the logger
+		if f := middleware(s); f != nil {
+			return f // its own formatting, outside the logger
+		}
+		return helper(s) // a logging helper building its record
 	})
 	middlewareShare := cpu.ShareWhere(func(s evidence.Sample) bool { return inMiddleware(s) && !inLogger(s) })
+	helperShare := cpu.ShareWhere(inHelper)
 
 	impact := share * recoverable
 	f := rules.Finding{
@@ -275,6 +279,9 @@ func check(pass *rules.Pass) error {
 	}
 	if middlewareShare > 0 {
 		f.Evidence = append(f.Evidence, rules.Share("a logging middleware's own work outside the logger (its handler, not the next)", middlewareShare))
+	}
+	if helperShare > 0 {
+		f.Evidence = append(f.Evidence, rules.Share("the program's logging helpers building records outside the logger (trace*, log*, debug* functions)", helperShare))
 	}
 	if writeShare >= share/3 {
 		f.Fix += " Writes take " + human.Percent(writeShare) + " of CPU: one system call per record; fewer records is the main cure, a buffered writer another."
@@ -338,22 +345,8 @@ func logPackage(fn string) bool {
 	return false
 }
 
-// handler reports whether a Go function is a request handler or part of
-// one: a method or function named Serve... or Handle... (ServeHTTP,
-// ServeDNS, HandleFunc), closures in it included.
-func handler(fn string) bool {
-	pkg := evidence.PackagePath(fn)
-	if pkg == "" {
-		return false
-	}
-	for _, part := range strings.Split(fn[len(pkg):], ".") {
-		part = strings.TrimPrefix(strings.TrimSuffix(strings.TrimPrefix(part, "(*"), ")"), "(")
-		if strings.HasPrefix(part, "Serve") || strings.HasPrefix(part, "Handle") {
-			return true
-		}
-	}
-	return false
-}
+// handler is a request handler (frames.HandlerName).
+var handler = frames.HandlerName
 
 // middlewareHandler reports whether a function is a logging middleware's
 // handler: a request handler in a package named for logging.
