@@ -33,6 +33,9 @@ type bound struct {
 	// unit names its slots when its kind does not: a native server's
 	// threads are its workers and a few more (a listener, a main thread).
 	unit string
+	// def is the library's default size, when known: the size an operator
+	// who set a smaller one most often goes back to.
+	def int
 }
 
 // matches reports whether b's size is what the service served at once:
@@ -83,12 +86,13 @@ var connPools = []struct {
 	thread *regexp.Regexp
 	what   string
 	resize string
+	def    int
 }{
 	{regexp.MustCompile(`^HikariPool-\d+`), "HikariCP's connection pool",
-		"HikariCP's maximumPoolSize (Spring Boot: spring.datasource.hikari.maximum-pool-size, default 10)"},
-	{regexp.MustCompile(`^C3P0PooledConnectionPoolManager`), "c3p0's connection pool", "c3p0's maxPoolSize"},
-	{regexp.MustCompile(`^Druid-ConnectionPool-`), "Druid's connection pool", "Druid's maxActive"},
-	{regexp.MustCompile(`^commons-pool-evictor`), "Commons DBCP's connection pool", "DBCP's maxTotal"},
+		"HikariCP's maximumPoolSize (Spring Boot: spring.datasource.hikari.maximum-pool-size, default 10)", 10},
+	{regexp.MustCompile(`^C3P0PooledConnectionPoolManager`), "c3p0's connection pool", "c3p0's maxPoolSize, default 15", 15},
+	{regexp.MustCompile(`^Druid-ConnectionPool-`), "Druid's connection pool", "Druid's maxActive, default 8", 8},
+	{regexp.MustCompile(`^commons-pool-evictor`), "Commons DBCP's connection pool", "DBCP's maxTotal, default 8", 8},
 }
 
 // connections are the process's sockets to each peer, as bounds: a
@@ -99,13 +103,13 @@ func connections(ev *evidence.Evidence, args []string) []bound {
 	if snap == nil || snap.Net == nil || !snap.Net.ProcessSockets {
 		return nil
 	}
-	lib, resize := "a connection pool", "the client's connection pool size"
+	lib, resize, def := "a connection pool", "the client's connection pool size", 0
 	if s := ev.JVM; s != nil {
 	threads:
 		for _, t := range s.Threads {
 			for _, c := range connPools {
 				if c.thread.MatchString(t.Name) {
-					lib, resize = c.what, c.resize
+					lib, resize, def = c.what, c.resize, c.def
 					break threads
 				}
 			}
@@ -116,7 +120,7 @@ func connections(ev *evidence.Evidence, args []string) []bound {
 		if r.Process <= 0 {
 			continue
 		}
-		b := bound{kind: "connections", name: r.Addr, size: r.Process, what: lib, resize: resize}
+		b := bound{kind: "connections", name: r.Addr, size: r.Process, what: lib, resize: resize, def: def}
 		if u := peerURL(r.Addr, args); u != "" {
 			b.name = u
 		}
@@ -157,15 +161,18 @@ func peerURL(addr string, args []string) string {
 }
 
 // settingPools name the pool a setting sizes from a word of its name.
-var settingPools = []struct{ word, what, resize string }{
-	{"hikari", "HikariCP's connection pool", "HikariCP's maximumPoolSize, default 10"},
-	{"tomcat", "Tomcat's connector executor", "Tomcat's maxThreads, default 200"},
-	{"jetty", "Jetty's QueuedThreadPool", "Jetty's maxThreads, default 200"},
-	{"undertow", "Undertow's worker pool", "Undertow's worker threads"},
-	{"netty", "a Netty event loop group", "the event loop's threads"},
-	{"dbcp", "Commons DBCP's connection pool", "DBCP's maxTotal"},
-	{"c3p0", "c3p0's connection pool", "c3p0's maxPoolSize"},
-	{"druid", "Druid's connection pool", "Druid's maxActive"},
+var settingPools = []struct {
+	word, what, resize string
+	def                int
+}{
+	{"hikari", "HikariCP's connection pool", "HikariCP's maximumPoolSize, default 10", 10},
+	{"tomcat", "Tomcat's connector executor", "Tomcat's maxThreads, default 200", 200},
+	{"jetty", "Jetty's QueuedThreadPool", "Jetty's maxThreads, default 200", 200},
+	{"undertow", "Undertow's worker pool", "Undertow's worker threads", 0},
+	{"netty", "a Netty event loop group", "the event loop's threads", 0},
+	{"dbcp", "Commons DBCP's connection pool", "DBCP's maxTotal, default 8", 8},
+	{"c3p0", "c3p0's connection pool", "c3p0's maxPoolSize, default 15", 15},
+	{"druid", "Druid's connection pool", "Druid's maxActive, default 8", 8},
 }
 
 // Words in a setting's name that make it a pool's or a limit's size, and
@@ -205,7 +212,7 @@ func settings(args []string) []bound {
 		b := bound{kind: "setting", name: written, size: n, resize: strings.TrimLeft(name, "-")}
 		for _, k := range settingPools {
 			if strings.Contains(strings.ToLower(name), k.word) {
-				b.what, b.resize = k.what, b.resize+" ("+k.resize+")"
+				b.what, b.resize, b.def = k.what, b.resize+" ("+k.resize+")", k.def
 				break
 			}
 		}

@@ -89,8 +89,10 @@ Tomcat JSP, ZooKeeper reads) and the CPU-bound problems read cores / E
 0.42; a Pushgateway gathering per write reads 0.20 and shows no bound of
 its size) and have no bound of the size served at once. Severity from the
 throughput the fix gives at the least: high from 2x, medium from 1.25x.
-The least is the next bound's size (or the requests in flight) over the
-slots that serve requests today: Jetty's QueuedThreadPool runs its
+The least is the next bound's size (or the requests in flight, or the
+pool library's default where that lies between today's size and them:
+HikariCP's 10, the size its operators go back to) over the slots that
+serve requests today: Jetty's QueuedThreadPool runs its
 connectors' acceptors and selectors on threads of its own, which hold no
 request, so they are counted out of its size (the acceptors by their
 threads' names, else Jetty's default; the selectors by a setting, else
@@ -169,6 +171,8 @@ type reading struct {
 	goWait          *goWait // Go: where the requests waited
 	// accept is the listener whose accept queue showed the wait, when it did.
 	accept *bundle.Listener
+	// def is the pool's library default size, when known (HikariCP's 10).
+	def int
 	// notServing are the pool's threads that hold no request (a Jetty
 	// connector's acceptors and selectors), notServingFrom how they are
 	// known.
@@ -368,6 +372,9 @@ func (r *reading) sized(matched []bound) {
 		if r.size == 0 {
 			r.size = b.size
 		}
+		if r.def == 0 {
+			r.def = b.def
+		}
 		switch b.kind {
 		case "setting":
 			r.sizeFrom = append(r.sizeFrom, b.name+" on the command line")
@@ -438,6 +445,11 @@ func gains(r *reading, work facts.Work) (low, high float64, target float64, capp
 	low = high
 	if r.size > 0 {
 		low = math.Min(low, target/float64(r.size-r.notServing))
+		// Back to the library's default, where that is more than today
+		// and less than the target: the fix most operators make first.
+		if r.def > r.size && float64(r.def) < target {
+			low = math.Min(low, float64(r.def)/float64(r.size-r.notServing))
+		}
 	}
 	if work.Cores > 0 && work.Available > 0 {
 		if cpu := work.Available / work.Cores; cpu < low {
@@ -464,7 +476,7 @@ func finding(pass *rules.Pass, r *reading, q facts.Queue, work facts.Work) rules
 		ImpactRange: &[2]float64{1 - 1/low, 1 - 1/high},
 		Resource:    "latency",
 		ImpactBasis: "throughput of the same clients with the pool sized to the requests in flight (or to the next bound): at least new size / old size " +
-			"with today's holds, capped by the CPUs at today's CPU per request; at most with every wait for a turn gone (1 / (1 − wait share)) " +
+			"with today's holds (the new size at least the library's default, where it is smaller), capped by the CPUs at today's CPU per request; at most with every wait for a turn gone (1 / (1 − wait share)) " +
 			"or the holds as short as the fastest request",
 		Summary:  summary(r, work),
 		Evidence: evidence_(r, q, work, low, high),

@@ -263,3 +263,22 @@ func TestAcceptQueueInFrontOfAPool(t *testing.T) {
 		}
 	}
 }
+
+// HikariCP at 1 connection with 31 requests in flight: the least the fix
+// gives is going back to the library's default of 10 (the fix measured,
+// 10.8x), not sizing the pool to the requests in flight, where the CPUs
+// allow more than 10x; where they allow less, the CPUs' cap is the least.
+func TestPoolBackToItsDefault(t *testing.T) {
+	ev, _ := ruletest.Diagnose(t, "../../corpus/jvm-springboot-hikari-pool-1/bad", nil)
+	for _, c := range []struct {
+		cores, low float64
+	}{{0.1, 10}, {0.25, 8}} {
+		fs := run(withCores(ev, c.cores))
+		if len(fs) != 1 || fs[0].ImpactRange == nil {
+			t.Fatalf("%.2f cores: %+v", c.cores, fs)
+		}
+		if low := 1 / (1 - fs[0].ImpactRange[0]); math.Abs(low-c.low) > 0.01 {
+			t.Errorf("%.2f cores of 2: least gain %.2fx, want %.2fx", c.cores, low, c.low)
+		}
+	}
+}
