@@ -346,7 +346,7 @@ func waitShare(f *rules.Finding, cpuShare, waiting float64, q *syncQueue, w fact
 	f.ImpactBasis = fmt.Sprintf("the process used %.2f of %s cores, so its threads, not its CPUs, set the rate: the syncs hold %s "+
 		"%s of their time on the CPU, waiting for the device and queued behind them, %s of their busy time; moving the sync off the request path removes it "+
 		"(the low end, where group commit is the fix, about half)%s", w.Cores, human.Number(w.Available), whose, human.Percent(ofWindow), human.Percent(ofBusy), cpuBound)
-	f.Evidence = append(f.Evidence, rules.Share("a serving thread's time in the sync (on the CPU and waiting), of the window", ofWindow))
+	f.Evidence = append(f.Evidence, rules.Share("the serving threads' time in or behind the syncs (on the CPU, waiting for the device, queued), of all their time", ofWindow))
 }
 
 // offCPUInSyncs is the off-CPU time perf's scheduler events saw inside a
