@@ -489,6 +489,9 @@ func queueBehindSyncs(ev *evidence.Evidence, syncing evidence.Matcher) (syncQueu
 	var wakes, wakesSyncing float64
 	seen := map[int64]float64{} // serving thread -> its time seen, of the window
 	for _, s := range on.Sample {
+		if len(s.Value) == 0 {
+			continue
+		}
 		if inStack(s, frames.FutexWake) {
 			v := float64(s.Value[0])
 			wakes += v
