@@ -412,10 +412,14 @@ func nextBound(candidates []bound, r *reading) *bound {
 		if b.kind == "setting" || b.size <= r.size || float64(b.size) >= r.inFlight {
 			continue
 		}
-		// A bound of the size served at once is the same pool seen another
-		// way: Apache's 18 threads are its 16 workers (each holding one of
-		// the 16 proxied connections), a listener and a main thread.
-		if r.inService > 0 && b.matches(r.inService) {
+		// A bound of the size served at once, and within the matching
+		// window of the pool's own size, is the same pool seen another way:
+		// Apache's 18 threads are its 16 workers (each holding one of the
+		// 16 proxied connections), a listener and a main thread. A larger
+		// one is the next bound even where it matches what is served at
+		// once: Jetty's 8 threads (6 serving) served 5.1 at once, 0.51 of
+		// HikariCP's 10 connections, which its fix then queued on.
+		if r.inService > 0 && b.matches(r.inService) && float64(b.size) <= maxMatch*float64(r.size) {
 			continue
 		}
 		if best == nil || b.size < best.size {
