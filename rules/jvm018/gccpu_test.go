@@ -75,10 +75,13 @@ func TestSkipsIdleJVM(t *testing.T) {
 	}
 }
 
-// ZooKeeper under a tight heap (corpus): the collector's samples are 27%
-// of the JVM's CPU, but its pauses only 3.9% and the JVM uses under half
-// the machine: concurrent collection beside requests, graded low (a
-// larger heap measured 1.01x).
+// ZooKeeper under a tight heap, as the corpus first recorded it (kept
+// here; the corpus holds its re-recording): the collector's samples are
+// 27% of the JVM's CPU, but its pauses only 3.9% and the JVM uses under
+// half the machine: concurrent collection beside requests, graded low (a
+// larger heap measured 1.01x [0.81, 1.26]). Re-recorded once the JIT had
+// settled, the JVM used more than half the machine, the rule reads 30%
+// at medium, and a larger heap measured 1.18x [1.06, 1.30].
 func TestConcurrentCollectionBesideAnIdleMachineIsLow(t *testing.T) {
-	ruletest.Expect(t, "../../corpus/jvm-zookeeper-tight-heap-healthy/bad", []*rules.Rule{Rule}, `fires JVM018 low "mostly concurrent work"`)
+	ruletest.Expect(t, "testdata/zookeeper-tight-heap-halfidle", []*rules.Rule{Rule}, `fires JVM018 low "mostly concurrent work"`)
 }
