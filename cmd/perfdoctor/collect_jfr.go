@@ -33,10 +33,10 @@ func (f *jfrFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.settle, "jit-settle", jvm.DefaultSettle, "with --jfr or --jvm, wait at most this long after the recording starts for the JVM's JIT compiler to go quiet before the window begins (a JVM's first JFR recording deoptimizes its compiled code); 0 begins at once")
 }
 
-// checkSettle refuses a --jit-settle outside 0..10m.
+// checkSettle refuses a --jit-settle outside 0..jvm.MaxSettle.
 func (f *jfrFlags) checkSettle() error {
-	if f.settle < 0 || f.settle > 10*time.Minute {
-		return usageError{fmt.Errorf("--jit-settle %s out of range 0..10m", f.settle)}
+	if f.settle < 0 || f.settle > jvm.MaxSettle {
+		return usageError{fmt.Errorf("--jit-settle %s out of range 0..%gm", f.settle, jvm.MaxSettle.Minutes())}
 	}
 	return nil
 }

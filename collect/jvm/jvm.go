@@ -76,8 +76,8 @@ func Collect(ctx context.Context, opt Options) (*bundle.Manifest, error) {
 	if opt.Duration < time.Second || opt.Duration > 10*time.Minute {
 		return nil, fmt.Errorf("duration %s is outside 1s..10m", opt.Duration)
 	}
-	if opt.Settle < 0 || opt.Settle > 10*time.Minute {
-		return nil, fmt.Errorf("JIT settle time %s is outside 0..10m", opt.Settle)
+	if opt.Settle < 0 || opt.Settle > MaxSettle {
+		return nil, fmt.Errorf("JIT settle time %s is outside 0..%gm", opt.Settle, MaxSettle.Minutes())
 	}
 	if opt.Settings == "" {
 		opt.Settings = "profile"

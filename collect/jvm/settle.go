@@ -50,6 +50,10 @@ import (
 // under load on 2 cores.
 const DefaultSettle = 90 * time.Second
 
+// MaxSettle bounds Options.Settle: every caller (the CLI's --jit-settle,
+// the MCP server's jit_settle_seconds) refuses more.
+const MaxSettle = 10 * time.Minute
+
 const (
 	// settleQuiet is the JIT compiler threads' CPU, in cores, under which
 	// the JVM counts as settled: a warm boot-items JVM's C1 and C2 threads

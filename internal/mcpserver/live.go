@@ -28,7 +28,6 @@ const (
 	maxWindow     = 2 * time.Minute
 	maxVerify     = 10 * time.Minute // rounds × both sides × (warm-up + duration)
 	maxWorkers    = 256
-	maxSettle     = 10 * time.Minute // as the CLI's --jit-settle
 )
 
 // liveTarget is what collect and run observe: one of a Go service's pprof
@@ -171,8 +170,8 @@ func (s *server) collector(t liveTarget) (c underload.Collector, name string, le
 	}
 	settle := jvm.DefaultSettle
 	if v := t.JITSettleSeconds; v != nil {
-		if *v < 0 || *v > maxSettle.Seconds() || math.IsNaN(*v) {
-			return nil, "", 0, fmt.Errorf("jit_settle_seconds %g out of range 0..%g", *v, maxSettle.Seconds())
+		if *v < 0 || *v > jvm.MaxSettle.Seconds() || math.IsNaN(*v) {
+			return nil, "", 0, fmt.Errorf("jit_settle_seconds %g out of range 0..%g", *v, jvm.MaxSettle.Seconds())
 		}
 		settle = time.Duration(*v * float64(time.Second))
 	}
