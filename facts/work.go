@@ -75,6 +75,18 @@ func (w Work) Busy() float64 {
 	return w.Cores / w.Available
 }
 
+// notCPUBound is the share of the CPU it may use under which a process's
+// throughput is not its CPUs': the line the rules engine's significance
+// test, its ranking and DISK001's queue's law all draw.
+const notCPUBound = 0.5
+
+// WaitBound reports whether the process, its cores and the cores it may
+// use both known, used under half of them: its waits, not its CPUs, set
+// its throughput.
+func (w Work) WaitBound() bool {
+	return w.Cores > 0 && w.Available > 0 && w.Busy() < notCPUBound
+}
+
 // Summary is the work in one line: "1.9 ms CPU, 2.0 reads and 2.0 writes,
 // 0.98 new connections per request (12,345 requests/s; 0.92 of 2 cores)",
 // or "" when no unit was counted and no CPU measured.

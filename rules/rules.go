@@ -277,8 +277,7 @@ func Run(set *facts.Set, catalog []*Rule) Result {
 	capCPU(res.Findings) // the drag added to some: within all of the CPU again
 	linkHeldWaits(facts.Get(engine, facts.CPUStacks), res.Findings)
 	markForeignCode(facts.Get(engine, facts.Owners), res.Findings)
-	w := facts.Get(engine, facts.WorkDone)
-	Rank(res.Findings, w.Cores > 0 && w.Available > 0 && w.Busy() < busyEnough)
+	Rank(res.Findings, facts.Get(engine, facts.WorkDone).WaitBound())
 	return res
 }
 

@@ -9,8 +9,9 @@ import (
 
 // Significance in absolute terms: a share of CPU is worth what it gives
 // back. A CPU finding whose fix returns less than minCoresBack cores, in a
-// process that used less than half the CPU it may use, is at most low: the
-// service is not short of CPU and the saving is too small to plan work for.
+// process that used less than half the CPU it may use (Work.WaitBound), is
+// at most low: the service is not short of CPU and the saving is too small
+// to plan work for.
 // A busy process keeps its findings' grades, since there the share is
 // capacity (a container at its quota gains its share of the quota), and so
 // does one whose available CPU is unknown.
@@ -22,17 +23,14 @@ import (
 // gave back 0.02 (C3's kernel network share) and 0.047 (L2's scheduler
 // share, a downstream-wait case), and a server idling at 0.06 cores of 2
 // showed 26% of its CPU in GC: 0.016 cores.
-const (
-	minCoresBack = 0.05
-	busyEnough   = 0.5
-)
+const minCoresBack = 0.05
 
 // weighCores caps the CPU findings that give back too little CPU to
 // matter, saying so in their basis.
 func weighCores(w facts.Work, fs []Finding) {
 	// Without the cores it may use (a profile alone: no /proc snapshot),
 	// nobody can tell a quiet service from one at its quota.
-	if w.Cores <= 0 || w.Available <= 0 || w.Busy() >= busyEnough {
+	if !w.WaitBound() {
 		return
 	}
 	for i := range fs {

@@ -293,10 +293,6 @@ func queuedBehindSyncs(ev *evidence.Evidence, st *evidence.Stacks) (float64, evi
 	return w.PerSecond(queued), at, w.Window, true
 }
 
-// notCPUBound is where a process's throughput is not its CPU's: under
-// half of the CPU it may use (the significance rule's line).
-const notCPUBound = 0.5
-
 // waitShare restates a sync finding of a process that is not CPU-bound in
 // request time, by the queue's law: its serving threads, not its CPUs, set
 // the rate, and each request holds a thread for its CPU time and its wait
@@ -623,7 +619,7 @@ func fromSamples(pass *rules.Pass) error {
 		}
 	}
 	if offCPU && syncSamples >= minSyncSamples {
-		if w := facts.Get(pass.Facts, facts.WorkDone); w.Cores > 0 && w.Available > 0 && w.Busy() < notCPUBound {
+		if w := facts.Get(pass.Facts, facts.WorkDone); w.WaitBound() {
 			var queue *syncQueue
 			syncing := func(fn string) bool {
 				return slices.ContainsFunc(callers, func(c evidence.Site) bool { return c.Func == fn })
