@@ -381,10 +381,11 @@ type threadSplit struct {
 }
 
 // servingThreads are the threads perf saw in socket work (frames.
-// SocketIO), on the CPU or blocked: the threads that serve connections. ok
-// is false when the profiles carry no thread IDs or perf saw no thread in
-// socket work (then which thread serves is not known).
-func servingThreads(profiles []*profile.Profile) (map[int64]bool, bool) {
+// SocketIO), on the CPU or blocked, in the bundle's perf recordings
+// (perfProfiles): the threads that serve connections. It is nil when the
+// profiles carry no thread IDs or perf saw no thread in socket work (then
+// which thread serves is not known).
+func servingThreads(profiles []*profile.Profile) map[int64]bool {
 	serving, labelled := map[int64]bool{}, false // by thread ID
 	for _, p := range profiles {
 		for _, s := range p.Sample {
@@ -396,7 +397,10 @@ func servingThreads(profiles []*profile.Profile) (map[int64]bool, bool) {
 			}
 		}
 	}
-	return serving, labelled && len(serving) > 0
+	if !labelled || len(serving) == 0 {
+		return nil
+	}
+	return serving
 }
 
 // perfProfiles are the bundle's perf recordings: the scheduler events'
@@ -407,17 +411,15 @@ func perfProfiles(ev *evidence.Evidence) []*profile.Profile {
 }
 
 // splitByThread divides the sync time by thread, from perf's thread IDs
-// (servingThreads). The sync time is the waits where perf's scheduler
-// events saw them, the on-CPU samples otherwise. ok is false when the
-// profiles carry no thread IDs or no syncs, or which thread serves is not
-// known.
-func splitByThread(ev *evidence.Evidence) (split threadSplit, ok bool) {
-	profiles := perfProfiles(ev)
-	serving, known := servingThreads(profiles)
-	if !known {
+// and the serving threads among them. The sync time is the waits where
+// perf's scheduler events saw them, the on-CPU samples otherwise. ok is
+// false when the profiles carry no syncs, or which thread serves is not
+// known (serving is nil).
+func splitByThread(ev *evidence.Evidence, serving map[int64]bool) (split threadSplit, ok bool) {
+	if serving == nil {
 		return split, false
 	}
-	for _, p := range profiles {
+	for _, p := range perfProfiles(ev) {
 		names := map[string]bool{}
 		for _, s := range p.Sample {
 			tid := s.NumLabel["tid"]
@@ -461,7 +463,7 @@ type syncQueue struct {
 }
 
 // queueBehindSyncs reads perf's thread IDs for the serving threads' time
-// (servingThreads) and their sleeps: the waits inside a sync, and the
+// (serving, from servingThreads) and their sleeps: the waits inside a sync, and the
 // futex sleeps (frames.FutexWait) outside one, which are a queue behind
 // the syncs when at least minWakeShare of the futex wake-ups perf sampled
 // on the CPU (frames.FutexWake) are under the code calling the sync
@@ -470,14 +472,10 @@ type syncQueue struct {
 // them. C libraries rarely keep frame pointers, so the sleeper's own stack
 // stops at the C library's futex wrapper and cannot show what it waits
 // for; the waker's can.
-func queueBehindSyncs(ev *evidence.Evidence, syncing evidence.Matcher) (syncQueue, bool) {
+func queueBehindSyncs(ev *evidence.Evidence, serving map[int64]bool, syncing evidence.Matcher) (syncQueue, bool) {
 	var q syncQueue
 	off, on := ev.Profiles[evidence.OffCPU], ev.Profiles[evidence.Perf]
-	if off == nil || on == nil || off.DurationNanos <= 0 || len(off.SampleType) == 0 {
-		return q, false
-	}
-	serving, ok := servingThreads([]*profile.Profile{off, on})
-	if !ok {
+	if off == nil || on == nil || off.DurationNanos <= 0 || len(off.SampleType) == 0 || serving == nil {
 		return q, false
 	}
 	window := float64(off.DurationNanos)
@@ -618,13 +616,14 @@ func fromSamples(pass *rules.Pass) error {
 			source = fmt.Sprintf("perf's sched_switch events over %s (too few on-CPU samples to weigh)", human.RoundDuration(window))
 		}
 	}
+	serving := servingThreads(perfProfiles(pass.Evidence))
 	if offCPU && syncSamples >= minSyncSamples {
 		if w := facts.Get(pass.Facts, facts.WorkDone); w.WaitBound() {
 			var queue *syncQueue
 			syncing := func(fn string) bool {
 				return slices.ContainsFunc(callers, func(c evidence.Site) bool { return c.Func == fn })
 			}
-			if q, ok := queueBehindSyncs(pass.Evidence, syncing); ok {
+			if q, ok := queueBehindSyncs(pass.Evidence, serving, syncing); ok {
 				queue = &q
 				if q.queued > 0 {
 					f.Summary += fmt.Sprintf("; %s threads on average queue behind it, asleep on a lock %s releases",
@@ -658,7 +657,7 @@ func fromSamples(pass *rules.Pass) error {
 	if w := facts.Get(pass.Facts, facts.WorkDone); w.Cores > 0 {
 		f.Evidence = append(f.Evidence, rules.Count(fmt.Sprintf("CPUs the process used, the rest of its time waiting (%s)", w.CoresSource), w.Cores, ""))
 	}
-	if split, ok := splitByThread(pass.Evidence); ok && split.background > split.serving {
+	if split, ok := splitByThread(pass.Evidence, serving); ok && split.background > split.serving {
 		// The threads serving connections do not sync: a background thread
 		// does, for every write since its last sync (redis's appendfsync
 		// everysec, a database's WAL writer). Already batched.
