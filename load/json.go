@@ -52,6 +52,12 @@ func (r *Result) Schema() *bundle.LoadResult {
 	return j
 }
 
+// WarmupSummary is the result as a warm-up's figures, kept beside the run
+// it warmed (LoadResult.Warmup).
+func (r *Result) WarmupSummary() *bundle.LoadWarmup {
+	return &bundle.LoadWarmup{DurationMS: ms(r.Duration), Requests: r.Requests, Throughput: r.Throughput}
+}
+
 // FromSchema is the result load.json describes.
 func FromSchema(j *bundle.LoadResult) *Result {
 	r := &Result{URL: j.URL, Method: j.Method, BodyBytes: j.BodyBytes, Mode: j.Mode, Concurrency: j.Concurrency, Rate: j.Rate, Start: j.Started, Duration: fromMS(j.DurationMS),

@@ -71,7 +71,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if res.Interrupted {
 			return nil, fmt.Errorf("warm-up %s: %w", loadName(cfg), context.Canceled)
 		}
-		warmup = &bundle.LoadWarmup{DurationMS: float64(res.Duration) / float64(time.Millisecond), Requests: res.Requests, Throughput: res.Throughput}
+		warmup = res.WarmupSummary()
 	}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)

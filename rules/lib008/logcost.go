@@ -330,7 +330,7 @@ func check(pass *rules.Pass) error {
 // Handle...) is a logging middleware, the code that logs, not a wrapper:
 // CoreDNS's log plugin (plugin/log.Logger.ServeDNS) logs each query through
 // its plugin/pkg/log wrapper, and the plugin is what its operator turns off.
-func wrapper(fn string) bool { return logPackage(fn) && !handler(fn) }
+func wrapper(fn string) bool { return logPackage(fn) && !frames.HandlerName(fn) }
 
 // logPackage reports whether a function's package is named for logging.
 func logPackage(fn string) bool {
@@ -345,12 +345,9 @@ func logPackage(fn string) bool {
 	return false
 }
 
-// handler is a request handler (frames.HandlerName).
-var handler = frames.HandlerName
-
 // middlewareHandler reports whether a function is a logging middleware's
 // handler: a request handler in a package named for logging.
-func middlewareHandler(fn string) bool { return logPackage(fn) && handler(fn) }
+func middlewareHandler(fn string) bool { return logPackage(fn) && frames.HandlerName(fn) }
 
 // middlewareOwn selects a logging middleware's own work: samples under a
 // handler in a package named for logging, and under no handler it calls
@@ -361,7 +358,7 @@ func middlewareHandler(fn string) bool { return logPackage(fn) && handler(fn) }
 // 1.23x [1.16, 1.31] in throughput.
 func middlewareOwn(cpu *evidence.Stacks) func(evidence.Sample) bool {
 	isMiddleware := cpu.FrameHits(middlewareHandler)
-	isHandler := cpu.FrameHits(handler)
+	isHandler := cpu.FrameHits(frames.HandlerName)
 	return func(s evidence.Sample) bool {
 		// Leaf first: a handler below the middleware's innermost frame is
 		// the next one's work.
