@@ -59,10 +59,11 @@ func LogHelpers(st *evidence.Stacks, loggers evidence.Matcher) func(evidence.Sam
 // a closure's method) starts with the word log, trace or debug: traceMsg,
 // Tracef, logRequest, Debugf, debugln; not login, tracer or logical.
 func LogHelperName(fn string) bool {
-	if evidence.PackagePath(fn) == "" {
+	pkg := evidence.PackagePath(fn)
+	if pkg == "" {
 		return false
 	}
-	parts := strings.Split(fn[len(evidence.PackagePath(fn)):], ".")
+	parts := strings.Split(fn[len(pkg):], ".")
 	name := ""
 	for i := len(parts) - 1; i >= 0; i-- {
 		p := strings.TrimSuffix(strings.TrimPrefix(parts[i], "(*"), ")")
