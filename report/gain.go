@@ -18,6 +18,9 @@ func gainMeaning(f rules.Finding) string {
 	if s < 0.01 || s >= 0.995 || f.Growing {
 		return ""
 	}
+	if f.RemovesWork {
+		return removedGainMeaning(f)
+	}
 	rng := ""
 	if r := f.ImpactRange; r != nil && r[1]-r[0] >= 0.005 {
 		// The range the finding states, as the same multiplier.
@@ -28,6 +31,24 @@ func gainMeaning(f rules.Finding) string {
 		return fmt.Sprintf("CPU per request ×%.2f or less at the same load, up to %.2fx the throughput where CPU is the limit%s", 1-s, 1/(1-s), rng)
 	case "latency":
 		return fmt.Sprintf("request time ×%.2f, up to %.2fx the throughput of the same clients%s", 1-s, 1/(1-s), rng)
+	}
+	return ""
+}
+
+// removedGainMeaning is gainMeaning for a fix that removes the work
+// (rules.Finding.RemovesWork): the estimate and the range's floor, and no
+// top, since what the work drags goes with it and is not in the evidence.
+func removedGainMeaning(f rules.Finding) string {
+	s, floor := f.Impact, f.Impact
+	if r := f.ImpactRange; r != nil {
+		floor = min(r[0], s)
+	}
+	const noTop = "with no top the evidence can state: removing the work removes what it drags too (writes, copies, collections, waits), which the profile does not tie to it"
+	switch f.Resource {
+	case "cpu":
+		return fmt.Sprintf("CPU per request ×%.2f or less at the same load, about %.2fx the throughput where CPU is the limit, at least %.2fx, %s", 1-s, 1/(1-s), 1/(1-floor), noTop)
+	case "latency":
+		return fmt.Sprintf("request time ×%.2f or less, about %.2fx the throughput of the same clients, at least %.2fx, %s", 1-s, 1/(1-s), 1/(1-floor), noTop)
 	}
 	return ""
 }

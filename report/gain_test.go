@@ -19,6 +19,10 @@ func TestGainMeaning(t *testing.T) {
 		{rules.Finding{Impact: 0.3, Resource: "latency", Growing: true}, ""}, // a limit, not a speed
 		{rules.Finding{Impact: 1, Resource: "cpu"}, ""},
 		{rules.Finding{Impact: 0.001, Resource: "cpu"}, ""},
+		// A fix that removes the work states its floor and no top.
+		{rules.Finding{Impact: 0.9, ImpactRange: &[2]float64{0.8, 0.95}, RemovesWork: true, Resource: "cpu"},
+			"CPU per request ×0.10 or less at the same load, about 10.00x the throughput where CPU is the limit, at least 5.00x, with no top"},
+		{rules.Finding{Impact: 0.5, RemovesWork: true, Resource: "cpu"}, "CPU per request ×0.50 or less at the same load, about 2.00x the throughput where CPU is the limit, at least 2.00x, with no top"},
 	} {
 		if got := gainMeaning(c.f); !strings.HasPrefix(got, c.want) || (c.want == "" && got != "") {
 			t.Errorf("%+v: %q, want %q...", c.f, got, c.want)

@@ -48,11 +48,14 @@ type Finding struct {
 	// ImpactRange is the least and the most the finding says its fix
 	// recovers, when it states a range.
 	ImpactRange *[2]float64 `json:"impact_range,omitempty"`
-	Resource    string      `json:"resource"`
-	ImpactBasis string      `json:"impact_basis"`
-	Growing     bool        `json:"growing,omitempty"`
-	CausedBy    string      `json:"caused_by,omitempty"`
-	Explains    []string    `json:"explains,omitempty"`
+	// RemovesWork says the fix removes the work: its range has a floor
+	// and no top (rules.Finding.RemovesWork).
+	RemovesWork bool     `json:"removes_work,omitempty"`
+	Resource    string   `json:"resource"`
+	ImpactBasis string   `json:"impact_basis"`
+	Growing     bool     `json:"growing,omitempty"`
+	CausedBy    string   `json:"caused_by,omitempty"`
+	Explains    []string `json:"explains,omitempty"`
 	Cost        *struct {
 		CPUClaimed float64 `json:"cpu_claimed,omitempty"`
 		CPUOwned   float64 `json:"cpu_owned,omitempty"`

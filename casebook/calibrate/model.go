@@ -84,6 +84,9 @@ func Predict(r *Result) Prediction {
 	}
 	s = min(s, 0.99)
 	sLo, sHi := min(lo+extra, 0.99), min(hi+extra, 0.99)
+	if top.RemovesWork {
+		sHi = 1 // a floor and no top: all of the work may go
+	}
 	p := Prediction{Share: s}
 	switch top.Resource {
 	case "cpu":

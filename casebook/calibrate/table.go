@@ -76,10 +76,15 @@ func Table(results []*Result) string {
 	return b.String()
 }
 
-// withRange is a predicted ratio with the range stated, when it is one.
+// withRange is a predicted ratio with the range stated, when it is one. A
+// fix that removes the work has a CPU ratio down to 0 and a throughput with
+// no top where the service has the CPUs to itself.
 func withRange(x float64, rg [2]float64) string {
-	if x <= 0 || rg[0] <= 0 || rg[1]-rg[0] < 0.005 {
+	switch {
+	case x <= 0 || rg[1]-rg[0] < 0.005:
 		return ratio(x)
+	case math.IsInf(rg[1], 1):
+		return fmt.Sprintf("%s [%.2f, no top)", ratio(x), rg[0])
 	}
 	return fmt.Sprintf("%s [%.2f, %.2f]", ratio(x), rg[0], rg[1])
 }

@@ -390,6 +390,7 @@ func cacheOff(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		Resource:    "cpu",
 		Impact:      rules.Midway(share, top),
 		ImpactRange: &[2]float64{share, top},
+		RemovesWork: true, // a repeated answer is computed no more
 		// The collector its garbage drove is in the range's top already.
 		OverheadCounted: true,
 		Severity:        rules.SeverityFor(share),
@@ -518,6 +519,7 @@ func debugLogging(pass *rules.Pass, cfg facts.Config, cpu *evidence.Stacks) {
 		Resource:    "cpu",
 		Impact:      rules.Midway(share, top),
 		ImpactRange: &[2]float64{share, top},
+		RemovesWork: true, // at INFO a debug record is a level comparison
 		// The collector its garbage drove is in the range's top already.
 		OverheadCounted: true,
 		Severity:        rules.SeverityFor(share),

@@ -78,6 +78,9 @@ func TestGOGCBelowTheDefaultUnderABusyCollector(t *testing.T) {
 	if f.Config == nil || f.Config.String() != "GOGC=100" {
 		t.Errorf("config fix %v, want GOGC=100", f.Config)
 	}
+	if f.RemovesWork {
+		t.Error("GOGC=100 makes the cycles rarer, it does not remove them: the range has a top")
+	}
 	if f.Claim == nil || f.Claim.Level != rules.LevelConfig {
 		t.Errorf("claim %+v, want the config level", f.Claim)
 	}
@@ -165,6 +168,9 @@ func TestCacheTurnedOffByAFlag(t *testing.T) {
 	if !near(f.Impact, 0.775) || !near(f.ImpactRange[0], 0.75) || !near(f.ImpactRange[1], 0.80) || !strings.Contains(f.Summary, "-search.disableCache") {
 		t.Errorf("impact %.3f range %v: %s", f.Impact, f.ImpactRange, f.Summary)
 	}
+	if !f.RemovesWork {
+		t.Error("a cache hit computes nothing: the fix removes the work, a floor and no top")
+	}
 	// The same flag where delivering the answers is most of the work.
 	if fs := run(t, service(off, nil, 0, map[*[]string]int64{&writeWork: 750})); len(fs) != 0 {
 		t.Errorf("computation at 25%%: %s", fs[0].Summary)
@@ -189,6 +195,9 @@ func TestDebugLogLevel(t *testing.T) {
 	}
 	if r := fs[0].ImpactRange; r == nil || !near(r[1], 0.3) {
 		t.Errorf("range %v, want its top at the logging's 30%% (no GC, no compiling)", r)
+	}
+	if !fs[0].RemovesWork {
+		t.Error("at INFO a debug record is a level comparison: the fix removes the work, a floor and no top")
 	}
 	// A JVM still compiling: the range's top counts the compilers too,
 	// the point half of them.

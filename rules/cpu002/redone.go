@@ -239,6 +239,7 @@ func finding(pass *rules.Pass, fam *family, fi int, m *matching, cpu *evidence.S
 	f := rules.Finding{
 		Severity:    rules.SeverityFor(share),
 		Impact:      share,
+		RemovesWork: true, // done once, cached or turned off, it is done no more per request
 		Resource:    "cpu",
 		ImpactBasis: basis(fam.kind),
 		Summary:     summary,

@@ -204,6 +204,9 @@ func TestFreshServices(t *testing.T) {
 				t.Errorf("bad: severity %s, impact %.2f: %s", f.Severity, f.Impact, f.Summary)
 			}
 			t.Logf("bad: %s (impact %.2f, range %v)", f.Summary, f.Impact, f.ImpactRange)
+			if !f.RemovesWork {
+				t.Error("bad: work done once or cached is done no more per request: a floor and no top")
+			}
 			if tc.shape == "store" && (f.ImpactRange == nil || f.ImpactRange[1] <= f.Impact) {
 				t.Errorf("bad: the whole pass of checkWhole is not the range's top: %v", f.ImpactRange)
 			}

@@ -136,6 +136,7 @@ func check(pass *rules.Pass) error {
 		Severity:    rules.SeverityFor(low),
 		Impact:      rules.Midway(low, high),
 		ImpactRange: &[2]float64{low, high},
+		RemovesWork: true, // an index replaces the walk with one descent
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU walking tables and testing each row: an index turns a lookup into one B-tree descent, so both go; " +
 			"the high end is all query execution, which the scan's queries may be most of; the estimate is midway, since how much of the rest of the execution the index also saves the profile cannot say",

@@ -25,6 +25,11 @@ func TestH2(t *testing.T) {
 	} {
 		ruletest.Expect(t, dir, []*rules.Rule{Rule}, want)
 	}
+	// An index replaces the walk: what the walk dragged goes with it.
+	_, res := ruletest.Diagnose(t, "../../corpus/jvm-h2-missing-index/bad", []*rules.Rule{Rule})
+	if len(res.Findings) != 1 || !res.Findings[0].RemovesWork {
+		t.Errorf("an index removes the walk, yet the range has a top: %+v", res.Findings)
+	}
 }
 
 // Native engines through perf: PostgreSQL's sequential scan under its

@@ -351,6 +351,7 @@ func check(pass *rules.Pass) error {
 	}
 	if static >= minStatic {
 		f.ImpactRange = &[2]float64{share * recoverHigh, impact}
+		f.RemovesWork = true // content compressed once is compressed no more
 	}
 	if best.lower != "" && editable {
 		// The rule's example lowers a high level in code: shown only where

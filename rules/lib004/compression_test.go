@@ -216,6 +216,9 @@ func TestStaticContentIsPrecompressed(t *testing.T) {
 	if !strings.HasPrefix(f.ImpactBasis, "compression of the same content once") {
 		t.Errorf("impact basis %q", f.ImpactBasis)
 	}
+	if !f.RemovesWork {
+		t.Error("content compressed once is compressed no more: a floor and no top")
+	}
 	// Compressing fresh content (archiveBest) gets no precompression advice, only its condition.
 	g := one(t, run(testprof.CPU(t, 2*time.Second, 1, archiveBest)))
 	if strings.Contains(g.Fix, "compress each once") || !strings.Contains(g.Fix, "If the same content is compressed again and again") {
@@ -223,6 +226,9 @@ func TestStaticContentIsPrecompressed(t *testing.T) {
 	}
 	if !strings.Contains(g.Example, "BestCompression") {
 		t.Errorf("BestCompression in the service's own code: example %q", g.Example)
+	}
+	if g.RemovesWork {
+		t.Error("fresh content compressed at a lower level is compressed still: the range has a top")
 	}
 }
 

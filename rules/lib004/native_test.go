@@ -22,6 +22,9 @@ func TestNativeZlibInNginx(t *testing.T) {
 	if fs := res["nginx-gzip9"].Findings; len(fs) == 1 && (len(fs[0].Caveats) < 2 || !strings.Contains(fs[0].Caveats[1], "unsymbolized")) {
 		t.Errorf("the stripped library is not explained: %q", fs[0].Caveats)
 	}
+	if fs := res["nginx-gzip9"].Findings; len(fs) == 1 && !fs[0].RemovesWork {
+		t.Error("nginx's gzip_static compresses nothing per request: a floor and no top")
+	}
 }
 
 // With zlib's symbols, deflate_slow (levels 4-9) is a costly level; the

@@ -134,6 +134,7 @@ func check(pass *rules.Pass) error {
 	f := rules.Finding{
 		Severity:    rules.SeverityFor(impact),
 		Impact:      impact,
+		RemovesWork: true, // compiled once, it is compiled no more per request
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU compiling regular expressions outside initialisation; compiling once removes all of it (and the garbage it makes)",
 		Summary:     fmt.Sprintf("Regular expressions are compiled on the hot path: %s of CPU", human.Percent(share)),

@@ -54,6 +54,9 @@ func TestFiresOnCompilePerRequest(t *testing.T) {
 	if f.Impact < 0.2 || f.Severity != rules.High {
 		t.Errorf("impact %.2f severity %s: want high", f.Impact, f.Severity)
 	}
+	if !f.RemovesWork {
+		t.Error("compiled once, a regexp is compiled no more per request: a floor and no top")
+	}
 	if len(f.Locations) == 0 || !strings.Contains(f.Locations[0].Function, "routePerCall") {
 		t.Errorf("locations %+v", f.Locations)
 	}

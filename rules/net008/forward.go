@@ -191,6 +191,7 @@ func check(pass *rules.Pass) error {
 		// shares these cores and answers from memory as this server
 		// would (Doc.Evidence).
 		ImpactRange: &[2]float64{min(exch, share), max(share, 1/(2-share))},
+		RemovesWork: true, // a cache hit forwards nothing
 		Resource:    "cpu",
 		ImpactBasis: "share of CPU samples in the forwarding frame's subtree outside the answer's delivery to the client: a cache hit removes all of it; " +
 			"at least the exchange's frames, at most also the upstream's answer when it shares these cores and spends what this server keeps per query (1/(2 − share))",

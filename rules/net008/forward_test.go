@@ -51,6 +51,9 @@ func TestFiresOnForwardPerQuery(t *testing.T) {
 	if top := f.ImpactRange[1]; top < 0.66 || top > 0.67 {
 		t.Errorf("range top %.3f, want 1/(2-0.5)", top)
 	}
+	if !f.RemovesWork {
+		t.Error("a cache hit forwards nothing: a floor and no top")
+	}
 	if f.Locations[0].Function != handler || !strings.Contains(f.Fix, "singleflight") {
 		t.Errorf("locations %+v fix %q", f.Locations, f.Fix)
 	}
