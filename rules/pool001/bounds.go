@@ -36,6 +36,9 @@ type bound struct {
 	// def is the library's default size, when known: the size an operator
 	// who set a smaller one most often goes back to.
 	def int
+	// addr is the peer a connections bound holds its sockets to; key the
+	// configuration line that sizes it, when known (a pooler's).
+	addr, key string
 }
 
 // matches reports whether b's size is what the service served at once:
@@ -103,7 +106,14 @@ func connections(ev *evidence.Evidence, args []string) []bound {
 	if snap == nil || snap.Net == nil || !snap.Net.ProcessSockets {
 		return nil
 	}
-	lib, resize, def := "a connection pool", "the client's connection pool size", 0
+	lib, resize, key, def := "a connection pool", "the client's connection pool size", "", 0
+	if p := snap.Process; p != nil {
+		for _, c := range poolers {
+			if c.comm.MatchString(p.Comm) {
+				lib, resize, key, def = c.what, c.resize, c.key, c.def
+			}
+		}
+	}
 	if s := ev.JVM; s != nil {
 	threads:
 		for _, t := range s.Threads {
@@ -120,7 +130,7 @@ func connections(ev *evidence.Evidence, args []string) []bound {
 		if r.Process <= 0 {
 			continue
 		}
-		b := bound{kind: "connections", name: r.Addr, size: r.Process, what: lib, resize: resize, def: def}
+		b := bound{kind: "connections", name: r.Addr, addr: r.Addr, key: key, size: r.Process, what: lib, resize: resize, def: def}
 		if u := peerURL(r.Addr, args); u != "" {
 			b.name = u
 		}

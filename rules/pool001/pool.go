@@ -53,7 +53,23 @@ requests in flight less them are served at once: workers that accept their
 own connections (PHP-FPM's children) serve them strictly first come, first
 served, every request waits its turn and the fastest request carries one
 too (PHP-FPM with 2 children behind nginx: the load read 29 served at once,
-the listener held 30 of the 31.7 in flight). Either reading fires only when
+the listener held 30 of the 31.7 in flight). Where the load measured no
+latency (a command load) and a pooler queues its clients in its own memory
+(PgBouncer accepts every client at once; its accept queue is empty), its
+sockets show the funnel: the clients established on the listener it holds
+are the requests in flight and its established connections to one upstream
+serve them at once, when the clients are shown active (a closed-loop load's
+concurrency, or a command load running through the window's end whose
+clients came with it: the listener held no more than the upstream's
+connections at the window's start), the upstream's connections are kept (no
+more closed in the last 5 s than held: a pool, not a connection per
+request) and the process is far from CPU-bound (under half its cores).
+PgBouncer with default_pool_size 1: 16 pgbench clients (0 at the window's
+start) over 1 connection to PostgreSQL, none closed in 5 s, 176 lookups/s,
+5.7 ms a lookup on the connection against the query's 5.5 ms, 0.029 of
+2 cores: 94% waiting (its SHOW POOLS: cl_waiting 15, sv_active 1). Caddy
+proxying with keep-alive off held 16 clients over 2 established
+connections, 345 closed in 5 s: not a pool. Either reading fires only when
 a bound of the service's shows the same size: a group of threads named alike (any executor: Tomcat's, Jetty's,
 Netty's, Executors', a hand-made one) using at least 10% of the process's
 CPU, the threads in one process of a native server known to hold a worker
@@ -117,7 +133,10 @@ same wait, the fastest request then carries a whole turn, and the load
 cannot tell the pool from a slow backend; Apache's mpm_event and the
 executors named above let some requests through at once, and a listener
 the process holds shows its accept queue (one reading, at the window's
-end).`,
+end). A pooler's sockets are one reading at the window's end too, and show
+its clients only when they run on its host (loopback, a sidecar); the
+reading takes the upstream's connections as all busy, which the process's
+idle CPU and its clients' being the load's support but do not measure.`,
 		Since: "0.4",
 		Refs: []string{
 			"https://pkg.go.dev/database/sql#DB.SetMaxOpenConns",
@@ -178,6 +197,10 @@ type reading struct {
 	// known.
 	notServing     int
 	notServingFrom string
+	// funnel is the pooler's sockets that showed the wait, when they did;
+	// key the configuration line that sizes the pool, when known.
+	funnel *funnel
+	key    string
 }
 
 func check(pass *rules.Pass) error {
@@ -200,6 +223,9 @@ func check(pass *rules.Pass) error {
 	}
 	if r == nil {
 		r = fromAcceptQueue(ev, q, work, candidates)
+	}
+	if r == nil {
+		r = fromFunnel(ev, q, work, candidates)
 	}
 	if r == nil || r.wait < minWait {
 		return nil
@@ -348,7 +374,7 @@ func matchBound(r *reading, work facts.Work, candidates []bound) *reading {
 	for _, kind := range []string{"threads", "processes", "connections", "setting"} {
 		if i := slices.IndexFunc(matched, func(b bound) bool { return b.kind == kind }); i >= 0 {
 			b := matched[i]
-			r.name, r.what, r.resize = b.name, b.what, b.resize
+			r.name, r.what, r.resize, r.key = b.name, b.what, b.resize, b.key
 			r.unit = map[string]string{"threads": "threads", "processes": "processes", "connections": "connections", "setting": "slots"}[kind]
 			if b.unit != "" {
 				r.unit = b.unit
@@ -393,7 +419,7 @@ func (r *reading) sized(matched []bound) {
 		case "threads":
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d threads in %s (%s)", b.size, b.name, b.what))
 		case "connections":
-			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d connections held to %s", b.size, b.name))
+			r.sizeFrom = append(r.sizeFrom, count(b.size, "connection")+" held to "+b.name)
 		case "processes":
 			r.sizeFrom = append(r.sizeFrom, fmt.Sprintf("%d %s (%s)", b.size, b.name, b.what))
 		}
@@ -563,6 +589,18 @@ func evidence_(r *reading, q facts.Queue, work facts.Work, low, high float64) []
 			rules.Count(fmt.Sprintf("connections waiting in %s's accept queue at the window's end (/proc/net/tcp)", a.Addr), float64(a.Queue), ""),
 			rules.Count("served at once (in flight less the accept queue)", round2(r.inService), ""))
 	}
+	if f := r.funnel; f != nil {
+		ev = append(ev,
+			rules.Count(fmt.Sprintf("clients established on %s at the window's end (/proc/net/tcp)", f.listener), float64(f.inbound), ""),
+			rules.Text("the clients are active", f.active),
+			rules.Count("requests in flight", float64(f.inFlight), ""),
+			rules.Count(fmt.Sprintf("established connections the process holds to %s (served at once)", f.upstream), float64(f.outbound), ""),
+			rules.Count("of them closed in the last 5 s (TIME_WAIT)", float64(f.recentTW), ""))
+		if work.PerSecond > 0 {
+			per := time.Duration(float64(f.outbound) / work.PerSecond * float64(time.Second))
+			ev = append(ev, rules.Duration(fmt.Sprintf("time per %s on each upstream connection (connections / throughput)", work.Unit), per))
+		}
+	}
 	if q.OK {
 		ev = append(ev,
 			rules.Count("requests in flight (throughput × mean latency)", round1(q.InFlight), ""),
@@ -635,6 +673,9 @@ func example(pass *rules.Pass, r *reading, target float64) string {
 			return r.setting + "\n->\n" + name + " " + n
 		}
 		return r.setting + "\n->\n" + name + "=" + n
+	}
+	if r.key != "" && r.size > 0 {
+		return fmt.Sprintf("%s = %d\n->\n%s = %s", r.key, r.size, r.key, n)
 	}
 	if w := r.goWait; w != nil && w.pool != nil {
 		switch {

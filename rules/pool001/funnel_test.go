@@ -1,0 +1,142 @@
+package pool001_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/rules/catalog"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
+)
+
+const pgbouncer = "../../corpus/native-pgbouncer-pool-size-1/bad"
+
+// PgBouncer with default_pool_size 1 under pgbench's 16 clients: the load
+// measures no latency and PgBouncer queues the clients in its own memory
+// (its accept queue is empty), yet its sockets show the funnel, 16 clients
+// on its listener over 1 connection to PostgreSQL: 94% of their time
+// waiting, the pool's setting named.
+func TestFunnelFires(t *testing.T) {
+	res := ruletest.Expect(t, pgbouncer, catalog.All(),
+		`top POOL001 high "PgBouncer's server connection pool" "1 connection" "16 in flight" "1 served at once" "default_pool_size"`)
+	if len(res.Findings) == 0 {
+		return
+	}
+	f := res.Findings[0]
+	if !strings.Contains(f.Example, "default_pool_size = 1\n->\ndefault_pool_size = 16") {
+		t.Errorf("example %q", f.Example)
+	}
+	if r := f.ImpactRange; r == nil || 1/(1-r[0]) < 15.9 || 1/(1-r[0]) > 16.1 {
+		t.Errorf("range %v, want 16x (16 clients over 1 connection)", r)
+	}
+}
+
+// funnelEv is the PgBouncer bundle with its snapshots changed by edit.
+func funnelEv(t *testing.T, edit func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult)) *evidence.Evidence {
+	t.Helper()
+	ev, _ := ruletest.Diagnose(t, pgbouncer, nil)
+	start, end := cloneSnap(ev.SystemStart), cloneSnap(ev.SystemEnd)
+	load := *ev.Load
+	edit(start, end, &load)
+	return ev.Derive().System(start, end).Load(&load).Evidence()
+}
+
+func cloneSnap(s *bundle.SystemSnapshot) *bundle.SystemSnapshot {
+	c := *s
+	n := *s.Net
+	n.Remotes = nil
+	for _, r := range s.Net.Remotes {
+		states := map[string]int{}
+		for k, v := range r.States {
+			states[k] = v
+		}
+		r.States = states
+		n.Remotes = append(n.Remotes, r)
+	}
+	n.Listeners = append([]bundle.Listener(nil), s.Net.Listeners...)
+	c.Net = &n
+	return &c
+}
+
+// remote is the endpoint addr in s.
+func remote(s *bundle.SystemSnapshot, addr string) *bundle.RemoteEndpoint {
+	for i := range s.Net.Remotes {
+		if s.Net.Remotes[i].Addr == addr {
+			return &s.Net.Remotes[i]
+		}
+	}
+	panic("no remote " + addr)
+}
+
+// The funnel stays silent where its clients are not shown active, its
+// upstream is not a pool, or the process computes.
+func TestFunnelSilent(t *testing.T) {
+	const listener, upstream = "127.0.0.1:55759", "127.0.0.1:35301"
+	for name, edit := range map[string]func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult){
+		// A healthy proxy's idle keep-alive clients: held before the load
+		// began as at its end, the load's own work elsewhere.
+		"idle keep-alive clients": func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {
+			remote(start, listener).States["ESTABLISHED"] = 16
+		},
+		// The load had finished before the window's end: the clients
+		// left are not its requests.
+		"load finished": func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {
+			load.DurationMS = 10000
+		},
+		// A connection per request to the upstream (Caddy's keep-alive
+		// off: 345 closed in 5 s for 11 held), not a pool.
+		"upstream dialled per request": func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {
+			remote(end, upstream).RecentTimeWait = 345
+		},
+		// As many upstream connections as clients: nothing waits.
+		"no funnel": func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {
+			u := remote(end, upstream)
+			u.Process, u.States["ESTABLISHED"] = 16, 16
+		},
+		// The listener is another process's.
+		"someone else's listener": func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {
+			for i := range end.Net.Listeners {
+				end.Net.Listeners[i].Process = false
+			}
+		},
+		// The process on most of its cores: the CPUs, not the pool.
+		"CPU-bound": func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {
+			p := *end.Process
+			p.UserCPUSeconds = start.Process.UserCPUSeconds + 1.5*end.Time.Sub(start.Time).Seconds()
+			end.Process = &p
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if fs := run(funnelEv(t, edit)); len(fs) != 0 {
+				t.Errorf("%s: %s", fs[0].Severity, fs[0].Summary)
+			}
+		})
+	}
+	// The base fires, so each case above is silent by its one change.
+	if fs := run(funnelEv(t, func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {})); len(fs) != 1 {
+		t.Fatalf("the unchanged bundle: %+v", fs)
+	}
+}
+
+// A healthy closed-loop proxy (Caddy in front of one upstream, 16 clients)
+// whose listener is marked as its own and whose load is stripped of its
+// latencies (as a command load's): its connections to the upstream are
+// dialled per request (TIME_WAIT at its request rate), so no funnel reads.
+func TestFunnelSilentOnAProxy(t *testing.T) {
+	ev, _ := ruletest.Diagnose(t, "../../corpus/go-caddy-proxy-keepalive-off/bad", nil)
+	start, end := cloneSnap(ev.SystemStart), cloneSnap(ev.SystemEnd)
+	for _, s := range []*bundle.SystemSnapshot{start, end} {
+		s.Net.Listeners = append(s.Net.Listeners, bundle.Listener{Addr: "127.0.0.1:" + port(ev.Load.URL), Process: true})
+	}
+	load := *ev.Load
+	load.Table, load.Service, load.Latency = nil, bundle.LoadPercentiles{}, bundle.LoadPercentiles{}
+	if fs := run(ev.Derive().System(start, end).Load(&load).Evidence()); len(fs) != 0 {
+		t.Errorf("%s: %s", fs[0].Severity, fs[0].Summary)
+	}
+}
+
+func port(url string) string {
+	host := strings.SplitN(strings.SplitN(url, "://", 2)[1], "/", 2)[0]
+	return host[strings.LastIndexByte(host, ':')+1:]
+}
