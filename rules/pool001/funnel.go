@@ -45,7 +45,11 @@ type funnel struct {
 // keep-alive off held 16 clients over 2 established connections to its
 // upstream (11 sockets) with 345 closed in the last 5 s: a connection per
 // request, not a pool. Where the load measured latencies (the JVM services'
-// 32 clients over HikariCP's 10 connections) they are the reading.
+// 32 clients over HikariCP's 10 connections) they are the reading; with them
+// taken away (and the listener marked the process's), Tomcat's 2 threads and
+// Jetty's 8 in front of HikariCP's 10 connections would read the
+// connections, not the threads, as the pool: workers fewer than the
+// upstream's connections keep the funnel silent.
 func fromFunnel(ev *evidence.Evidence, q facts.Queue, work facts.Work, candidates []bound) *reading {
 	if q.OK || !work.WaitBound() {
 		return nil // the load's latencies are the reading where it measured them
@@ -57,6 +61,14 @@ func fromFunnel(ev *evidence.Evidence, q facts.Queue, work facts.Work, candidate
 	wait := 1 - float64(f.outbound)/float64(f.inFlight)
 	if wait < minWait {
 		return nil
+	}
+	// Workers fewer than the upstream's connections hold no more of them
+	// at once: the requests queue for the workers, the connections are not
+	// all busy, and the sockets cannot tell how many serve.
+	for _, b := range candidates {
+		if (b.kind == "threads" || b.kind == "processes") && b.size < f.outbound {
+			return nil
+		}
 	}
 	// The pool is the upstream's connections (a setting may size it).
 	var pool []bound
