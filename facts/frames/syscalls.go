@@ -162,3 +162,13 @@ func libcCallName(fn string) string {
 	}
 	return strings.TrimSuffix(fn, "_nocancel")
 }
+
+// GoSync is a Go program's disk sync as its frames name it; DiskSync is a
+// sync in perf's or a CPU profile's frames: Go's wrappers, libc's, and the
+// kernel's entry points (DISK001's, which DISK002's reads leave out).
+var (
+	GoSync = evidence.FuncPrefix("os.(*File).Sync", "syscall.Fsync", "syscall.Fdatasync", "internal/poll.(*FD).Fsync",
+		"golang.org/x/sys/unix.Fsync", "golang.org/x/sys/unix.Fdatasync")
+	DiskSync = evidence.Any(GoSync, evidence.FuncPrefix("fsync", "fdatasync", "__libc_fsync", "__libc_fdatasync",
+		"__x64_sys_fsync", "__x64_sys_fdatasync", "__arm64_sys_fsync", "__arm64_sys_fdatasync", "do_fsync"))
+)

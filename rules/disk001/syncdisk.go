@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/facts"
-
-	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
@@ -99,15 +96,13 @@ const (
 
 // syncCall is a Go sync's wrappers; onRequestPath is a goroutine serving a request.
 var (
-	syncCall = evidence.FuncPrefix("os.(*File).Sync", "syscall.Fsync", "syscall.Fdatasync", "internal/poll.(*FD).Fsync",
-		"golang.org/x/sys/unix.Fsync", "golang.org/x/sys/unix.Fdatasync")
+	syncCall      = frames.GoSync
 	fileWrite     = evidence.FuncPrefix("os.(*File).Write", "os.(*File).WriteAt", "os.(*File).WriteString")
 	onRequestPath = evidence.FuncPrefix("net/http.(*conn).serve", "google.golang.org/grpc.(*Server).processUnaryRPC",
 		"google.golang.org/grpc.(*Server).processStreamingRPC", "github.com/valyala/fasthttp.(*Server).serveConn")
 	// nativeSync is a sync in perf's or a CPU profile's frames: Go's
 	// wrappers, libc's, and the kernel's entry points.
-	nativeSync = evidence.Any(syncCall, evidence.FuncPrefix("fsync", "fdatasync", "__libc_fsync", "__libc_fdatasync",
-		"__x64_sys_fsync", "__x64_sys_fdatasync", "__arm64_sys_fsync", "__arm64_sys_fdatasync", "do_fsync"))
+	nativeSync = frames.DiskSync
 )
 
 // syncs is the trace's sync calls added up.
@@ -320,20 +315,16 @@ func waitShare(f *rules.Finding, cpuShare, waiting float64, q *syncQueue, w fact
 	if q != nil {
 		waiting, queued, threads = q.inSync, q.queued, q.threads
 	}
-	inSync := cpuShare*w.Cores + waiting + queued // thread-seconds per second
-	ofWindow, ofBusy := min(inSync/max(threads, inSync), 0.999), min(inSync/(w.Cores+waiting+queued), 0.999)
-	low, high := ofWindow, max(ofBusy, ofWindow)
+	law := rules.NewQueueLaw(cpuShare, waiting+queued, threads, w)
+	lowFactor := 1.0
 	if !moveable {
-		low *= groupCommitGain
+		lowFactor = groupCommitGain
 	}
+	low, high, mid, capped := law.Range(lowFactor)
 	cpuBound := ""
-	if w.Available > w.Cores {
-		if cpuCap := 1 - w.Cores*(1-cpuShare)/w.Available; high > cpuCap {
-			high, low = cpuCap, min(low, cpuCap)
-			cpuBound = fmt.Sprintf("; at most %s, where the process would use all %s of its cores", human.Percent(cpuCap), human.Number(w.Available))
-		}
+	if capped {
+		cpuBound = law.CapNote()
 	}
-	mid := 1 - math.Sqrt((1-low)*(1-high))
 	f.Resource, f.Impact, f.ImpactRange = "latency", mid, &[2]float64{low, high}
 	whose := "a serving thread"
 	if q != nil {
@@ -341,8 +332,8 @@ func waitShare(f *rules.Finding, cpuShare, waiting float64, q *syncQueue, w fact
 	}
 	f.ImpactBasis = fmt.Sprintf("the process used %.2f of %s cores, so its threads, not its CPUs, set the rate: the syncs hold %s "+
 		"%s of their time on the CPU, waiting for the device and queued behind them, %s of their busy time; moving the sync off the request path removes it "+
-		"(the low end, where group commit is the fix, about half)%s", w.Cores, human.Number(w.Available), whose, human.Percent(ofWindow), human.Percent(ofBusy), cpuBound)
-	f.Evidence = append(f.Evidence, rules.Share("the serving threads' time in or behind the syncs (on the CPU, waiting for the device, queued), of all their time", ofWindow))
+		"(the low end, where group commit is the fix, about half)%s", w.Cores, human.Number(w.Available), whose, human.Percent(law.OfWindow), human.Percent(law.OfBusy), cpuBound)
+	f.Evidence = append(f.Evidence, rules.Share("the serving threads' time in or behind the syncs (on the CPU, waiting for the device, queued), of all their time", law.OfWindow))
 }
 
 // offCPUInSyncs is the off-CPU time perf's scheduler events saw inside a
@@ -354,7 +345,7 @@ func offCPUInSyncs(ev *evidence.Evidence) (waited, device, window time.Duration,
 		return 0, 0, 0, false
 	}
 	for _, s := range p.Sample {
-		if !inStack(s, nativeSync) {
+		if !rules.InStack(s, nativeSync) {
 			continue
 		}
 		d := time.Duration(s.Value[0])
@@ -366,48 +357,11 @@ func offCPUInSyncs(ev *evidence.Evidence) (waited, device, window time.Duration,
 	return waited, device, time.Duration(p.DurationNanos), waited > 0
 }
 
-// inStack reports whether a frame of the sample matches m.
-func inStack(s *profile.Sample, m evidence.Matcher) bool {
-	return slices.ContainsFunc(s.Location, func(l *profile.Location) bool {
-		return slices.ContainsFunc(l.Line, func(ln profile.Line) bool { return ln.Function != nil && m(ln.Function.Name) })
-	})
-}
-
 // threadSplit is how a native process's sync time divides between the
 // threads that serve connections and those that do not.
 type threadSplit struct {
 	serving, background float64
 	backgroundThreads   []string // their names
-}
-
-// servingThreads are the threads perf saw in socket work (frames.
-// SocketIO), on the CPU or blocked, in the bundle's perf recordings
-// (perfProfiles): the threads that serve connections. It is nil when the
-// profiles carry no thread IDs or perf saw no thread in socket work (then
-// which thread serves is not known).
-func servingThreads(profiles []*profile.Profile) map[int64]bool {
-	serving, labelled := map[int64]bool{}, false // by thread ID
-	for _, p := range profiles {
-		for _, s := range p.Sample {
-			if tid := s.NumLabel["tid"]; len(tid) > 0 {
-				labelled = true
-				if !serving[tid[0]] && inStack(s, frames.SocketIO) {
-					serving[tid[0]] = true
-				}
-			}
-		}
-	}
-	if !labelled || len(serving) == 0 {
-		return nil
-	}
-	return serving
-}
-
-// perfProfiles are the bundle's perf recordings: the scheduler events'
-// off-CPU profile and the on-CPU samples, where present.
-func perfProfiles(ev *evidence.Evidence) []*profile.Profile {
-	return slices.DeleteFunc([]*profile.Profile{ev.Profiles[evidence.OffCPU], ev.Profiles[evidence.Perf]},
-		func(p *profile.Profile) bool { return p == nil })
 }
 
 // splitByThread divides the sync time by thread, from perf's thread IDs
@@ -419,11 +373,11 @@ func splitByThread(ev *evidence.Evidence, serving map[int64]bool) (split threadS
 	if serving == nil {
 		return split, false
 	}
-	for _, p := range perfProfiles(ev) {
+	for _, p := range rules.PerfProfiles(ev) {
 		names := map[string]bool{}
 		for _, s := range p.Sample {
 			tid := s.NumLabel["tid"]
-			if len(tid) == 0 || len(s.Value) == 0 || !inStack(s, nativeSync) {
+			if len(tid) == 0 || len(s.Value) == 0 || !rules.InStack(s, nativeSync) {
 				continue
 			}
 			if serving[tid[0]] {
@@ -463,7 +417,7 @@ type syncQueue struct {
 }
 
 // queueBehindSyncs reads perf's thread IDs for the serving threads' time
-// (serving, from servingThreads) and their sleeps: the waits inside a sync, and the
+// (serving, from rules.ServingThreads; rules.ServingThreadTime) and their sleeps: the waits inside a sync, and the
 // futex sleeps (frames.FutexWait) outside one, which are a queue behind
 // the syncs when at least minWakeShare of the futex wake-ups perf sampled
 // on the CPU (frames.FutexWake) are under the code calling the sync
@@ -475,26 +429,20 @@ type syncQueue struct {
 func queueBehindSyncs(ev *evidence.Evidence, serving map[int64]bool, syncing evidence.Matcher) (syncQueue, bool) {
 	var q syncQueue
 	off, on := ev.Profiles[evidence.OffCPU], ev.Profiles[evidence.Perf]
-	if off == nil || on == nil || off.DurationNanos <= 0 || len(off.SampleType) == 0 || serving == nil {
+	threads, ok := rules.ServingThreadTime(on, off, serving)
+	if !ok {
 		return q, false
 	}
+	q.threads = threads
 	window := float64(off.DurationNanos)
-	ns := cpuNanos(on)
 	var wakes, wakesSyncing float64
-	seen := map[int64]float64{} // serving thread -> its time seen, of the window
 	for _, s := range on.Sample {
-		if len(s.Value) == 0 {
-			continue
-		}
-		if inStack(s, frames.FutexWake) {
+		if len(s.Value) > 0 && rules.InStack(s, frames.FutexWake) {
 			v := float64(s.Value[0])
 			wakes += v
-			if inStack(s, syncing) {
+			if rules.InStack(s, syncing) {
 				wakesSyncing += v
 			}
-		}
-		if tid := s.NumLabel["tid"]; len(tid) > 0 && serving[tid[0]] {
-			seen[tid[0]] += ns(s) / window
 		}
 	}
 	var futex float64
@@ -504,23 +452,12 @@ func queueBehindSyncs(ev *evidence.Evidence, serving map[int64]bool, syncing evi
 			continue
 		}
 		v := float64(s.Value[0]) / window
-		seen[tid[0]] += v
 		switch {
-		case inStack(s, nativeSync):
+		case rules.InStack(s, nativeSync):
 			q.inSync += v
-		case inStack(s, frames.FutexWait):
+		case rules.InStack(s, frames.FutexWait):
 			futex += v
 		}
-	}
-	// A thread seen for most of the window lived through all of it: the
-	// scheduler events miss the sleep it was in when the recording
-	// started (redis's one serving thread was seen for 17.1 s of 20).
-	// Threads forked and gone within the window are seen whole.
-	for _, share := range seen {
-		if share >= 0.5 {
-			share = 1
-		}
-		q.threads += share
 	}
 	if wakes > 0 {
 		q.wakeShare = wakesSyncing / wakes
@@ -528,25 +465,7 @@ func queueBehindSyncs(ev *evidence.Evidence, serving map[int64]bool, syncing evi
 	if q.wakeShare >= minWakeShare {
 		q.queued = futex
 	}
-	return q, q.threads > 0
-}
-
-// cpuNanos returns a sample's on-CPU time in nanoseconds: perf's
-// cpu-clock value where the profile has one, else its count times the
-// sampling period.
-func cpuNanos(p *profile.Profile) func(*profile.Sample) float64 {
-	for i, st := range p.SampleType {
-		if st.Unit == "nanoseconds" {
-			return func(s *profile.Sample) float64 {
-				if i < len(s.Value) {
-					return float64(s.Value[i])
-				}
-				return 0
-			}
-		}
-	}
-	period := float64(p.Period)
-	return func(s *profile.Sample) float64 { return float64(s.Value[0]) * period }
+	return q, true
 }
 
 // fromSamples is the view without a trace: on-CPU samples inside a sync
@@ -616,7 +535,7 @@ func fromSamples(pass *rules.Pass) error {
 			source = fmt.Sprintf("perf's sched_switch events over %s (too few on-CPU samples to weigh)", human.RoundDuration(window))
 		}
 	}
-	serving := servingThreads(perfProfiles(pass.Evidence))
+	serving := rules.ServingThreads(rules.PerfProfiles(pass.Evidence))
 	if offCPU && syncSamples >= minSyncSamples {
 		if w := facts.Get(pass.Facts, facts.WorkDone); w.WaitBound() {
 			var queue *syncQueue
