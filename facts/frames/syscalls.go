@@ -172,3 +172,28 @@ var (
 	DiskSync = evidence.Any(GoSync, evidence.FuncPrefix("fsync", "fdatasync", "__libc_fsync", "__libc_fdatasync",
 		"__x64_sys_fsync", "__x64_sys_fdatasync", "__arm64_sys_fsync", "__arm64_sys_fdatasync", "do_fsync"))
 )
+
+// KernelFileRead is a read of a regular file's data as perf shows it: a
+// file system's read path (through the page cache or direct I/O: ext4's
+// and xfs's iomap_dio_rw under their read_iter), the page cache's own read
+// (filemap_read, and sendfile's filemap_splice_read), a page fault on a
+// mapped file (filemap_fault). A socket's or a pipe's read has none of
+// these frames; a direct-I/O write's iomap_dio_rw is under a write_iter,
+// not a read_iter.
+var KernelFileRead = evidence.FuncPrefix("ext4_file_read_iter", "ext4_dio_read_iter", "xfs_file_read_iter", "xfs_file_dio_read",
+	"xfs_file_buffered_read", "btrfs_file_read_iter", "f2fs_file_read_iter", "generic_file_read_iter", "blkdev_read_iter",
+	"filemap_read", "filemap_get_pages", "filemap_splice_read", "filemap_fault", "page_cache_sync_ra", "ext4_mpage_readpages")
+
+// IOWait is a thread asleep until the block device completes its I/O:
+// the kernel's io_schedule and io_schedule_timeout, which count the sleep
+// as iowait (a direct read's wait for its bio, a buffered read's wait on
+// the page's lock, folio_wait_bit, until the read fills it).
+var IOWait = evidence.FuncPrefix("io_schedule")
+
+// KernelIOCompletion is the block layer finishing a device's request, in
+// the interrupt or soft interrupt that runs it on whichever thread it
+// interrupted: the request's end, the bio's completion, the direct-I/O
+// completion that wakes the waiting thread, the virtio and NVMe queues'
+// completion handlers.
+var KernelIOCompletion = evidence.FuncPrefix("blk_mq_end_request", "blk_mq_complete_request", "blk_complete_reqs", "blk_done_softirq",
+	"blk_update_request", "bio_endio", "iomap_dio_bio_end_io", "virtblk_done", "nvme_irq", "nvme_pci_complete", "scsi_io_completion")

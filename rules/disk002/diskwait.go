@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/evidence/trace"
+	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
 
@@ -30,7 +31,25 @@ request's own goroutine spent in file system calls (os.File reads and writes,
 pread/pwrite; syncs are DISK001's), its share of the path's wall time and the
 calls per request. The host's iowait share of CPU time from /proc/stat is
 added when known. Reports from 10% of the path's wall time at 20 requests or
-more: medium from 25%, high from 50%.`,
+more: medium from 25%, high from 50%.
+Without a trace (a native server, any process perf recorded), perf's
+sched_switch events (collect --perf, where the kernel permits them): the
+threads that serve connections (perf saw them in socket work) asleep in a
+file read until the device completes it (a read, pread or preadv, or a
+mapped file's page fault, through a file system's read path or the page
+cache, in io_schedule: a direct read's wait for its bio, a buffered read's
+wait for the page), their share of the serving threads' time with the
+reads' on-CPU samples, graded by the same thresholds. Syncs are DISK001's;
+sockets, futexes and epoll are not the disk. The gain is the queue's law's,
+as DISK001's: from the reads' share of the serving threads' time to their
+share of the threads' busy time, at most where the process would use all of
+its CPUs. The process's read calls per unit of work (/proc/PID/io) are shown
+beside it. A database reading from the disk at every lookup has a cache
+smaller than its working set, and for known servers (by the process's name)
+the fix names it: MariaDB's and MySQL's innodb_buffer_pool_size, PostgreSQL's
+shared_buffers and the memory left to the page cache (effective_cache_size
+is only the planner's guess); otherwise a cache sized to the working set,
+more memory, or an index where the reads are scans.`,
 		Fix: `Keep the working set in memory (a cache in front of the file, or enough RAM
 for the page cache; do not bypass it with O_DIRECT unless the service does
 its own caching), read fewer and larger blocks (batch the records a request
@@ -43,9 +62,10 @@ fewer, larger and sequential reads are the fix.`,
 		Since: "0.2",
 		Refs:  []string{"https://www.kernel.org/doc/html/latest/block/stat.html"},
 	},
-	Needs: []rules.Input{rules.Trace},
-	Uses:  []rules.Input{rules.Host},
-	Check: check,
+	NeedsOneOf: []rules.Input{rules.Trace, rules.Perf},
+	Uses:       []rules.Input{rules.Host, rules.System},
+	Facts:      []facts.Key{facts.CPUStacks, facts.PerfStacks, facts.WorkDone},
+	Check:      check,
 }
 
 const (
@@ -71,10 +91,14 @@ func check(pass *rules.Pass) error {
 	s, err := pass.Evidence.Trace()
 	switch {
 	case errors.Is(err, evidence.ErrNoTrace):
-		pass.Skip("needs an execution trace (perfdoctor collect takes one; or /debug/pprof/trace?seconds=1 under load)")
+		if !fromOffCPU(pass) {
+			pass.Skip("needs an execution trace (perfdoctor collect takes one; or /debug/pprof/trace?seconds=1 under load), " +
+				"or perf's scheduler events with thread IDs (collect --perf, where the kernel permits them)")
+		}
 		return nil
 	case err != nil:
 		pass.Skip("the execution trace could not be read: " + err.Error())
+		fromOffCPU(pass)
 		return nil
 	}
 	worst := s.WorstPath(func(w trace.WaitSite) bool {
