@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,9 +35,33 @@ func TestNoRegistryHostInRepository(t *testing.T) {
 		if err != nil {
 			continue // deleted in the work tree
 		}
-		if loc := registryURL.FindIndex(b); loc != nil {
+		if loc := findRegistryURL(b); loc != nil {
 			line := strings.Count(string(b[:loc[0]]), "\n") + 1
 			t.Errorf("%s:%d: a package registry's host: %s", f, line, b[loc[0]:loc[1]])
 		}
+	}
+}
+
+// findRegistryURL is registryURL.FindIndex(b), run only on the lines that
+// hold "://": none of the pattern's classes matches a newline, so a match
+// lies within a line and holds its "://", and a line's edges are word
+// boundaries as the newlines there are. Over every file of the repository
+// (12 MB, half of it recorded profiles) the pattern alone took 3 to 7 s.
+func findRegistryURL(b []byte) []int {
+	for from := 0; ; {
+		i := bytes.Index(b[from:], []byte("://"))
+		if i < 0 {
+			return nil
+		}
+		i += from
+		start := bytes.LastIndexByte(b[:i], '\n') + 1
+		end := len(b)
+		if j := bytes.IndexByte(b[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		if loc := registryURL.FindIndex(b[start:end]); loc != nil {
+			return []int{start + loc[0], start + loc[1]}
+		}
+		from = end
 	}
 }
