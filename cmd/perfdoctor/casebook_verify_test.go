@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/casebook/serve"
@@ -55,14 +56,34 @@ type verifyRatio struct {
 	Change string
 }
 
+// casebookBuild is the casebook binary, built once per run of the
+// package: the verify, try and PGO tests all start it, and each built it
+// anew (a link of the whole casebook, 2 to 5 s each on 2 cores).
+var casebookBuild struct {
+	once     sync.Once
+	bin, out string
+	err      error
+}
+
+// buildCasebook returns the casebook binary, building it on first use; it
+// lives in a directory of its own, removed when the package's tests end.
 func buildCasebook(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "casebook")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/perfdoctor/perfdoctor/casebook/cmd/casebook").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building the casebook: %v\n%s", err, out)
+	casebookBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "perfdoctor-casebook")
+		if err != nil {
+			casebookBuild.err = err
+			return
+		}
+		afterTests(func() { os.RemoveAll(dir) })
+		bin := filepath.Join(dir, "casebook")
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/perfdoctor/perfdoctor/casebook/cmd/casebook").CombinedOutput()
+		casebookBuild.bin, casebookBuild.out, casebookBuild.err = bin, string(out), err
+	})
+	if casebookBuild.err != nil {
+		t.Fatalf("building the casebook: %v\n%s", casebookBuild.err, casebookBuild.out)
 	}
-	return bin
+	return casebookBuild.bin
 }
 
 // TestVerifyCasebook is the CI check that verify proves the casebook's

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -24,7 +25,25 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+	os.Exit(code)
+}
+
+// cleanups are what afterTests was given, run last first.
+var (
+	cleanupMu sync.Mutex
+	cleanups  []func()
+)
+
+// afterTests runs f when every test of the package has run: the end of a
+// fixture that tests share (a binary built once, a server started once).
+func afterTests(f func()) {
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	cleanups = append(cleanups, f)
 }
 
 // TestDemo runs the demo end to end on its own sample service: the GC is
