@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	afterTests(stopSharedPostgres)
 	code := m.Run()
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		cleanups[i]()

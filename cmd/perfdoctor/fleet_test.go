@@ -26,6 +26,10 @@ func TestFleetEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Prometheus and six services")
 	}
+	// The package's PostgreSQL cluster, for history-postgres, starts
+	// while the services and Prometheus warm up (the test waits for it
+	// before it measures).
+	go launchSharedPostgres()
 	// checkout is C1's bad variant: most of its CPU compresses at zlib's
 	// BestCompression, at any load. catalog is the healthy control. Their pprof endpoints come from a target label:
 	// a port for one, a whole URL for the other.
@@ -42,6 +46,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	prom := fleettest.Prometheus(t, jobs)
 	schema := fleettest.FleetSchema(t, "../../docs")
 	sqlite := filepath.Join(t.TempDir(), "history.db")
+	launchSharedPostgres() // started, or failed to: initdb's CPU is not in the fleet's window
 
 	fleetRun := func(t *testing.T, db string, extra ...string) *fleet.Report {
 		t.Helper()
@@ -162,7 +167,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	})
 
 	t.Run("history-postgres", func(t *testing.T) {
-		pg := fleettest.Postgres(t)
+		pg := postgresDatabase(t)
 		fleetRun(t, pg, "--match", `job="checkout"`)
 		fleetRun(t, pg, "--match", `job="checkout"`)
 		checkHistory(t, pg)

@@ -119,7 +119,7 @@ func TestProcessTreePostgres(t *testing.T) {
 	if err != nil {
 		fleettest.Missing(t, "pgbench", "postgresql")
 	}
-	pg := fleettest.StartPostgres(t, true)
+	pg := sharedPostgres(t) // pgbench's tables in its database postgres
 	args := func(more ...string) []string {
 		return append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port), "-U", pg.User}, append(more, "postgres")...)
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -273,38 +274,65 @@ type PostgresServer struct {
 	Socket string // the unix socket's directory
 	Port   int    // on 127.0.0.1 too when started with tcp
 	User   string
+
+	dir  string             // data and socket, removed by Stop
+	proc *supervise.Process // the postmaster
 }
 
 // StartPostgres is Postgres that also listens on a free loopback port
 // when tcp is set, and says where it runs.
 func StartPostgres(t testing.TB, tcp bool) *PostgresServer {
 	t.Helper()
-	initdb, postgres := pgTool("initdb"), pgTool("postgres")
-	if initdb == "" || postgres == "" {
+	srv, err := LaunchPostgres(tcp)
+	if errors.Is(err, ErrNoPostgres) {
 		Missing(t, "PostgreSQL's initdb and postgres", "postgresql")
 	}
-	dir, err := os.MkdirTemp("", "perfdoctor-pg")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+// ErrNoPostgres is LaunchPostgres's error when PostgreSQL's initdb and
+// postgres are not installed.
+var ErrNoPostgres = errors.New("PostgreSQL's initdb and postgres are missing")
+
+// LaunchPostgres is StartPostgres without a test: for a cluster the tests
+// of a package share (each in a database of its own, NewDatabase), which
+// its caller stops with Stop.
+func LaunchPostgres(tcp bool) (_ *PostgresServer, err error) {
+	initdb, postgres := pgTool("initdb"), pgTool("postgres")
+	if initdb == "" || postgres == "" {
+		return nil, ErrNoPostgres
+	}
+	dir, err := os.MkdirTemp("", "perfdoctor-pg")
+	if err != nil {
+		return nil, err
+	}
+	srv := &PostgresServer{Socket: filepath.Join(dir, "sock"), Port: 5432, User: "perfdoctor", dir: dir}
+	defer func() {
+		if err != nil {
+			srv.Stop()
+		}
+	}()
+	data, sock := filepath.Join(dir, "data"), srv.Socket
 	for _, d := range []string{data, sock} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	asUser := func(cmd *exec.Cmd) *exec.Cmd { return cmd }
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("nobody")
 		if err != nil {
-			t.Fatalf("running postgres as root needs the user nobody: %v", err)
+			return nil, fmt.Errorf("running postgres as root needs the user nobody: %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		for _, d := range []string{dir, data, sock} {
 			if err := os.Chown(d, uid, gid); err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 		}
 		asUser = func(cmd *exec.Cmd) *exec.Cmd {
@@ -314,35 +342,67 @@ func StartPostgres(t testing.TB, tcp bool) *PostgresServer {
 		}
 	}
 	if out, err := asUser(exec.Command(initdb, "-D", data, "-U", "perfdoctor", "--auth=trust", "--no-sync", "-E", "UTF8")).CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	srv := &PostgresServer{Socket: sock, Port: 5432, User: "perfdoctor"}
 	listen := ""
 	if tcp {
-		_, port, _ := net.SplitHostPort(freeAddr(t))
-		srv.Port, _ = strconv.Atoi(port)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		srv.Port = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
 		listen = "127.0.0.1"
 	}
 	cmd := asUser(exec.Command(postgres, "-D", data, "-k", sock, "-c", "listen_addresses="+listen, "-c", "fsync=off", "-p", strconv.Itoa(srv.Port)))
-	run(t, cmd)
+	if srv.proc, err = supervise.Start(cmd, false); err != nil {
+		return nil, err
+	}
 	srv.PID = cmd.Process.Pid
-	srv.DSN = "postgres:///postgres?host=" + url.QueryEscape(sock) + "&port=" + strconv.Itoa(srv.Port) + "&user=perfdoctor&sslmode=disable"
+	srv.DSN = srv.dsn("postgres")
 	db, err := sql.Open("pgx", srv.DSN)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer db.Close()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := db.Ping()
 		if err == nil {
-			return srv
+			return srv, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("postgres did not accept connections within 30s: %v", err)
+			return nil, fmt.Errorf("postgres did not accept connections within 30s: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// dsn is the postgres:// URL of database name over the unix socket.
+func (s *PostgresServer) dsn(name string) string {
+	return "postgres:///" + name + "?host=" + url.QueryEscape(s.Socket) + "&port=" + strconv.Itoa(s.Port) + "&user=" + s.User + "&sslmode=disable"
+}
+
+// NewDatabase creates an empty database in the cluster and returns its
+// postgres:// URL: what a test sharing the cluster writes alone.
+func (s *PostgresServer) NewDatabase(name string) (string, error) {
+	db, err := sql.Open("pgx", s.DSN)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		return "", fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return s.dsn(name), nil
+}
+
+// Stop stops the server and removes its files.
+func (s *PostgresServer) Stop() {
+	if s.proc != nil {
+		s.proc.Stop()
+	}
+	os.RemoveAll(s.dir)
 }
 
 // pgTool finds a PostgreSQL server program: on PATH, else where Debian's
