@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,11 +43,7 @@ func startJavaWith(t *testing.T, bin, src string, args ...string) int {
 	if bin == "" {
 		tool = func(name string) string { return name }
 	}
-	dir := t.TempDir()
-	src, _ = filepath.Abs(src)
-	if out, err := exec.Command(tool("javac"), "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
+	dir := compileJava(t, tool("javac"), src)
 	// JFR's repository in the test's directory: the JVM is killed, and a
 	// killed JVM leaves it behind.
 	cmd := exec.Command(tool("java"), append([]string{"-XX:FlightRecorderOptions:repository=" + t.TempDir(), "-cp", dir}, args...)...)
@@ -59,6 +56,60 @@ func startJavaWith(t *testing.T, bin, src string, args ...string) int {
 		t.Fatalf("jcmd: %v\n%s", err, out)
 	}
 	return cmd.Process.Pid
+}
+
+// compiled holds the classes javac wrote, by javac and source: eight
+// JVMs start in the package's tests, and each test compiled its source
+// anew (a javac run is a JVM's start and a compile: 1.8 s of CPU, 1 to
+// 5 s on a busy 2-core machine); three compiles serve them all. The
+// directories are removed when the package's tests end.
+var compiled struct {
+	sync.Mutex
+	dirs map[[2]string]string
+	root string
+}
+
+// compileJava compiles src with javac once per package run and returns
+// the directory of its classes.
+func compileJava(t *testing.T, javac, src string) string {
+	t.Helper()
+	src, _ = filepath.Abs(src)
+	compiled.Lock()
+	defer compiled.Unlock()
+	// By the javac run: PATH's and JDK 17's under /usr/lib/jvm are one.
+	key := [2]string{javac, src}
+	if path, err := exec.LookPath(javac); err == nil {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			key[0] = real
+		}
+	}
+	if dir, ok := compiled.dirs[key]; ok {
+		return dir
+	}
+	if compiled.root == "" {
+		root, err := os.MkdirTemp("", "perfdoctor-jvm-classes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		compiled.root, compiled.dirs = root, map[[2]string]string{}
+	}
+	dir, err := os.MkdirTemp(compiled.root, "classes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(javac, "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	compiled.dirs[key] = dir
+	return dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if compiled.root != "" {
+		os.RemoveAll(compiled.root)
+	}
+	os.Exit(code)
 }
 
 // jdkBin is the bin directory of an installed JDK of the major version
