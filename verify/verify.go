@@ -8,10 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/perfdoctor/perfdoctor/collect/jvm"
+	"github.com/perfdoctor/perfdoctor/collect/system"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
 )
 
@@ -46,6 +50,15 @@ type Options struct {
 	// Throughput and latency then compete for the same CPUs. Rounds' First
 	// is "both". With Start, both versions start for each round.
 	Together bool
+	// Settle is, for a side whose process (PIDs) is a local JVM, the
+	// longest to load it before its first measurement until its JIT
+	// compiler threads go quiet (collect/jvm's WaitSettle), so that no
+	// round measures a JVM still compiling its hot code; 0 does not wait,
+	// and sides that are not JVMs never do. At most jvm.MaxSettle. Not
+	// with Start, whose every measurement is a fresh process.
+	Settle time.Duration
+	// Progress shows the settle wait (on a terminal).
+	Progress *progress.Line
 }
 
 // SchemaVersion is the version of Result's JSON (docs/verify.md). Fields
@@ -68,6 +81,23 @@ type Result struct {
 	Method        string     `json:"method"`
 	LoadAvg       float64    `json:"load_average"`
 	Warnings      []string   `json:"warnings,omitempty"`
+	// JITSettle is each JVM side's wait for its JIT before the first
+	// round (Options.Settle); absent when no side is a JVM.
+	JITSettle []JITSettle `json:"jit_settle,omitempty"`
+}
+
+// JITSettle is how long one JVM side was loaded, before its first
+// measurement, until its JIT compiler threads went quiet.
+type JITSettle struct {
+	Side    string  `json:"side"` // "before" or "after"
+	PID     int     `json:"pid"`
+	Seconds float64 `json:"seconds"`
+	// Settled is false when the bound (Options.Settle) came first, the
+	// compiler still busy: the first rounds then measure it compiling.
+	Settled bool `json:"settled"`
+	// CompilerCores is the compiler threads' CPU, in cores, over the last
+	// 3 s of the wait.
+	CompilerCores float64 `json:"compiler_cores"`
 }
 
 // Round is one measurement of each version.
@@ -103,6 +133,30 @@ type Ratio struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	v := &Result{SchemaVersion: SchemaVersion, Before: o.Before.URL, After: o.After.URL,
 		Method: "paired t-test on per-round log ratios (after/before), 95% interval, rounds alternate their order"}
+	if o.Settle < 0 || o.Settle > jvm.MaxSettle {
+		return nil, fmt.Errorf("JIT settle time %s is outside 0..%gm", o.Settle, jvm.MaxSettle.Minutes())
+	}
+	for i, name := range []string{"before", "after"} {
+		s, unread, err := settleSide(ctx, o, i)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if unread != nil {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("the %s JVM's JIT was not waited for: %v", name, unread))
+		}
+		if s == nil {
+			continue
+		}
+		s.Side = name
+		v.JITSettle = append(v.JITSettle, *s)
+		if !s.Settled {
+			v.Warnings = append(v.Warnings, fmt.Sprintf("the %s JVM's JIT compiler threads still used %.2f of a core after %s under load: its first rounds measure it compiling (--jit-settle)", name, s.CompilerCores, o.Settle))
+		}
+	}
+	if ctx.Err() != nil {
+		v.judge(o.MinChange)
+		return v, nil
+	}
 	// measure loads version i; cpu is the target process's CPU time per
 	// request in microseconds and rss its peak resident memory, 0 when its
 	// process is not known.
@@ -189,6 +243,64 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	v.judge(o.MinChange)
 	return v, nil
+}
+
+// isJVM and waitSettle are settleSide's view of the process; tests replace them.
+var (
+	isJVM      = func(pid int) bool { return jvm.CheckJVM(system.Roots{}, pid) == nil }
+	waitSettle = jvm.WaitSettle
+)
+
+// settleSlice is how long each of the loads that keep a JVM side busy while
+// its JIT settles runs.
+const settleSlice = 5 * time.Second
+
+// settleSide loads side i (0 before, 1 after) until its JIT settles, when
+// its process is a local JVM and o.Settle allows; nil otherwise. The load
+// is the side's own, without progress; a load that fails ends the wait
+// with its error (err). When the compiler threads' CPU cannot be read
+// the rounds go on unwaited and unread says why.
+func settleSide(ctx context.Context, o Options, i int) (s *JITSettle, unread, err error) {
+	pid := o.PIDs[i]
+	if o.Settle <= 0 || o.Start != nil || pid <= 0 || !isJVM(pid) {
+		return nil, nil, nil
+	}
+	cfg := []load.Config{o.Before, o.After}[i]
+	cfg.Duration, cfg.Progress = settleSlice, nil
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	waitCtx, stopWait := context.WithCancel(ctx)
+	defer stopWait()
+	loadErr := make(chan error, 1)
+	go func() {
+		// The load runs in slices until the wait ends, so that a side
+		// whose every request fails ends it within a slice.
+		for loadCtx.Err() == nil {
+			res, err := load.Run(loadCtx, cfg)
+			if err == nil && loadCtx.Err() == nil {
+				err = res.AllFailed()
+			}
+			if err != nil {
+				stopWait()
+				loadErr <- err
+				return
+			}
+		}
+		loadErr <- nil
+	}()
+	w, werr := waitSettle(waitCtx, "", pid, o.Settle, o.Progress)
+	o.Progress.Clear()
+	stopLoad()
+	if lerr := <-loadErr; lerr != nil {
+		return nil, nil, fmt.Errorf("loading it while its JIT settles: %w", lerr)
+	}
+	if ctx.Err() != nil {
+		return nil, nil, nil // interrupted: Run judges nothing
+	}
+	if werr != nil {
+		return nil, werr, nil
+	}
+	return &JITSettle{PID: pid, Seconds: math.Round(w.Waited.Seconds()*10) / 10, Settled: w.Settled, CompilerCores: math.Round(w.Cores*1000) / 1000}, nil, nil
 }
 
 // judge computes the ratios and the verdict from the complete rounds.

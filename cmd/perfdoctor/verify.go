@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/collect/jvm"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/report/loadtext"
 	"github.com/perfdoctor/perfdoctor/report/verifyreport"
@@ -28,6 +31,7 @@ func (a *app) verifyCommand() *cobra.Command {
 		beforeCmd, afterCmd  string
 		rounds               int
 		warmup, readyTimeout time.Duration
+		settle               time.Duration
 		minChange            float64
 		format, out          string
 	)
@@ -51,6 +55,13 @@ the server's own benchmark tool (see perfdoctor load): give the targets as
 tcp://host:port and write {port} (or {host}, {addr}) in the command; the
 verdict is then throughput's, with CPU per unit for local targets.
 
+A side whose process listens on this host and is a JVM (it has loaded
+libjvm.so) is first loaded until its JIT compiler threads go quiet, for
+--jit-settle at most, as perfdoctor run waits before its window: a JVM
+compiles its hot code for tens of seconds under load, and rounds measured
+meanwhile favour the side that happens to be further along. The wait per
+side is in the results (jit_settle). Other sides do not wait.
+
 --out DIR keeps the proof for a pull request: verify.json (rounds, intervals,
 verdict; docs/verify.md), verify.md (tables and Mermaid charts) and
 verify.html (one offline page, per-round charts in SVG).`,
@@ -73,6 +84,9 @@ verify.html (one offline page, per-round charts in SVG).`,
 			}
 			if warmup < 0 || warmup > load.MaxDuration {
 				return usageError{fmt.Errorf("--warmup %s out of range", warmup)}
+			}
+			if settle < 0 || settle > jvm.MaxSettle {
+				return usageError{fmt.Errorf("--jit-settle %s out of range 0..%gm", settle, jvm.MaxSettle.Minutes())}
 			}
 			if format != "text" && !slices.Contains(verifyreport.Formats, format) {
 				return usageError{fmt.Errorf("--format %q: want text, json, markdown or html", format)}
@@ -100,6 +114,7 @@ verify.html (one offline page, per-round charts in SVG).`,
 			v, err := verify.Run(ctx, verify.Options{Before: cfgs[0], After: cfgs[1],
 				PIDs:   [2]int{verify.LocalPID(before), verify.LocalPID(after)},
 				Rounds: rounds, Warmup: warmup, MinChange: minChange,
+				Settle: settle, Progress: progress.New(os.Stderr),
 				OnRound: func(done, of int, r verify.Round) { fmt.Fprintln(a.stderr, loadtext.RoundLine(done, of, r)) },
 			})
 			if err != nil {
@@ -134,6 +149,7 @@ verify.html (one offline page, per-round charts in SVG).`,
 	cmd.Flags().StringVar(&afterCmd, "after-cmd", "", "command that starts the after version (run with sh -c)")
 	cmd.Flags().IntVar(&rounds, "rounds", 5, "rounds; each measures both versions once")
 	cmd.Flags().DurationVar(&warmup, "warmup", time.Second, "load before each measurement, not counted")
+	cmd.Flags().DurationVar(&settle, "jit-settle", jvm.DefaultSettle, "for a side that is a local JVM, load it at most this long before the first round until its JIT compiler goes quiet; 0 does not wait")
 	cmd.Flags().DurationVar(&readyTimeout, "ready-timeout", 30*time.Second, "how long a started command may take to accept connections")
 	cmd.Flags().Float64Var(&minChange, "min-change", 0, "ignore significant changes smaller than this fraction (e.g. 0.03)")
 	cmd.Flags().StringVar(&format, "format", "text", "output: text, json, markdown or html")

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
+	"github.com/perfdoctor/perfdoctor/internal/progress"
 )
 
 // The first JFR recording a JVM starts makes it throw away its compiled
@@ -120,53 +121,76 @@ func settled(readings []time.Duration) (bool, float64) {
 	return cores < settleQuiet, cores
 }
 
-// settle waits, the recording running, until the JVM's JIT compiler
-// threads have used under settleQuiet of a core over settleSpan seconds,
-// or for opt.Settle at most, and records how long as the jit-settle item.
-// A JVM whose code stayed compiled waits settleSpan seconds.
-func (c *collection) settle(ctx context.Context) {
-	if c.opt.Settle <= 0 {
-		return
-	}
-	procRoot := c.opt.Roots.Proc
+// Settle is what a wait for a JVM's JIT to settle (WaitSettle) saw.
+type Settle struct {
+	Waited time.Duration
+	// Settled is false when the bound came with the compiler still busy.
+	Settled bool
+	// Cores is the compiler threads' CPU, in cores, over the last
+	// settleSpan seconds of the wait.
+	Cores float64
+}
+
+// WaitSettle waits until process pid's JIT compiler threads have used under
+// settleQuiet of a core over settleSpan seconds, or for max at most, and
+// shows the wait on line. procRoot "" is /proc. A JVM whose code stays
+// compiled waits settleSpan seconds. Interrupted through ctx, it returns the
+// wait so far with ctx's error. It is the one settle test: the collection
+// waits with it after starting its recording, verify before a JVM side's
+// first measurement, the caller keeping the JVM under load meanwhile.
+func WaitSettle(ctx context.Context, procRoot string, pid int, max time.Duration, line *progress.Line) (Settle, error) {
 	if procRoot == "" {
 		procRoot = "/proc"
 	}
 	t0 := time.Now()
-	first, err := compilerCPU(procRoot, c.opt.PID)
+	first, err := compilerCPU(procRoot, pid)
 	if err != nil {
-		c.w.Written(settleItem, "", 0, fmt.Errorf("reading the JIT compiler threads' CPU: %w", err))
-		return
+		return Settle{}, fmt.Errorf("reading the JIT compiler threads' CPU: %w", err)
 	}
 	readings := []time.Duration{first}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var cores float64
+	var s Settle
 	for {
-		c.opt.Progress.Update("waiting for process %d's JIT compiler to settle: %s (at most %s)", c.opt.PID, time.Since(t0).Round(time.Second), c.opt.Settle)
+		line.Update("waiting for process %d's JIT compiler to settle: %s (at most %s)", pid, time.Since(t0).Round(time.Second), max)
 		select {
 		case <-ctx.Done():
-			return
+			s.Waited = time.Since(t0)
+			return s, ctx.Err()
 		case <-tick.C:
 		}
-		cur, err := compilerCPU(procRoot, c.opt.PID)
+		cur, err := compilerCPU(procRoot, pid)
+		s.Waited = time.Since(t0)
 		if err != nil {
-			c.w.Written(settleItem, "", time.Since(t0), fmt.Errorf("reading the JIT compiler threads' CPU: %w", err))
-			return
+			return s, fmt.Errorf("reading the JIT compiler threads' CPU: %w", err)
 		}
 		readings = append(readings, cur)
-		var ok bool
-		if ok, cores = settled(readings); ok {
-			c.w.Record(bundle.Item{Name: settleItem, Status: bundle.StatusOK, Duration: bundle.Duration(time.Since(t0))})
-			c.opt.Logger.Info("JIT settled", "after", time.Since(t0).Round(time.Millisecond), "compiler_cores", cores)
-			return
-		}
-		if time.Since(t0) >= c.opt.Settle {
-			break
+		if s.Settled, s.Cores = settled(readings); s.Settled || s.Waited >= max {
+			return s, nil
 		}
 	}
-	it := bundle.Item{Name: settleItem, Status: bundle.StatusOK, Duration: bundle.Duration(time.Since(t0))}
-	it.AddNote(fmt.Sprintf("the JIT compiler threads still used %.2f of a core when the window began after %s: the profiles hold recompilation and slower code", cores, c.opt.Settle))
+}
+
+// settle waits, the recording running, for the JIT to settle (WaitSettle),
+// for opt.Settle at most, and records how long as the jit-settle item.
+func (c *collection) settle(ctx context.Context) {
+	if c.opt.Settle <= 0 {
+		return
+	}
+	s, err := WaitSettle(ctx, c.opt.Roots.Proc, c.opt.PID, c.opt.Settle, c.opt.Progress)
+	switch {
+	case ctx.Err() != nil:
+		return
+	case err != nil:
+		c.w.Written(settleItem, "", s.Waited, err)
+		return
+	case s.Settled:
+		c.w.Record(bundle.Item{Name: settleItem, Status: bundle.StatusOK, Duration: bundle.Duration(s.Waited)})
+		c.opt.Logger.Info("JIT settled", "after", s.Waited.Round(time.Millisecond), "compiler_cores", s.Cores)
+		return
+	}
+	it := bundle.Item{Name: settleItem, Status: bundle.StatusOK, Duration: bundle.Duration(s.Waited)}
+	it.AddNote(fmt.Sprintf("the JIT compiler threads still used %.2f of a core when the window began after %s: the profiles hold recompilation and slower code", s.Cores, c.opt.Settle))
 	c.w.Record(it)
-	c.opt.Logger.Warn("JIT still compiling as the window begins", "waited", c.opt.Settle, "compiler_cores", cores)
+	c.opt.Logger.Warn("JIT still compiling as the window begins", "waited", c.opt.Settle, "compiler_cores", s.Cores)
 }

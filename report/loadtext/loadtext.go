@@ -113,6 +113,13 @@ func RoundLine(done, of int, p verify.Round) string {
 // WriteVerify writes verify's rounds, ratios and verdict.
 func WriteVerify(w io.Writer, v *verify.Result) {
 	fmt.Fprintf(w, "before %s\nafter  %s\n", v.Before, v.After)
+	for _, s := range v.JITSettle {
+		state := "settled"
+		if !s.Settled {
+			state = fmt.Sprintf("was still compiling (%.2f of a core)", s.CompilerCores)
+		}
+		fmt.Fprintf(w, "%s: JVM pid %d, its JIT %s after %.0fs under load before the first round\n", s.Side, s.PID, state, s.Seconds)
+	}
 	if len(v.Rounds) > 0 && v.Rounds[0].Before.Mode == load.ModeCommand {
 		unit := v.Rounds[0].Before.Unit + "s/s"
 		fmt.Fprintf(w, "%5s  %6s  %14s  %14s\n", "round", "first", "before "+unit, "after "+unit)
