@@ -133,6 +133,8 @@ func TestJSONMatchesSchema(t *testing.T) {
 		v.Rounds[i].BeforeCPU, v.Rounds[i].AfterCPU = 100, 80
 		v.Rounds[i].BeforePeakRSS, v.Rounds[i].AfterPeakRSS = 60<<20, 900<<20
 	}
+	v.JITSettle = []JITSettle{{Side: "before", PID: 4242, Seconds: 31.2, Settled: true, CompilerCores: 0.012},
+		{Side: "after", PID: 4243, Seconds: 90, CompilerCores: 0.21}}
 	v.judge(0)
 	b, err := json.Marshal(v)
 	if err != nil {

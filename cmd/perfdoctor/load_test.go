@@ -321,6 +321,7 @@ func TestVerifyBadInput(t *testing.T) {
 		"no targets":    {[]string{"verify"}, "--before URL and --after URL"},
 		"same url":      {[]string{"verify", "--before", srv.URL, "--after", srv.URL}, "same URL"},
 		"one round":     {[]string{"verify", "--before", srv.URL, "--after", free, "--rounds", "1"}, "--rounds 1"},
+		"settle bound":  {[]string{"verify", "--before", srv.URL, "--after", free, "--jit-settle", "11m"}, "--jit-settle 11m0s out of range 0..10m"},
 		"unreachable":   {[]string{"verify", "--before", srv.URL, "--after", free, "-d", "300ms", "--warmup", "0"}, "every request failed (refused="},
 		"command fails": {[]string{"verify", "--before", srv.URL, "--after", free, "--after-cmd", "echo no such service >&2; exit 3"}, "exited before"},
 		"never ready":   {[]string{"verify", "--before", srv.URL, "--after", free, "--after-cmd", "sleep 30", "--ready-timeout", "500ms"}, "did not accept connections within 500ms"},

@@ -131,3 +131,18 @@ func TestSettle(t *testing.T) {
 		w.Abort()
 	}
 }
+
+// WaitSettle on a process that is not there fails at once; interrupted, it
+// returns the context's error.
+func TestWaitSettleEnds(t *testing.T) {
+	if _, err := WaitSettle(context.Background(), t.TempDir(), 4242, time.Minute, nil); err == nil || !strings.Contains(err.Error(), "JIT compiler threads' CPU") {
+		t.Errorf("no process: %v", err)
+	}
+	root := fakeProc(t, map[string]uint64{"C2 CompilerThre": 100})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	s, err := WaitSettle(ctx, root, 4242, time.Minute, nil)
+	if err != context.DeadlineExceeded || s.Settled || s.Waited < time.Second {
+		t.Errorf("interrupted: %+v, %v", s, err)
+	}
+}

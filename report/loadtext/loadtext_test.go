@@ -40,9 +40,11 @@ func TestTables(t *testing.T) {
 	b.Reset()
 	v := &verify.Result{Before: "http://a/", After: "http://b/", Verdict: verify.Slower, Why: "throughput 0.70x",
 		Rounds: []verify.Round{{Round: 1, First: "before", Before: res, After: res}},
-		Ratios: []verify.Ratio{{Figure: "throughput", Estimate: 0.7, Low: 0.6, High: 0.8, Change: "worse"}}, Method: "paired"}
+		Ratios: []verify.Ratio{{Figure: "throughput", Estimate: 0.7, Low: 0.6, High: 0.8, Change: "worse"}}, Method: "paired",
+		JITSettle: []verify.JITSettle{{Side: "before", PID: 42, Seconds: 31.4, Settled: true}, {Side: "after", PID: 43, Seconds: 90, CompilerCores: 0.2}}}
 	WriteVerify(&b, v)
-	for _, want := range []string{"before http://a/", "throughput   0.700x [0.600, 0.800]  worse", "verdict: slower\n"} {
+	for _, want := range []string{"before http://a/", "before: JVM pid 42, its JIT settled after 31s under load",
+		"after: JVM pid 43, its JIT was still compiling (0.20 of a core) after 90s", "throughput   0.700x [0.600, 0.800]  worse", "verdict: slower\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("verify table lacks %q:\n%s", want, b.String())
 		}
