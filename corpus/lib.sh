@@ -382,10 +382,19 @@ psql_run() {
 jvm_record() {
 	local pid=$1 url=$2 dest=$3 secs=$4 tmp
 	shift 4
+	skip_record "$dest" && return 0
 	tmp=$(mktemp -d)
 	"$PD" run "${JVM_COLLECT:---jvm}" "$pid" --load "$url" -d "${secs}s" -o "$tmp" "$@" >"$tmp/report.out"
 	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
 	keep_bundle "$tmp" "$dest"
+}
+
+# skip_record DEST: true (and says so) when CORPUS_VERIFY_ONLY=1 asks to
+# re-measure the fix alone: the recordings (jvm_record, pd_record) then
+# keep the bundle DEST as it is, and only verify runs again.
+skip_record() {
+	[ "${CORPUS_VERIFY_ONLY:-}" = 1 ] || return 1
+	echo "CORPUS_VERIFY_ONLY=1: keeping $1 as recorded" >&2
 }
 
 # pd_verify BEFORE_URL AFTER_URL SCENARIO_DIR [VERIFY-FLAGS...]: perfdoctor
@@ -502,6 +511,7 @@ measure_http() {
 pd_record() {
 	local mode=$1 pid=$2 dest=$3 secs=$4 tmp
 	shift 4
+	skip_record "$dest" && return 0
 	tmp=$(mktemp -d)
 	"$PD" run "$mode" "$pid" -d "${secs}s" -o "$tmp" "$@" >"$tmp/report.out"
 	grep -E '^ *load:|^ *[0-9]+\. \[' "$tmp/report.out" >&2 || true
