@@ -14,6 +14,12 @@ import (
 	"github.com/perfdoctor/perfdoctor/load"
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jvmtest.Cleanup()
+	os.Exit(code)
+}
+
 // TestSettleLiveJVM compares a fresh JVM serving HTTP (testdata/Serve.java)
 // with a Go server (this test process): verify finds the JVM by its
 // listener, loads it until its JIT compiler threads go quiet before the

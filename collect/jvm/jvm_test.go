@@ -9,144 +9,26 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/formats/jfr"
+	"github.com/perfdoctor/perfdoctor/internal/jvmtest"
 )
 
 // startWorkload compiles and starts formats/jfr's test workload for up to
 // a minute, with a secret on its command line; the test's cleanup stops it.
 func startWorkload(t *testing.T) int {
 	t.Helper()
-	return startJava(t, "../../formats/jfr/testdata/Workload.java", "-Ddb.password=hunter2", "-Dapp.url=https://bob:s3cret@db.example/x", "Workload", "60000")
-}
-
-// startJava compiles src and runs java with args, and attaches once.
-func startJava(t *testing.T, src string, args ...string) int {
-	t.Helper()
-	for _, tool := range []string{"java", "javac", "jcmd", "jfr"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipped: no %s on PATH (a JDK 17 or later is needed)", tool)
-		}
-	}
-	return startJavaWith(t, "", src, args...)
-}
-
-// startJavaWith is startJava with the JDK whose tools are in bin ("" for PATH's).
-func startJavaWith(t *testing.T, bin, src string, args ...string) int {
-	t.Helper()
-	tool := func(name string) string { return filepath.Join(bin, name) }
-	if bin == "" {
-		tool = func(name string) string { return name }
-	}
-	dir := compileJava(t, tool("javac"), src)
-	// JFR's repository in the test's directory: the JVM is killed, and a
-	// killed JVM leaves it behind.
-	cmd := exec.Command(tool("java"), append([]string{"-XX:FlightRecorderOptions:repository=" + t.TempDir(), "-cp", dir}, args...)...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	// Attach once, so the tests' timings do not include the JVM's start-up.
-	if out, err := exec.Command(tool("jcmd"), strconv.Itoa(cmd.Process.Pid), "VM.version").CombinedOutput(); err != nil {
-		t.Fatalf("jcmd: %v\n%s", err, out)
-	}
-	return cmd.Process.Pid
-}
-
-// compiled holds the classes javac wrote, by javac and source: eight
-// JVMs start in the package's tests, and each test compiled its source
-// anew (a javac run is a JVM's start and a compile: 1.8 s of CPU, 1 to
-// 5 s on a busy 2-core machine); three compiles serve them all. The
-// directories are removed when the package's tests end.
-var compiled struct {
-	sync.Mutex
-	dirs map[[2]string]string
-	root string
-}
-
-// compileJava compiles src with javac once per package run and returns
-// the directory of its classes.
-func compileJava(t *testing.T, javac, src string) string {
-	t.Helper()
-	src, _ = filepath.Abs(src)
-	compiled.Lock()
-	defer compiled.Unlock()
-	// By the javac run: PATH's and JDK 17's under /usr/lib/jvm are one.
-	key := [2]string{javac, src}
-	if path, err := exec.LookPath(javac); err == nil {
-		if real, err := filepath.EvalSymlinks(path); err == nil {
-			key[0] = real
-		}
-	}
-	if dir, ok := compiled.dirs[key]; ok {
-		return dir
-	}
-	if compiled.root == "" {
-		root, err := os.MkdirTemp("", "perfdoctor-jvm-classes")
-		if err != nil {
-			t.Fatal(err)
-		}
-		compiled.root, compiled.dirs = root, map[[2]string]string{}
-	}
-	dir, err := os.MkdirTemp(compiled.root, "classes")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(javac, "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	compiled.dirs[key] = dir
-	return dir
+	return jvmtest.Start(t, "../../formats/jfr/testdata/Workload.java", "-Ddb.password=hunter2", "-Dapp.url=https://bob:s3cret@db.example/x", "Workload", "60000")
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if compiled.root != "" {
-		os.RemoveAll(compiled.root)
-	}
+	jvmtest.Cleanup()
 	os.Exit(code)
-}
-
-// jdkBin is the bin directory of an installed JDK of the major version
-// (javac and jfr included), or "" when there is none.
-func jdkBin(major int) string {
-	homes, _ := filepath.Glob("/usr/lib/jvm/*")
-	if h := os.Getenv("JAVA_HOME"); h != "" {
-		homes = append([]string{h}, homes...)
-	}
-	want := fmt.Sprintf("JAVA_VERSION=\"%d", major)
-	for _, h := range homes {
-		rel, err := os.ReadFile(filepath.Join(h, "release"))
-		if err != nil || !strings.Contains(string(rel), want+"\"") && !strings.Contains(string(rel), want+".") {
-			continue
-		}
-		bin := filepath.Join(h, "bin")
-		if _, err := os.Stat(filepath.Join(bin, "javac")); err == nil {
-			if _, err := os.Stat(filepath.Join(bin, "jfr")); err == nil {
-				return bin
-			}
-		}
-	}
-	return ""
-}
-
-// needJDK returns jdkBin(major), skipping the test without one (failing
-// under CI, whose machine image has JDK 17 and Temurin 25).
-func needJDK(t *testing.T, major int) string {
-	t.Helper()
-	bin := jdkBin(major)
-	if bin == "" {
-		if ci := strings.ToLower(os.Getenv("CI")); ci != "" && ci != "0" && ci != "false" {
-			t.Fatalf("CI is set and no JDK %d is installed under /usr/lib/jvm", major)
-		}
-		t.Skipf("skipped: no JDK %d under /usr/lib/jvm or JAVA_HOME", major)
-	}
-	return bin
 }
 
 func TestCollect(t *testing.T) {
@@ -243,7 +125,7 @@ func TestRedact(t *testing.T) {
 type Flag = jfr.Flag
 
 func TestDeadlockReported(t *testing.T) {
-	pid := startJava(t, "testdata/Deadlock.java", "Deadlock", "60000")
+	pid := jvmtest.Start(t, "testdata/Deadlock.java", "Deadlock", "60000")
 	out := filepath.Join(t.TempDir(), "b")
 	if _, err := Collect(context.Background(), Options{PID: pid, Duration: time.Second, OutDir: out, Settings: "default"}); err != nil {
 		t.Fatal(err)
@@ -320,8 +202,8 @@ func TestCollectCPUTimeSampler(t *testing.T) {
 		cpuTime bool
 	}{{25, true}, {17, false}} {
 		t.Run(fmt.Sprintf("JDK%d", tc.major), func(t *testing.T) {
-			bin := needJDK(t, tc.major)
-			pid := startJavaWith(t, bin, "../../formats/jfr/testdata/Workload.java", "Workload", "60000")
+			bin := jvmtest.Need(t, tc.major)
+			pid := jvmtest.StartWith(t, bin, "../../formats/jfr/testdata/Workload.java", "Workload", "60000")
 			out := filepath.Join(t.TempDir(), "b")
 			m, err := Collect(context.Background(), Options{PID: pid, Duration: 2 * time.Second, OutDir: out})
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -32,11 +33,7 @@ func StartWith(t testing.TB, bin, src string, args ...string) int {
 	if bin == "" {
 		tool = func(name string) string { return name }
 	}
-	dir := t.TempDir()
-	src, _ = filepath.Abs(src)
-	if out, err := exec.Command(tool("javac"), "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
+	dir := compile(t, tool("javac"), src)
 	// JFR's repository in the test's directory: the JVM is killed, and a
 	// killed JVM leaves it behind.
 	cmd := exec.Command(tool("java"), append([]string{"-XX:FlightRecorderOptions:repository=" + t.TempDir(), "-cp", dir}, args...)...)
@@ -49,6 +46,62 @@ func StartWith(t testing.TB, bin, src string, args ...string) int {
 		t.Fatalf("jcmd: %v\n%s", err, out)
 	}
 	return cmd.Process.Pid
+}
+
+// compiled holds the classes javac wrote, by javac and source: a package's
+// tests start several JVMs from few sources (collect/jvm's, eight from
+// three), and a javac run is a JVM's start and a compile (1.8 s of CPU, 1
+// to 5 s on a busy 2-core machine). Cleanup removes the directories.
+var compiled struct {
+	sync.Mutex
+	dirs map[[2]string]string
+	root string
+}
+
+// compile compiles src with javac once per test binary and returns the
+// directory of its classes.
+func compile(t testing.TB, javac, src string) string {
+	t.Helper()
+	src, _ = filepath.Abs(src)
+	compiled.Lock()
+	defer compiled.Unlock()
+	// By the javac run: PATH's and JDK 17's under /usr/lib/jvm are one.
+	key := [2]string{javac, src}
+	if path, err := exec.LookPath(javac); err == nil {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			key[0] = real
+		}
+	}
+	if dir, ok := compiled.dirs[key]; ok {
+		return dir
+	}
+	if compiled.root == "" {
+		root, err := os.MkdirTemp("", "perfdoctor-jvm-classes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		compiled.root, compiled.dirs = root, map[[2]string]string{}
+	}
+	dir, err := os.MkdirTemp(compiled.root, "classes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(javac, "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	compiled.dirs[key] = dir
+	return dir
+}
+
+// Cleanup removes the compiled classes; a package whose tests start JVMs
+// calls it from TestMain once its tests have run.
+func Cleanup() {
+	compiled.Lock()
+	defer compiled.Unlock()
+	if compiled.root != "" {
+		os.RemoveAll(compiled.root)
+		compiled.root, compiled.dirs = "", nil
+	}
 }
 
 // Bin is the bin directory of an installed JDK of the major version
