@@ -82,11 +82,11 @@ var SystemFrames = &Fact[evidence.Matcher]{
 	},
 }
 
-// framesAt matches the functions at the perf and CPU profiles' locations
-// that where accepts.
+// framesAt matches the functions at the perf profiles' (on and off the
+// CPU) and the CPU profile's locations that where accepts.
 func framesAt(ev *evidence.Evidence, where func(*profile.Location) bool) evidence.Matcher {
 	names := map[string]bool{}
-	for _, k := range []evidence.Kind{evidence.Perf, evidence.CPU} {
+	for _, k := range []evidence.Kind{evidence.Perf, evidence.OffCPU, evidence.CPU} {
 		p := ev.Profiles[k]
 		if p == nil {
 			continue

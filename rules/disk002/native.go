@@ -1,10 +1,8 @@
 package disk002
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -12,7 +10,6 @@ import (
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
 	"github.com/perfdoctor/perfdoctor/facts/frames"
-	"github.com/perfdoctor/perfdoctor/formats/perfscript"
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
@@ -99,18 +96,20 @@ func readShareOfDeviceWaits(off *profile.Profile) float64 {
 	return float64(reads) / float64(all)
 }
 
-// serverCache is the setting that sizes the cache a known server reads
-// through before its disk, by the process's name: the user's lever, since
-// the server's code is not the user's to change.
-var serverCache = map[string]string{
-	"mariadbd": mysqlCache,
-	"mysqld":   mysqlCache,
-	"postgres": "PostgreSQL reads the blocks its shared buffers do not hold from the OS page cache, and from the disk when that " +
+// serverCache is, by the process's name, what a known server's reads miss
+// (said in the summary) and the setting that sizes that cache (the fix):
+// the user's lever, since the server's code is not the user's to change.
+var serverCache = map[string]struct{ missed, fix string }{
+	"mariadbd": {innodbMissed, mysqlCache},
+	"mysqld":   {innodbMissed, mysqlCache},
+	"postgres": {"reads its cache does not hold", "PostgreSQL reads the blocks its shared buffers do not hold from the OS page cache, and from the disk when that " +
 		"misses too: raise shared_buffers (a quarter of memory is the usual start) and leave the rest of memory to the page " +
 		"cache, or add memory where the tables and indexes the queries touch are larger than it; effective_cache_size only " +
 		"tells the planner how much cache to expect and caches nothing. pg_stat_statements' shared_blks_read names the " +
-		"queries that read; if they scan a table, an index is the fix.",
+		"queries that read; if they scan a table, an index is the fix."},
 }
+
+const innodbMissed = "pages the InnoDB buffer pool (innodb_buffer_pool_size) does not hold"
 
 const mysqlCache = "InnoDB reads each page its buffer pool does not hold from the disk, and with innodb_flush_method O_DIRECT " +
 	"(the default) the page cache does not hold it either: size innodb_buffer_pool_size to the working set, the tables and " +
@@ -221,19 +220,16 @@ func fromOffCPU(pass *rules.Pass) bool {
 	summary := fmt.Sprintf("%s (%s on average) wait for file reads to reach the disk %s of their time",
 		whose, human.Number(threads), human.Percent(law.OfWindow))
 	fix := genericCache
-	if advice, ok := serverCache[comm]; ok {
-		fix = advice
-		summary += ": reads its cache does not hold"
-		if comm == "mariadbd" || comm == "mysqld" {
-			summary = fmt.Sprintf("%s (%s on average) wait for file reads to reach the disk %s of their time: pages the InnoDB buffer pool (innodb_buffer_pool_size) does not hold",
-				whose, human.Number(threads), human.Percent(law.OfWindow))
-		}
+	if known, ok := serverCache[comm]; ok {
+		fix = known.fix
+		summary += ": " + known.missed
 	}
 	if perUnit != "" {
 		summary += "; " + perUnit
 	}
+	waitStacks := evidence.NewStacks(waited, "offcpu")
 	var loc []rules.Location
-	if callers := readCallers(waited); len(callers) > 0 {
+	if callers := readCallers(waitStacks, facts.Get(pass.Facts, facts.SystemFrames)); len(callers) > 0 {
 		loc = rules.Locations(callers, "code reading (share of the read waits)")
 		summary += ", from " + rules.ShortFunc(callers[0].Func)
 	}
@@ -254,48 +250,29 @@ func fromOffCPU(pass *rules.Pass) bool {
 		Fix:       fix,
 		Caveats:   []string{pass.Rule.Doc.Caveats},
 		Locations: loc,
-		Frames:    evidence.NewStacks(waited, "offcpu").Matched(evidence.Any(frames.KernelFileRead, frames.IOWait), 8),
+		Frames:    waitStacks.Matched(evidence.Any(frames.KernelFileRead, frames.IOWait), 8),
 		// The reads' kernel time is the reads', not a hot function's.
 		Claim: &rules.Claim{Level: rules.LevelCode, CPU: readOnCPU(facts.Get(pass.Facts, facts.CPUStacks))},
 	})
 	return true
 }
 
-// readCallers are the program's functions that made the reads waited for,
-// by their share of the wait: in each sleep, the first frame rootward of
-// the file system's read that is neither the kernel's (perf's kernel
-// mapping, or a read's entry point by name), nor a shared library's (the C
-// library's pread wrapper), nor unnamed.
-func readCallers(p *profile.Profile) []evidence.Site {
-	by := map[string]int64{}
-	var total int64
-	for _, s := range p.Sample {
-		total += s.Value[0]
-		past := false
-		for _, l := range s.Location {
-			if len(l.Line) == 0 || l.Line[0].Function == nil {
-				continue
-			}
-			fn := l.Line[0].Function.Name
-			if frames.KernelFileRead(fn) {
-				past = true
-				continue
-			}
-			if !past || perfscript.IsKernel(l) || readEntry(fn) || l.Mapping != nil && isSharedObject(l.Mapping.File) || fn == "" || fn[0] == '[' {
-				continue
-			}
-			by[fn] += s.Value[0]
-			break
+// readCallers are the program's functions that made the reads waited for
+// (waited, the read waits' stacks), by their share of the wait: in each
+// sleep, the first frame rootward of the file system's read that is
+// neither outside the program's binary (the kernel, the C library's pread
+// wrapper: system), nor a read's entry point by name, nor unnamed.
+func readCallers(waited *evidence.Stacks, system evidence.Matcher) []evidence.Site {
+	app := func(fn string) bool { return !system(fn) && !readEntry(fn) && fn != "" && fn[0] != '[' }
+	caller := waited.CallerOf(frames.KernelFileRead, app)
+	// By function: perf's scheduler events name the binary as a frame's
+	// file and no line.
+	return waited.TopSites(3, func(sm evidence.Sample) *evidence.Frame {
+		if f := caller(sm); f != nil {
+			return &evidence.Frame{Func: f.Func}
 		}
-	}
-	var out []evidence.Site
-	for fn, v := range by {
-		out = append(out, evidence.Site{Frame: evidence.Frame{Func: fn}, Value: v, Flat: float64(v) / float64(max(total, 1))})
-	}
-	slices.SortFunc(out, func(a, b evidence.Site) int {
-		return cmp.Or(cmp.Compare(b.Value, a.Value), strings.Compare(a.Func, b.Func))
+		return nil
 	})
-	return out[:min(3, len(out))]
 }
 
 // readEntry is the way into a read from the program: the system call's
@@ -306,8 +283,3 @@ var readEntry = evidence.Any(
 	func(fn string) bool {
 		return slices.Contains([]string{"read", "pread", "pread64", "preadv", "preadv2", "readv"}, fn)
 	})
-
-// isSharedObject is a shared library's file (libc's pread wrapper).
-func isSharedObject(file string) bool {
-	return strings.HasSuffix(file, ".so") || strings.Contains(file, ".so.")
-}
