@@ -125,7 +125,6 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 	// precompressed at deploy (gzip_static) compresses nothing per request,
 	// all of the share; where the content is dynamic, a lower level saves
 	// at least recoverHigh of it. Which applies is not in the frames.
-	removes := false
 	rate, basis := recoverOther, "share of on-CPU samples in a native codec; serving precompressed content or a lower level typically saves at least 30% of it"
 	impactLow, impactHigh := share*recoverOther, share*recoverHigh
 	if best.high {
@@ -136,7 +135,6 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		rate, basis = 1, "share of on-CPU samples in a native codec: serving files precompressed once (nginx's gzip_static, a servlet container's precompressed files) removes all of it; "+
 			"for dynamic responses a lower level saves at least 60% of it (case C1), the low end of the range"
 		impactLow, impactHigh = share*recoverHigh, share
-		removes = true
 	}
 	impact := share * rate
 	grade := rules.SeverityFor
@@ -166,7 +164,7 @@ func checkNative(pass *rules.Pass, cpu *evidence.Stacks) bool {
 		Resource:    "cpu",
 		ImpactBasis: basis,
 		ImpactRange: &[2]float64{impactLow, impactHigh},
-		RemovesWork: removes,
+		RemovesWork: rate == 1, // precompressed, the content is compressed no more
 		Summary:     fmt.Sprintf("Compression uses %s of CPU in %s (%s)", human.Percent(share), library, best.level),
 		Evidence:    shown,
 		Fix:         nativeFix(comm, best),
