@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -98,7 +99,10 @@ func ServingThreadTime(on, off *profile.Profile, serving map[int64]bool) (thread
 			seen[tid[0]] += float64(s.Value[0]) / window
 		}
 	}
-	for _, share := range seen {
+	// In thread order: a float sum in the map's order differs in its last
+	// digits from run to run.
+	for _, tid := range slices.Sorted(maps.Keys(seen)) {
+		share := seen[tid]
 		if share >= 0.5 {
 			share = 1
 		}
