@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/internal/fleettest"
@@ -15,9 +16,10 @@ import (
 // server's start took 5 to 10 s of each on 2 cores. The fleet test starts
 // it while its services warm up, before it measures anything.
 var sharedPG struct {
-	once sync.Once
-	srv  *fleettest.PostgresServer
-	err  error
+	launched atomic.Bool // a test asked for the cluster
+	once     sync.Once
+	srv      *fleettest.PostgresServer
+	err      error
 
 	mu        sync.Mutex
 	databases int
@@ -26,15 +28,20 @@ var sharedPG struct {
 // launchSharedPostgres starts the shared cluster, or waits for the start
 // under way; the package's TestMain stops it.
 func launchSharedPostgres() {
+	sharedPG.launched.Store(true)
 	sharedPG.once.Do(func() {
 		sharedPG.srv, sharedPG.err = fleettest.LaunchPostgres(true)
 	})
 }
 
 // stopSharedPostgres stops the shared cluster, waiting for a start under
-// way (begun by a test that ended sooner).
+// way (begun by a test that ended sooner); where no test asked for it (a
+// -run or -short that skips them), there is none to start or stop.
 func stopSharedPostgres() {
-	launchSharedPostgres()
+	if !sharedPG.launched.Load() {
+		return
+	}
+	sharedPG.once.Do(func() {}) // returns once a start under way has ended
 	if sharedPG.srv != nil {
 		sharedPG.srv.Stop()
 	}
