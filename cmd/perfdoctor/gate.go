@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfdoctor/perfdoctor/collect/jvm"
 	"github.com/perfdoctor/perfdoctor/diagnose"
 	"github.com/perfdoctor/perfdoctor/gate"
 	"github.com/perfdoctor/perfdoctor/internal/progress"
@@ -34,6 +35,7 @@ type gateFlags struct {
 	threshold                float64
 	rounds                   int
 	warmup, ready, window    time.Duration
+	settle                   time.Duration // JVM builds' JIT settle bound (verify.Options.Settle)
 	out                      string
 	together, fresh          bool
 }
@@ -130,6 +132,7 @@ rates.`,
 	fl.DurationVar(&g.ready, "ready-timeout", 30*time.Second, "how long a started build may take to accept connections")
 	fl.DurationVar(&g.window, "profile-window", 5*time.Second, "services: how long to profile each build under load")
 	fl.BoolVar(&g.fresh, "fresh", false, "services: start each build anew for every measurement, so that two processes of one build differing (memory layout, what they warmed) counts as noise, not as a change")
+	fl.DurationVar(&g.settle, "jit-settle", jvm.DefaultSettle, "services: for a build that is a local JVM, load it at most this long before the first round until its JIT compiler goes quiet, so that no round measures it compiling; not with --fresh, whose every measurement is a new process; 0 does not wait")
 	fl.BoolVar(&g.together, "together", false, "services: load both builds at the same time in each round (steadier CPU per request on a busy machine)")
 	fl.StringVar(&g.out, "out", "", "directory for gate.md, gate.json, diff.html and each side's reports")
 	return cmd
@@ -155,6 +158,10 @@ func (a *app) gateService(cmd *cobra.Command, f *loadFlags, g *gateFlags) (*gate
 		return nil, usageError{fmt.Errorf("--profile-window %s out of range 1s..%s", g.window, load.MaxDuration)}
 	case len(g.baseProfile)+len(g.headProfile) > 0:
 		return nil, usageError{errors.New("--base-profile and --head-profile go with --base-bench; services are profiled through --base-pprof and --head-pprof")}
+	case g.settle < 0 || g.settle > jvm.MaxSettle:
+		return nil, usageError{fmt.Errorf("--jit-settle %s out of range 0..%gm", g.settle, jvm.MaxSettle.Minutes())}
+	case g.fresh && cmd.Flags().Changed("jit-settle"):
+		return nil, usageError{errors.New("--jit-settle does not apply with --fresh: every measurement starts a new process, whose JIT no wait before the first round can settle")}
 	case g.fresh && (g.baseCmd == "" || g.headCmd == ""):
 		return nil, usageError{errors.New("--fresh starts each build for every measurement: it needs --base-cmd and --head-cmd")}
 	}
@@ -205,6 +212,8 @@ func (a *app) gateService(cmd *cobra.Command, f *loadFlags, g *gateFlags) (*gate
 			defer p.Stop()
 		}
 		o.PIDs = [2]int{verify.LocalPID(g.base), verify.LocalPID(g.head)}
+		o.Settle = g.settle
+		o.Progress = progress.New(os.Stderr)
 	}
 	v, err := verify.Run(ctx, o)
 	if err != nil {

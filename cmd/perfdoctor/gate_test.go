@@ -202,6 +202,8 @@ func TestGateBadInput(t *testing.T) {
 		"missing bench":  {[]string{"gate", "--out", out, "--base-bench", filepath.Join(dir, "none.txt"), "--head-bench", notBench}, "--base-bench"},
 		"one bench":      {[]string{"gate", "--out", out, "--base-bench", notBench}, "gate needs both --base-bench FILE and --head-bench FILE"},
 		"fresh no cmd":   {[]string{"gate", "--out", out, "--fresh", "--base", "http://127.0.0.1:1/", "--head", "http://127.0.0.1:2/"}, "--fresh starts each build"},
+		"settle range":   {[]string{"gate", "--out", out, "--jit-settle", "11m", "--base", "http://127.0.0.1:1/", "--head", "http://127.0.0.1:2/"}, "--jit-settle 11m0s out of range 0..10m"},
+		"settle fresh":   {[]string{"gate", "--out", out, "--fresh", "--jit-settle", "30s", "--base-cmd", "true", "--head-cmd", "true", "--base", "http://127.0.0.1:1/", "--head", "http://127.0.0.1:2/"}, "--jit-settle does not apply with --fresh"},
 		"profile alone":  {[]string{"gate", "--out", out, "--base", "http://127.0.0.1:1/", "--head", "http://127.0.0.1:2/", "--base-profile", notBench}, "go with --base-bench"},
 		"nobody listens": {[]string{"gate", "--out", out, "--rounds", "2", "-d", "1s", "--warmup", "0s", "--base", "http://" + closedPort(t) + "/", "--head", "http://" + closedPort(t) + "/"}, "perfdoctor: "},
 	} {

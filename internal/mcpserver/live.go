@@ -81,6 +81,9 @@ type verifyInput struct {
 	LoadCmd         string  `json:"load_cmd,omitempty" jsonschema:"for servers that speak neither HTTP nor UDP: the server's own benchmark tool as the load (sh -c), {host} {port} {addr} replaced by each target's; the targets are then tcp://host:port"`
 	Units           int64   `json:"units,omitempty" jsonschema:"with load_cmd: the units of work (requests, transactions) one run of the command does"`
 	Unit            string  `json:"unit,omitempty" jsonschema:"with load_cmd: what a unit is (SET, transaction)"`
+	// JITSettleSeconds is a pointer so that 0 (do not wait) differs from
+	// absent (the default).
+	JITSettleSeconds *float64 `json:"jit_settle_seconds,omitempty" jsonschema:"for a version whose process is a local JVM: load it at most this long before the first round until its JIT compiler goes quiet, so that no round measures it compiling (default 90, 0 does not wait)"`
 }
 
 type verifyAnswer struct {
@@ -91,6 +94,9 @@ type verifyAnswer struct {
 	Ratios   []ratio    `json:"ratios" jsonschema:"after/before with 95% confidence intervals"`
 	Warnings []string   `json:"warnings,omitempty"`
 	Sides    [2]measure `json:"means" jsonschema:"before and after: mean figures over the rounds"`
+	// JITSettle is verify's own record (docs/verify.md), small and bounded
+	// by the two sides.
+	JITSettle []verify.JITSettle `json:"jit_settle,omitempty" jsonschema:"one per version whose process is a local JVM: the seconds it was loaded before the first round until its JIT compiler went quiet, and whether it did"`
 }
 
 type ratio struct {
@@ -168,12 +174,9 @@ func (s *server) collector(t liveTarget) (c underload.Collector, name string, le
 	if t.PerfPID != 0 {
 		return underload.Perf(pid, s.tool, nil, s.log), fmt.Sprintf("pid%d", pid), 0, nil
 	}
-	settle := jvm.DefaultSettle
-	if v := t.JITSettleSeconds; v != nil {
-		if *v < 0 || *v > jvm.MaxSettle.Seconds() || math.IsNaN(*v) {
-			return nil, "", 0, fmt.Errorf("jit_settle_seconds %g out of range 0..%g", *v, jvm.MaxSettle.Seconds())
-		}
-		settle = time.Duration(*v * float64(time.Second))
+	settle, err := jitSettle(t.JITSettleSeconds)
+	if err != nil {
+		return nil, "", 0, err
 	}
 	return underload.JVM(jvm.Options{PID: pid, Settings: "profile", AsyncProfiler: !t.JFROnly, ProfilerEvent: "cpu", Settle: settle, Logger: s.log}),
 		fmt.Sprintf("jvm%d", pid), settle, nil
@@ -308,6 +311,18 @@ func verifyLoad(in verifyInput, url string, d time.Duration) (load.Config, error
 	return load.Config{URL: url, Command: in.LoadCmd, UnitsPerRun: in.Units, Unit: in.Unit, Duration: d}, nil
 }
 
+// jitSettle is the JIT settle bound a tool was given in seconds
+// (jvm.DefaultSettle when absent).
+func jitSettle(seconds *float64) (time.Duration, error) {
+	if seconds == nil {
+		return jvm.DefaultSettle, nil
+	}
+	if v := *seconds; v < 0 || v > jvm.MaxSettle.Seconds() || math.IsNaN(v) {
+		return 0, fmt.Errorf("jit_settle_seconds %g out of range 0..%g", v, jvm.MaxSettle.Seconds())
+	}
+	return time.Duration(*seconds * float64(time.Second)), nil
+}
+
 func (s *server) verify(ctx context.Context, in verifyInput) (*verifyAnswer, error) {
 	if in.Before == in.After {
 		return nil, errors.New("before and after are the same URL; give each version its own address")
@@ -332,8 +347,13 @@ func (s *server) verify(ctx context.Context, in verifyInput) (*verifyAnswer, err
 	if err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
-	if total := time.Duration(rounds*2) * (d + warmup); total > maxVerify {
-		return nil, fmt.Errorf("verify would take %s, over %s: fewer rounds or shorter measurements", total, maxVerify)
+	settle, err := jitSettle(in.JITSettleSeconds)
+	if err != nil {
+		return nil, err
+	}
+	// Each JVM side may be loaded for up to settle before the rounds.
+	if total := time.Duration(rounds*2)*(d+warmup) + 2*settle; total > maxVerify {
+		return nil, fmt.Errorf("verify would take up to %s, over %s: fewer rounds, shorter measurements or a shorter jit_settle_seconds", total, maxVerify)
 	}
 	if in.MinChange < 0 || in.MinChange >= 1 {
 		return nil, fmt.Errorf("min_change %g out of range 0..1", in.MinChange)
@@ -348,11 +368,11 @@ func (s *server) verify(ctx context.Context, in verifyInput) (*verifyAnswer, err
 	}
 	v, err := verify.Run(ctx, verify.Options{Before: before, After: after,
 		PIDs:   [2]int{verify.LocalPID(in.Before), verify.LocalPID(in.After)},
-		Rounds: rounds, Warmup: warmup, MinChange: in.MinChange})
+		Rounds: rounds, Warmup: warmup, MinChange: in.MinChange, Settle: settle})
 	if err != nil {
 		return nil, err
 	}
-	a := &verifyAnswer{Verdict: v.Verdict, Why: clip(v.Why, summaryChars), Method: v.Method, Rounds: len(v.Rounds), Ratios: []ratio{}}
+	a := &verifyAnswer{Verdict: v.Verdict, Why: clip(v.Why, summaryChars), Method: v.Method, Rounds: len(v.Rounds), Ratios: []ratio{}, JITSettle: v.JITSettle}
 	for _, r := range v.Ratios {
 		a.Ratios = append(a.Ratios, ratio{Figure: r.Figure, Ratio: round4(r.Estimate), Low: round4(r.Low), High: round4(r.High), Change: r.Change})
 	}

@@ -145,4 +145,31 @@ func TestJVMWaitsForTheJIT(t *testing.T) {
 	}
 }
 
+// verify waits for a JVM side's JIT as the CLI does, and counts the wait
+// in the time it may take.
+func TestVerifySettleBounds(t *testing.T) {
+	s := testServer(t)
+	in := verifyInput{Before: "http://127.0.0.1:1/", After: "http://127.0.0.1:2/"}
+	for _, c := range []struct {
+		settle *float64
+		rounds int
+		want   string
+	}{
+		{ptr(-1), 0, "jit_settle_seconds -1 out of range 0..600"},
+		{ptr(600), 0, "verify would take up to 20m32s, over 10m0s"},
+		// 20 rounds of 11 s fit alone (7m20s), not with both sides' 90 s.
+		{nil, 20, "verify would take up to 10m20s, over 10m0s"},
+	} {
+		in.JITSettleSeconds, in.Rounds = c.settle, c.rounds
+		in.DurationSeconds, in.WarmupSeconds = 0, 0
+		if c.rounds == 20 {
+			in.DurationSeconds, in.WarmupSeconds = 10, 1
+		}
+		_, err := s.verify(t.Context(), in)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("jit_settle_seconds %v, rounds %d: %v, want %q", c.settle, c.rounds, err, c.want)
+		}
+	}
+}
+
 func ptr(v float64) *float64 { return &v }
