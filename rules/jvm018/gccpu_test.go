@@ -1,6 +1,7 @@
 package jvm018
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,24 @@ func TestSkipsIdleJVM(t *testing.T) {
 // at medium, and a larger heap measured 1.18x [1.06, 1.30].
 func TestConcurrentCollectionBesideAnIdleMachineIsLow(t *testing.T) {
 	ruletest.Expect(t, "testdata/zookeeper-tight-heap-halfidle", []*rules.Rule{Rule}, `fires JVM018 low "mostly concurrent work"`)
+}
+
+// What starts the collector's work orders the fix. ZooKeeper's tight heap
+// (the corpus's re-recording): G1's marking cycle and the remembered sets'
+// rebuild hold 26% of the samples of the collector's 30%, so headroom
+// leads. GCHeavy: the pauses take 81% of the JVM's CPU with no concurrent
+// work left over, so allocating less leads.
+func TestSplitsTheOldGenerationsCycles(t *testing.T) {
+	ruletest.Expect(t, "../../corpus/jvm-zookeeper-tight-heap-healthy/bad", []*rules.Rule{Rule},
+		`fires JVM018 "old generation's collection cycles (profiled tasks)" "headroom over its live set first"`)
+	res := rules.Run(facts.New(testprof.JVMRecording(t, "gcheavy-jdk17.jfr")), []*rules.Rule{Rule})
+	if len(res.Findings) != 1 {
+		t.Fatalf("want one finding, got %+v", res)
+	}
+	f := res.Findings[0]
+	if !strings.HasPrefix(f.Fix, "Allocate less first") || !slices.ContainsFunc(f.Evidence, func(e rules.Fact) bool {
+		return strings.HasPrefix(e.Name, "young collections") && e.Num > 0.8
+	}) {
+		t.Errorf("GCHeavy: fix %.60q, evidence %+v", f.Fix, f.Evidence)
+	}
 }
