@@ -2,8 +2,10 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +47,12 @@ type Window struct {
 	Started   time.Time
 	Duration  time.Duration
 	PID       int
+	// Config is the configuration files of a known server (MariaDB,
+	// PostgreSQL, PgBouncer, nginx...) as its command line names them,
+	// read at the window's start; nil for another program or without a
+	// process (ConfigErr then says why, unless it is not a server).
+	Config    *bundle.ConfigFiles
+	ConfigErr error
 	// Tree is where the process tree's CPU went (the process, its
 	// descendants by command line, perf's samples of each); nil without
 	// a process, with NoChildren, or when it has no descendants.
@@ -66,6 +74,14 @@ func ObserveWindow(ctx context.Context, o WindowOptions) (*Window, error) {
 	var err error
 	if w.Start, err = snapshot(o.Roots, o.PID); err != nil {
 		return nil, err
+	}
+	if o.PID > 0 {
+		// Files, not the process: what its settings say does not change
+		// over the window, and reading them costs the target nothing.
+		w.Config, w.ConfigErr = system.ConfigFiles(o.Roots, o.PID)
+		if errors.Is(w.ConfigErr, system.ErrNotServer) {
+			w.ConfigErr = nil
+		}
 	}
 	var tree []int // the descendants perf records from the start
 	for _, c := range w.Start.Children {
@@ -128,6 +144,14 @@ func (w *Window) WriteBundle(dir, tool string) error {
 	bw.AddJSON("system-start", bundle.SystemStartFile, w.Start, 0)
 	bw.AddJSON("system-end", bundle.SystemEndFile, w.End, 0)
 	switch {
+	case w.Config != nil:
+		bw.AddJSON("config-files", bundle.ConfigFilesFile, w.Config, 0)
+		bw.Annotate("config-files", configNote(w.Config))
+	case w.ConfigErr != nil:
+		// Settings unread are no failure of the recording.
+		bw.Skip("config-files", w.ConfigErr.Error())
+	}
+	switch {
 	case w.Perf != nil:
 		bw.AddProfile("perf", bundle.PerfFile, w.Perf, 0)
 	case w.PerfAsked:
@@ -142,6 +166,33 @@ func (w *Window) WriteBundle(dir, tool string) error {
 	}
 	bw.Complete(m)
 	return bw.Finish(m, dir)
+}
+
+// configNote says what the manifest should know of the configuration
+// files read: those unreadable, cut or redacted.
+func configNote(c *bundle.ConfigFiles) string {
+	var parts []string
+	read, lines := 0, 0
+	for _, f := range c.Files {
+		switch {
+		case f.Error != "":
+			parts = append(parts, fmt.Sprintf("%s not read: %s", f.Path, f.Error))
+		default:
+			read++
+			if f.Truncated {
+				parts = append(parts, fmt.Sprintf("%s cut at %d KiB of %d", f.Path, bundle.MaxConfigFileBytes>>10, f.Size))
+			}
+		}
+		lines += f.Redacted
+	}
+	parts = append([]string{fmt.Sprintf("%s: %d of %d files read", c.Program, read, len(c.Files))}, parts...)
+	if lines > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines redacted", lines))
+	}
+	if c.Note != "" {
+		parts = append(parts, c.Note)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Native records a local process of any language with perf, with source

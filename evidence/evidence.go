@@ -67,8 +67,12 @@ type Evidence struct {
 	TracePath                string
 	// Load is the load that ran during the window (load.json: perfdoctor
 	// run, demo); nil without one.
-	Load  *bundle.LoadResult
-	Files []File // every file considered, with what it was taken as
+	Load *bundle.LoadResult
+	// ConfigFiles are a known server's configuration files as its command
+	// line names them (config.json: collect --perf, run --perf, sys), nil
+	// without them (another program, or a bundle recorded before them).
+	ConfigFiles *bundle.ConfigFiles
+	Files       []File // every file considered, with what it was taken as
 
 	// TraceSummary is the execution trace summarised (Load reads it);
 	// nil without one, or when it could not be read (Trace says why).
@@ -676,6 +680,13 @@ func (e *loader) readJSON(path string, data []byte, metrics *[]*bundle.RuntimeSt
 		return "system", nil
 	case isJVMSummary(keys):
 		return e.readJVMSummary(data)
+	case keys["config_files"] != nil && keys["program"] != nil:
+		var c bundle.ConfigFiles
+		if err := json.Unmarshal(data, &c); err != nil {
+			return "", fmt.Errorf("configuration files: %w", err)
+		}
+		e.ConfigFiles = &c
+		return "config-files", nil
 	case keys["throughput_rps"] != nil && keys["latency"] != nil:
 		var l bundle.LoadResult
 		if err := json.Unmarshal(data, &l); err != nil {

@@ -65,3 +65,32 @@ func FuzzRedactArgs(f *testing.F) {
 		}
 	})
 }
+
+func TestConfigText(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"innodb_buffer_pool_size=6M\n", "innodb_buffer_pool_size=6M\n"},
+		{"password=s3cret\n", "password=REDACTED\n"},
+		{"  password = 's3 cret'  \n", "  password = REDACTED\n"},
+		{"requirepass foobared\r\n", "requirepass REDACTED\r\n"},
+		{"# requirepass foobared\n", "# requirepass REDACTED\n"},
+		{"masterauth x", "masterauth REDACTED"},
+		{"postgres = host=127.0.0.1 port=5432 dbname=postgres password=x user=y\n", "postgres = host=127.0.0.1 port=5432 dbname=postgres password=REDACTED\n"},
+		{"auth_file = /etc/pgbouncer/userlist.txt\n", "auth_file = REDACTED\n"},
+		{"    user admin insecure-password hunter2\n", "    user admin insecure-password REDACTED\n"},
+		{"proxy_set_header Authorization \"Basic dXNlcjpwYXNz\";\n", "proxy_set_header Authorization REDACTED;\n"},
+		{"proxy_pass http://127.0.0.1:8080;\n", "proxy_pass http://127.0.0.1:8080;\n"},
+		{"proxy_pass http://u:p@upstream:8080/;\n", "proxy_pass http://u:REDACTED@upstream:8080/;\n"},
+		{"skip-grant-tables\n", "skip-grant-tables\n"},
+		{"default_pool_size = 1\n", "default_pool_size = 1\n"},
+		{"[client]\n", "[client]\n"},
+		{"ssl_key_file = x\n", "ssl_key_file = x\n"},
+	} {
+		got, n := ConfigText(c.in)
+		if got != c.want {
+			t.Errorf("ConfigText(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if (n > 0) != (got != c.in) {
+			t.Errorf("ConfigText(%q) counted %d changed lines", c.in, n)
+		}
+	}
+}
