@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -45,8 +46,32 @@ type Setting struct {
 	Alone bool   `json:"alone,omitempty"`
 	Next  string `json:"next,omitempty"`
 	// Source says where it was read: SourceArgs, SourceJVMOption,
-	// SourceProperty or SourceEnv.
+	// SourceProperty, SourceEnv or SourceFile.
 	Source string `json:"source"`
+	// File, Section and Line say where a SourceFile setting is: the
+	// file's path as the process sees it, the section or block it is in
+	// ("mariadbd", "pgbouncer", "http server"; "" at the top) and its
+	// line; Text is the line as written, without its comment.
+	File    string `json:"file,omitempty"`
+	Section string `json:"section,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Text    string `json:"text,omitempty"`
+}
+
+// Where says where a setting was read: "/etc/mysql/my.cnf, [mariadbd],
+// line 9" for a file's, else its source ("command line").
+func (s Setting) Where() string {
+	if s.Source != SourceFile {
+		return s.Source
+	}
+	w := s.File
+	if s.Section != "" {
+		w += ", [" + s.Section + "]"
+	}
+	if s.Line > 0 {
+		w += fmt.Sprintf(", line %d", s.Line)
+	}
+	return w
 }
 
 // Written is the setting as it appears on the command line or in the
@@ -54,6 +79,8 @@ type Setting struct {
 // "-Xmx160m", "GOGC=20".
 func (s Setting) Written() string {
 	switch {
+	case s.Source == SourceFile && s.Text != "":
+		return s.Text
 	case s.Alone:
 		return s.Name
 	case s.Source == SourceJVMOption && strings.HasPrefix(s.Name, "-X") && !strings.HasPrefix(s.Name, "-XX:"):
@@ -78,10 +105,12 @@ func (s Setting) Bool() (v, ok bool) {
 }
 
 // Config is what the evidence shows of how the process was configured: its
-// command line, a JVM's options, system properties and arguments, and the
-// Go runtime's tuning variables of its environment. A setting it does not
-// list was not seen, which is not the same as unset: a configuration file,
-// other environment variables and a server's defaults are not read.
+// command line, a JVM's options, system properties and arguments, the Go
+// runtime's tuning variables of its environment, and a known server's
+// configuration files as its command line names them. A setting it does
+// not list was not seen, which is not the same as unset: files the named
+// ones include, other environment variables and a server's defaults are
+// not read.
 type Config struct {
 	// Program names what runs: the executable's base name, or a JVM's main
 	// class or jar.
@@ -120,7 +149,7 @@ func (c Config) Where(match func(key string) bool) []Setting {
 // Configuration is the process's configuration as the evidence shows it.
 var Configuration = &Fact[Config]{
 	Name: "configuration",
-	Doc:  "The settings the process was started with, as written: its command line's flags and arguments (/proc, credentials redacted), a JVM's options, system properties and application arguments (JFR), and the Go runtime's tuning variables of its environment, each with a key normalised for matching; and which of those sources the evidence had.",
+	Doc:  "The settings the process was started with, as written: its command line's flags and arguments (/proc, credentials redacted), a JVM's options, system properties and application arguments (JFR), the Go runtime's tuning variables of its environment, and a known server's configuration files as its command line names them (config.json: my.cnf, postgresql.conf, a PgBouncer ini, nginx.conf...; each setting with its file, section and line), each with a key normalised for matching; and which of those sources the evidence had.",
 	Compute: func(p *Pass) Config {
 		return readConfig(p.Evidence)
 	},
@@ -175,7 +204,22 @@ func readConfig(ev *evidence.Evidence) Config {
 				c.Program = filepath.Base(proc.Executable)
 			}
 			c.Settings = flags(args[1:], SourceArgs)
+			if c.Program == "mariadbd" || c.Program == "mysqld" {
+				// MariaDB and MySQL read - and _ in an option's name alike
+				// (--innodb-buffer-pool-size is innodb_buffer_pool_size):
+				// keyed as their option files' are.
+				for i, s := range c.Settings {
+					c.Settings[i].Key = SettingKey(strings.ReplaceAll(strings.TrimLeft(s.Name, "-"), "-", "_"))
+				}
+			}
 		}
+	}
+	if fileSettings, read := configFiles(ev.ConfigFiles); len(read) > 0 {
+		// A server reads its files first; its command line overrides them
+		// (mysqld's options, postgres -c), so they come first and Last
+		// finds the one in force.
+		c.Settings = append(fileSettings, c.Settings...)
+		c.Read = append(c.Read, read...)
 	}
 	if proc != nil && proc.GoEnv != nil {
 		c.Read = append(c.Read, "the Go tuning variables of the environment (/proc)")
@@ -186,6 +230,28 @@ func readConfig(ev *evidence.Evidence) Config {
 		}
 	}
 	return c
+}
+
+// configFiles parses a server's configuration files, in the order it
+// reads them, and says what was read for Config.Read.
+func configFiles(files *bundle.ConfigFiles) (settings []Setting, read []string) {
+	if files == nil {
+		return nil, nil
+	}
+	for _, f := range files.Files {
+		switch {
+		case f.Error != "":
+			read = append(read, fmt.Sprintf("%s's configuration file %s: not read (%s)", files.Program, f.Path, f.Error))
+		default:
+			cut := ""
+			if f.Truncated {
+				cut = fmt.Sprintf(", its first %d KiB", len(f.Content)>>10)
+			}
+			read = append(read, fmt.Sprintf("%s's configuration file %s (%s%s)", files.Program, f.Path, f.Named, cut))
+			settings = append(settings, ParseConfigFile(f.Format, f.Path, f.Content)...)
+		}
+	}
+	return settings, read
 }
 
 // javaCommand reads a java launcher's arguments: its options up to the

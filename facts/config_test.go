@@ -2,6 +2,7 @@ package facts_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/perfdoctor/perfdoctor/bundle"
@@ -142,5 +143,37 @@ func TestDashDIsASwitchWithoutAValue(t *testing.T) {
 	}
 	if s, ok := c.Last("d"); !ok || !s.Alone || s.Source != facts.SourceArgs {
 		t.Errorf("-D: %+v %v", s, ok)
+	}
+}
+
+// A server's configuration file, as collect stores it beside the command
+// line: its settings first (the command line overrides them), each with
+// its file, section and line.
+func TestConfigurationOfAServerFile(t *testing.T) {
+	ev := testsys.Evidence(t, "e2-bad", func(start, end *bundle.SystemSnapshot) {
+		for _, s := range []*bundle.SystemSnapshot{start, end} {
+			s.Process.Cmdline = "mariadbd --defaults-file=/w/bad/my.cnf --max-connections=300"
+			s.Process.Executable = "/usr/sbin/mariadbd"
+			s.Process.GoEnv = nil
+		}
+	})
+	ev.ConfigFiles = &bundle.ConfigFiles{Program: "mariadbd", Files: []bundle.ConfigFile{
+		{Path: "/w/bad/my.cnf", Named: "--defaults-file", Format: "mysql", Content: "[client]\nport=1\n[mariadbd]\nmax_connections=151\ninnodb_buffer_pool_size=6M\n"},
+		{Path: "/w/extra.cnf", Named: "--defaults-extra-file", Format: "mysql", Error: "open /w/extra.cnf: no such file or directory"},
+	}}
+	c := facts.Read(ev, facts.Configuration)
+	pool, ok := c.Last("innodb.buffer.pool.size")
+	if !ok || pool.Value != "6M" || pool.Source != facts.SourceFile || pool.Where() != "/w/bad/my.cnf, [mariadbd], line 5" {
+		t.Errorf("innodb_buffer_pool_size: %+v", pool)
+	}
+	if mc, _ := c.Last("max.connections"); mc.Value != "300" || mc.Source != facts.SourceArgs {
+		t.Errorf("the command line overrides the file: %+v", mc)
+	}
+	if _, ok := c.Last("port"); ok {
+		t.Error("a [client] option read as the server's")
+	}
+	if !slices.Contains(c.Read, "mariadbd's configuration file /w/bad/my.cnf (--defaults-file)") ||
+		!slices.ContainsFunc(c.Read, func(r string) bool { return strings.Contains(r, "/w/extra.cnf: not read (open") }) {
+		t.Errorf("read %q", c.Read)
 	}
 }
