@@ -67,6 +67,12 @@ func (b *Builder) Load(l *bundle.LoadResult) *Builder {
 	return b
 }
 
+// ConfigFiles sets a server's configuration files (nil: none read).
+func (b *Builder) ConfigFiles(c *bundle.ConfigFiles) *Builder {
+	b.e.ConfigFiles = c
+	return b
+}
+
 // Manifest sets the bundle's manifest.
 func (b *Builder) Manifest(m *bundle.Manifest) *Builder {
 	b.e.Manifest = m

@@ -64,7 +64,7 @@ fewer, larger and sequential reads are the fix.`,
 	},
 	NeedsOneOf: []rules.Input{rules.Trace, rules.Perf},
 	Uses:       []rules.Input{rules.Host, rules.System},
-	Facts:      []facts.Key{facts.CPUStacks, facts.PerfStacks, facts.WorkDone, facts.SystemFrames},
+	Facts:      []facts.Key{facts.CPUStacks, facts.PerfStacks, facts.WorkDone, facts.SystemFrames, facts.Configuration},
 	Check:      check,
 }
 

@@ -3,9 +3,8 @@ package disk002
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
-
-	"github.com/google/pprof/profile"
 
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
@@ -13,6 +12,37 @@ import (
 	"github.com/perfdoctor/perfdoctor/internal/human"
 	"github.com/perfdoctor/perfdoctor/rules"
 )
+
+// serverCache is, by the process's name, what a known server's reads miss
+// (said in the summary), the setting that sizes that cache (the fix: the
+// user's lever, since the server's code is not the user's to change) and
+// its key (facts.SettingKey), whose value and file the finding states
+// where the configuration shows it.
+var serverCache = map[string]struct{ missed, fix, key string }{
+	"mariadbd": {innodbMissed, mysqlCache, InnoDBPoolKey},
+	"mysqld":   {innodbMissed, mysqlCache, InnoDBPoolKey},
+	"postgres": {"reads its cache does not hold", "PostgreSQL reads the blocks its shared buffers do not hold from the OS page cache, and from the disk when that " +
+		"misses too: raise shared_buffers (a quarter of memory is the usual start) and leave the rest of memory to the page " +
+		"cache, or add memory where the tables and indexes the queries touch are larger than it; effective_cache_size only " +
+		"tells the planner how much cache to expect and caches nothing. pg_stat_statements' shared_blks_read names the " +
+		"queries that read; if they scan a table, an index is the fix.", "shared.buffers"},
+}
+
+// InnoDBPoolKey is innodb_buffer_pool_size as facts.SettingKey keys it.
+const InnoDBPoolKey = "innodb.buffer.pool.size"
+
+const innodbMissed = "pages the InnoDB buffer pool (innodb_buffer_pool_size) does not hold"
+
+const mysqlCache = "InnoDB reads each page its buffer pool does not hold from the disk, and with innodb_flush_method O_DIRECT " +
+	"(the default) the page cache does not hold it either: size innodb_buffer_pool_size to the working set, the tables and " +
+	"indexes the queries touch (on a dedicated server 50-75% of memory); Innodb_buffer_pool_reads rising against " +
+	"Innodb_buffer_pool_read_requests in SHOW GLOBAL STATUS counts the misses. If the reads are a scan, an index is the fix."
+
+// genericCache is the advice for a process whose cache is not known.
+const genericCache = "A read that misses the process's own cache and the page cache waits for the device: size the cache to " +
+	"the working set (the program's own, or RAM for the page cache; do not bypass it with O_DIRECT unless the program " +
+	"caches), add memory where the working set is larger than it, or, if the reads are scans, add an index so a request " +
+	"reads the pages it needs."
 
 // A process perf recorded (a native server, or any process without an
 // execution trace): perf's scheduler events hold each thread's sleeps
@@ -53,128 +83,34 @@ import (
 // and MariaDB's direct-I/O redo writes (0.30 thread-seconds a second, a
 // write), none a read. minShare, 10%, is far from both.
 //
-// readWait is a sleep of a serving thread in a file read until the
-// device completes it.
-func readWait(s *profile.Sample) bool {
-	return rules.InStack(s, frames.IOWait) && rules.InStack(s, frames.KernelFileRead) &&
-		!rules.InStack(s, frames.DiskSync) && !rules.InStack(s, frames.SocketIO) && !rules.InStack(s, frames.FutexWait)
-}
-
-// readOnCPU is an on-CPU sample in a file read (submitting it, copying
-// the data): the reads' own CPU, which the cache removes with them.
-func readOnCPU(st *evidence.Stacks) func(evidence.Sample) bool {
-	read, other := st.Has(frames.KernelFileRead), st.Has(evidence.Any(frames.DiskSync, frames.SocketIO))
-	return func(sm evidence.Sample) bool { return read(sm) && !other(sm) }
-}
-
-// completionOnCPU is an on-CPU sample in the block layer's completion of a
-// device request outside any file read or write (an interrupt on another
-// stack): the reads' too where the process's device waits are reads.
-func completionOnCPU(st *evidence.Stacks) func(evidence.Sample) bool {
-	done := st.Has(frames.KernelIOCompletion)
-	inPath := st.Has(evidence.Any(frames.KernelFileRead, frames.KernelFileWrite, frames.DiskSync))
-	return func(sm evidence.Sample) bool { return done(sm) && !inPath(sm) }
-}
-
-// readShareOfDeviceWaits is the part of all of the process's threads'
-// waits for the device (frames.IOWait) that are file reads: the share of
-// the block layer's completions that are the reads'.
-func readShareOfDeviceWaits(off *profile.Profile) float64 {
-	var reads, all int64
-	for _, s := range off.Sample {
-		if len(s.Value) == 0 || !rules.InStack(s, frames.IOWait) {
-			continue
-		}
-		all += s.Value[0]
-		if readWait(s) {
-			reads += s.Value[0]
-		}
-	}
-	if all == 0 {
-		return 0
-	}
-	return float64(reads) / float64(all)
-}
-
-// serverCache is, by the process's name, what a known server's reads miss
-// (said in the summary) and the setting that sizes that cache (the fix):
-// the user's lever, since the server's code is not the user's to change.
-var serverCache = map[string]struct{ missed, fix string }{
-	"mariadbd": {innodbMissed, mysqlCache},
-	"mysqld":   {innodbMissed, mysqlCache},
-	"postgres": {"reads its cache does not hold", "PostgreSQL reads the blocks its shared buffers do not hold from the OS page cache, and from the disk when that " +
-		"misses too: raise shared_buffers (a quarter of memory is the usual start) and leave the rest of memory to the page " +
-		"cache, or add memory where the tables and indexes the queries touch are larger than it; effective_cache_size only " +
-		"tells the planner how much cache to expect and caches nothing. pg_stat_statements' shared_blks_read names the " +
-		"queries that read; if they scan a table, an index is the fix."},
-}
-
-const innodbMissed = "pages the InnoDB buffer pool (innodb_buffer_pool_size) does not hold"
-
-const mysqlCache = "InnoDB reads each page its buffer pool does not hold from the disk, and with innodb_flush_method O_DIRECT " +
-	"(the default) the page cache does not hold it either: size innodb_buffer_pool_size to the working set, the tables and " +
-	"indexes the queries touch (on a dedicated server 50-75% of memory); Innodb_buffer_pool_reads rising against " +
-	"Innodb_buffer_pool_read_requests in SHOW GLOBAL STATUS counts the misses. If the reads are a scan, an index is the fix."
-
-// genericCache is the advice for a process whose cache is not known.
-const genericCache = "A read that misses the process's own cache and the page cache waits for the device: size the cache to " +
-	"the working set (the program's own, or RAM for the page cache; do not bypass it with O_DIRECT unless the program " +
-	"caches), add memory where the working set is larger than it, or, if the reads are scans, add an index so a request " +
-	"reads the pages it needs."
-
+// The reading itself is rules.FileReadWaits, which CFG001 shares: where
+// the cache's setting is small beside the memory, CFG001 names it as the
+// cause and this finding is its symptom.
+//
 // fromOffCPU reads perf's scheduler events for the serving threads' waits
 // in file reads and reports them when they are a large share of the
 // threads' time. It returns false when the evidence has no off-CPU
 // profile whose threads perf's thread IDs tell apart.
 func fromOffCPU(pass *rules.Pass) bool {
 	ev := pass.Evidence
-	off, on := ev.Profiles[evidence.OffCPU], ev.Profiles[evidence.Perf]
-	serving := rules.ServingThreads(rules.PerfProfiles(ev))
-	threads, ok := rules.ServingThreadTime(on, off, serving)
-	if !ok {
-		return false
-	}
-	window := float64(off.DurationNanos)
-	switches := -1 // the off-CPU profile's count of sleeps, where it has one
-	for i, st := range off.SampleType {
-		if st.Unit == "count" {
-			switches = i
-		}
-	}
-	var waiting, device, waits float64
-	waited := off.Copy()
-	waited.Sample = nil
-	for _, s := range off.Sample {
-		tid := s.NumLabel["tid"]
-		if len(tid) == 0 || !serving[tid[0]] || len(s.Value) == 0 || !readWait(s) {
-			continue
-		}
-		v := float64(s.Value[0]) / window
-		waiting += v
-		if slices.Contains(s.Label["state"], "D") {
-			device += v
-		}
-		if switches >= 0 && switches < len(s.Value) {
-			waits += float64(s.Value[switches])
-		}
-		waited.Sample = append(waited.Sample, s)
-	}
-	if waiting == 0 {
-		return true
-	}
 	st := facts.Get(pass.Facts, facts.PerfStacks)
 	if st == nil {
 		st = facts.Get(pass.Facts, facts.CPUStacks)
 	}
-	// The reads' CPU: their own path, and the device's completions in the
-	// part the reads are of the process's device waits.
-	pathShare, completions := st.ShareWhere(readOnCPU(st)), st.ShareWhere(completionOnCPU(st))*readShareOfDeviceWaits(off)
-	cpuShare := pathShare + completions
 	w := facts.Get(pass.Facts, facts.WorkDone)
-	law := rules.NewQueueLaw(cpuShare, waiting, threads, w)
+	r, ok := rules.FileReadWaits(ev, st, facts.Get(pass.Facts, facts.CPUStacks), w)
+	if !ok {
+		return false
+	}
+	if r.Waiting == 0 {
+		return true
+	}
+	law := r.Law
 	if law.OfWindow < minShare {
 		return true
 	}
+	off := ev.Profiles[evidence.OffCPU]
+	window := float64(off.DurationNanos)
 	low, high, mid, capped := law.Range(1)
 	comm := ""
 	if s := ev.SystemEnd; s != nil && s.Process != nil {
@@ -187,11 +123,11 @@ func fromOffCPU(pass *rules.Pass) bool {
 	shown := []rules.Fact{
 		rules.Share("the serving threads' time in file reads that wait for the device (off the CPU and on it), of all their time", law.OfWindow),
 		rules.Share("of their busy time", law.OfBusy),
-		rules.Count("serving threads on average (perf's thread IDs: those seen in socket work)", threads, ""),
-		rules.Count("threads waiting in a file read for the device, on average (off-CPU, perf sched_switch)", waiting, ""),
-		rules.Share("of that wait, uninterruptible (the device)", device/waiting),
-		rules.Share("CPU samples in the file read path (submitting the reads, copying)", pathShare),
-		rules.Share("CPU samples completing the reads (the block layer's interrupts, on other stacks)", completions),
+		rules.Count("serving threads on average (perf's thread IDs: those seen in socket work)", r.Threads, ""),
+		rules.Count("threads waiting in a file read for the device, on average (off-CPU, perf sched_switch)", r.Waiting, ""),
+		rules.Share("of that wait, uninterruptible (the device)", r.Device/r.Waiting),
+		rules.Share("CPU samples in the file read path (submitting the reads, copying)", r.PathShare),
+		rules.Share("CPU samples completing the reads (the block layer's interrupts, on other stacks)", r.Completions),
 	}
 	perUnit := ""
 	if w.ReadsPerUnit > 0 && w.Unit != "" {
@@ -202,8 +138,8 @@ func fromOffCPU(pass *rules.Pass) bool {
 		perUnit = fmt.Sprintf("%s%s reads per %s", at, human.Number(w.ReadsPerUnit), unit)
 		shown = append(shown, rules.Count(fmt.Sprintf("read system calls per %s (/proc/PID/io: files, and sockets read with read())", unit), w.ReadsPerUnit, ""))
 	}
-	if units := w.PerSecond * window / float64(time.Second); waits > 0 && units > 0 {
-		shown = append(shown, rules.Count(fmt.Sprintf("sleeps in a file read per %s (perf sched_switch)", unit), waits/units, ""))
+	if units := w.PerSecond * window / float64(time.Second); r.Sleeps > 0 && units > 0 {
+		shown = append(shown, rules.Count(fmt.Sprintf("sleeps in a file read per %s (perf sched_switch)", unit), r.Sleeps/units, ""))
 	}
 	if comm != "" {
 		shown = append(shown, rules.Text("process", comm))
@@ -218,16 +154,27 @@ func fromOffCPU(pass *rules.Pass) bool {
 		whose = comm + "'s serving threads"
 	}
 	summary := fmt.Sprintf("%s (%s on average) wait for file reads to reach the disk %s of their time",
-		whose, human.Number(threads), human.Percent(law.OfWindow))
+		whose, human.Number(r.Threads), human.Percent(law.OfWindow))
 	fix := genericCache
 	if known, ok := serverCache[comm]; ok {
 		fix = known.fix
-		summary += ": " + known.missed
+		missed := known.missed
+		// The setting's value where the configuration shows it.
+		if set, ok := facts.Get(pass.Facts, facts.Configuration).Last(known.key); ok {
+			shown = append(shown, rules.Text(set.Name, set.Value+" ("+set.Where()+")"))
+			name := strings.TrimLeft(set.Name, "-")
+			missed = strings.Replace(missed, "("+name+")", "("+set.Written()+" in "+place(set)+")", 1)
+			if missed == known.missed {
+				missed += " (" + set.Written() + " in " + place(set) + ")"
+			}
+			fix = fmt.Sprintf("%s is %s now (%s). %s", name, set.Value, set.Where(), fix)
+		}
+		summary += ": " + missed
 	}
 	if perUnit != "" {
 		summary += "; " + perUnit
 	}
-	waitStacks := evidence.NewStacks(waited, "offcpu")
+	waitStacks := evidence.NewStacks(r.Waited, "offcpu")
 	var loc []rules.Location
 	if callers := readCallers(waitStacks, facts.Get(pass.Facts, facts.SystemFrames)); len(callers) > 0 {
 		loc = rules.Locations(callers, "code reading (share of the read waits)")
@@ -244,7 +191,7 @@ func fromOffCPU(pass *rules.Pass) bool {
 		Resource:    "latency",
 		ImpactBasis: fmt.Sprintf("the process used %.2f of %s cores, and each request holds a serving thread for its reads: they hold its "+
 			"serving threads (%s on average) %s of their time, %s of their busy time; a cache that holds the working set removes them%s",
-			w.Cores, human.Number(w.Available), human.Number(threads), human.Percent(law.OfWindow), human.Percent(law.OfBusy), cpuBound),
+			w.Cores, human.Number(w.Available), human.Number(r.Threads), human.Percent(law.OfWindow), human.Percent(law.OfBusy), cpuBound),
 		Summary:   summary,
 		Evidence:  shown,
 		Fix:       fix,
@@ -252,9 +199,18 @@ func fromOffCPU(pass *rules.Pass) bool {
 		Locations: loc,
 		Frames:    waitStacks.Matched(evidence.Any(frames.KernelFileRead, frames.IOWait), 8),
 		// The reads' kernel time is the reads', not a hot function's.
-		Claim: &rules.Claim{Level: rules.LevelCode, CPU: readOnCPU(facts.Get(pass.Facts, facts.CPUStacks))},
+		Claim: &rules.Claim{Level: rules.LevelCode, CPU: r.OnCPU},
 	})
 	return true
+}
+
+// place is where a setting was read, in a few words: its file, or the
+// command line.
+func place(s facts.Setting) string {
+	if s.Source == facts.SourceFile {
+		return s.File
+	}
+	return "the " + s.Source
 }
 
 // readCallers are the program's functions that made the reads waited for
