@@ -1,7 +1,8 @@
 // Package cfg001 names a setting the process was started with as the cause
 // of the cost it drives (finding class configuration): a GOGC below the
 // default or a GOMEMLIMIT at the live heap under a busy collector, a cache
-// turned off by a flag, a debug log level.
+// turned off by a flag, a debug log level, a server's buffer pool far
+// smaller than the memory in the option file its command line names.
 package cfg001
 
 import (
@@ -31,7 +32,11 @@ writes records no one reads. The code is then not the place to look: the
 setting is, and changing it is the cheapest fix there is. When such a setting
 is visible and the cost it drives is in the profile, this rule names the
 setting as the cause; the runtime or library findings that describe the same
-cost (gc-pressure, logging-cost, hot-function) are its symptoms.`,
+cost (gc-pressure, logging-cost, hot-function) are its symptoms. A server's
+settings live in the files its command line names (a my.cnf, a
+postgresql.conf): a MariaDB buffer pool far smaller than the memory leaves
+every lookup reading from the disk, and the read waits (disk-io-wait) are
+then the setting's symptom.`,
 		Evidence: `The settings as written (facts.Configuration: the command line from /proc,
 a JVM's options and arguments from JFR, the Go tuning variables of the
 environment), the runtime's own GOGC and GOMEMLIMIT (runtime/metrics), the
@@ -111,16 +116,42 @@ the pattern layout's abbreviation cache (JFR: 5.7 s of monitor waits in
 Logback's NamedConverter over 28 s), which CPU samples do not show.
 
 
+A server's cache: innodb_buffer_pool_size in the option file a MariaDB or
+MySQL server's command line names (--defaults-file, read into the bundle:
+facts.Configuration), or on its command line, while its serving threads wait
+for file reads (DISK002's reading, rules.FileReadWaits: perf's scheduler
+events, from DISK002's 10% of their time, graded as DISK002 grades) and the
+pool fits at least twice in half of the memory the server may use (the
+container's limit, else the machine's; MariaDB's guidance for a dedicated
+server is 50-75% of it, so below that a larger pool is the lever, above it
+more memory or an index is, and DISK002 says so alone). The gain is
+DISK002's, the read waits' share by the queue's law, which the pool removes
+once it holds the working set: the two findings state one figure, and the
+reads' CPU samples this rule claims make DISK002's finding its symptom.
+MariaDB 10.11 with innodb_buffer_pool_size=6M (0.02% of 25.3 GB) under a
+345 MB table, sysbench point selects from 8 connections: read waits 46% of
+the serving threads' time, 82% of their busy time, 2.11x [1.85x, 2.41x]
+predicted; 1G measured 2.32x [1.93, 2.81]. Silent where the option file was
+not read (DISK002 names the setting without its value), where the pool is
+half of the memory (12G of 25.3 GB), and where the pool holds the working
+set (MariaDB's missing-index bundle at its default 128 MiB: no read waits).
+
 A pool of one or two threads or connections is pool-queueing's (POOL001),
-which reads the pool's setting with its waits; this rule does not repeat it.`,
+which reads the pool's setting with its waits (a PgBouncer's
+default_pool_size from its ini file among them, with the file named); this
+rule does not repeat it.`,
 		Fix: `Change the setting; perfdoctor try proves a setting of the environment or a
 JVM option by starting the service with it and measuring both (perfdoctor
 try --cmd ... --report report.json --only CFG001), and perfdoctor verify
 compares two running instances for a command-line flag.`,
 		Before: `GOGC=20 ./service`,
 		After:  `./service            # GOGC unset: the default 100`,
-		Caveats: `A setting perfdoctor cannot see (a configuration file, an environment
-variable other than Go's tuning ones, a default compiled in) is not judged.
+		Caveats: `A setting perfdoctor cannot see (a configuration file no command line names,
+or one the named file includes; an environment variable other than Go's
+tuning ones; a default compiled in) is not judged. A server's files are read
+when perfdoctor records it with perf (run --perf, collect --perf, sys), at
+the window's start: a setting changed since the server started (SET GLOBAL)
+is not seen.
 A cache helps only where answers repeat, and only for the part of the work
 it keeps: the estimate counts all the computation, which overstates the gain
 where most of it is not the cached part. Raising GOGC or GOMEMLIMIT costs
@@ -129,8 +160,8 @@ memory, stated with the fix.`,
 		Refs:  []string{"https://go.dev/doc/gc-guide"},
 	},
 	Needs: []rules.Input{rules.CPU},
-	Uses:  []rules.Input{rules.System, rules.JVM, rules.Metrics, rules.Heap},
-	Facts: []facts.Key{facts.CPUStacks, facts.Configuration, facts.GCCost},
+	Uses:  []rules.Input{rules.System, rules.JVM, rules.Metrics, rules.Heap, rules.Perf},
+	Facts: []facts.Key{facts.CPUStacks, facts.Configuration, facts.GCCost, facts.PerfStacks, facts.WorkDone},
 	Check: check,
 }
 
@@ -150,10 +181,13 @@ const (
 )
 
 func check(pass *rules.Pass) error {
+	cfg := facts.Get(pass.Facts, facts.Configuration)
+	// A server's cache setting explains waits off the CPU, read from perf's
+	// scheduler events: the CPU profile's size does not judge them.
+	bufferPool(pass, cfg)
 	if !pass.EnoughCPU() {
 		return nil
 	}
-	cfg := facts.Get(pass.Facts, facts.Configuration)
 	cpu := facts.Get(pass.Facts, facts.CPUStacks)
 	gcSetting(pass, cfg, cpu)
 	cacheOff(pass, cfg, cpu)
