@@ -1,6 +1,7 @@
 package pool001_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,6 +27,12 @@ func TestFunnelFires(t *testing.T) {
 	f := res.Findings[0]
 	if !strings.Contains(f.Example, "default_pool_size = 1\n->\ndefault_pool_size = 16") {
 		t.Errorf("example %q", f.Example)
+	}
+	// The bundle holds PgBouncer's ini file: the line that sets the pool
+	// is named with its file.
+	if !strings.Contains(f.Summary, "set by default_pool_size = 1 in /tmp/perfdoctor-corpus/native-pgbouncer-pool-size-1/bouncer/bad.ini") ||
+		!strings.Contains(f.Fix, "bad.ini, [pgbouncer], line 12: default_pool_size = 1)") {
+		t.Errorf("summary %q, fix %q", f.Summary, f.Fix)
 	}
 	if r := f.ImpactRange; r == nil || 1/(1-r[0]) < 15.9 || 1/(1-r[0]) > 16.1 {
 		t.Errorf("range %v, want 16x (16 clients over 1 connection)", r)
@@ -59,6 +66,28 @@ func cloneSnap(s *bundle.SystemSnapshot) *bundle.SystemSnapshot {
 	return &c
 }
 
+// funnelAddrs are the PgBouncer bundle's listener (the one it holds) and
+// upstream (the endpoint it holds established connections to that is not
+// its listener), as recorded.
+func funnelAddrs(t *testing.T) (listener, upstream string) {
+	t.Helper()
+	ev, _ := ruletest.Diagnose(t, pgbouncer, nil)
+	for _, l := range ev.SystemEnd.Net.Listeners {
+		if l.Process {
+			listener = l.Addr
+		}
+	}
+	for _, r := range ev.SystemEnd.Net.Remotes {
+		if r.Process > 0 && r.States["ESTABLISHED"] > 0 && r.Addr != listener {
+			upstream = r.Addr
+		}
+	}
+	if upstream == "" {
+		t.Fatal("no upstream in the PgBouncer bundle")
+	}
+	return listener, upstream
+}
+
 // remote is the endpoint addr in s.
 func remote(s *bundle.SystemSnapshot, addr string) *bundle.RemoteEndpoint {
 	for i := range s.Net.Remotes {
@@ -72,7 +101,7 @@ func remote(s *bundle.SystemSnapshot, addr string) *bundle.RemoteEndpoint {
 // The funnel stays silent where its clients are not shown active, its
 // upstream is not a pool, or the process computes.
 func TestFunnelSilent(t *testing.T) {
-	const listener, upstream = "127.0.0.1:55759", "127.0.0.1:35301"
+	listener, upstream := funnelAddrs(t)
 	for name, edit := range map[string]func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult){
 		// A healthy proxy's idle keep-alive clients: held before the load
 		// began as at its end, the load's own work elsewhere.
@@ -163,4 +192,39 @@ func TestFunnelSilentOnAProxy(t *testing.T) {
 func port(url string) string {
 	host := strings.SplitN(strings.SplitN(url, "://", 2)[1], "/", 2)[0]
 	return host[strings.LastIndexByte(host, ':')+1:]
+}
+
+// withIni is the PgBouncer bundle with its ini file saying
+// default_pool_size = size and its upstream connections set to conns.
+func withIni(t *testing.T, size string, conns int) *evidence.Evidence {
+	t.Helper()
+	_, upstream := funnelAddrs(t)
+	ev := funnelEv(t, func(start, end *bundle.SystemSnapshot, load *bundle.LoadResult) {
+		u := remote(end, upstream)
+		u.Process, u.States["ESTABLISHED"] = conns, conns
+	})
+	files := &bundle.ConfigFiles{Program: "pgbouncer", Files: []bundle.ConfigFile{{Path: "/etc/pgbouncer/pgbouncer.ini", Named: "argument", Format: "ini",
+		Content: "[databases]\npostgres = host=127.0.0.1 dbname=postgres\n[pgbouncer]\npool_mode = transaction\ndefault_pool_size = " + size + "\n"}}}
+	return ev.Derive().ConfigFiles(files).Evidence()
+}
+
+// The file's setting is stated only where it is the size seen: a pool as
+// large as the clients stays silent, and a file whose value the sockets
+// contradict (a [databases] entry's pool_size, a reload since) is shown
+// beside the reading, not as its cause.
+func TestFunnelReadsTheIniFile(t *testing.T) {
+	if fs := run(withIni(t, "16", 16)); len(fs) != 0 {
+		t.Errorf("default_pool_size = 16 for 16 clients: %s", fs[0].Summary)
+	}
+	fs := run(withIni(t, "20", 1))
+	if len(fs) != 1 {
+		t.Fatalf("default_pool_size = 20 with 1 connection seen: %+v", fs)
+	}
+	if strings.Contains(fs[0].Summary, "set by") || !strings.Contains(fmt.Sprint(fs[0].Evidence), "/etc/pgbouncer/pgbouncer.ini, [pgbouncer], line 5") {
+		t.Errorf("summary %q, evidence %v", fs[0].Summary, fs[0].Evidence)
+	}
+	fs = run(withIni(t, "1", 1))
+	if len(fs) != 1 || !strings.Contains(fs[0].Summary, "set by default_pool_size = 1 in /etc/pgbouncer/pgbouncer.ini") {
+		t.Errorf("default_pool_size = 1: %+v", fs)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +70,12 @@ HikariCP's 10: the connections are not all busy).
 PgBouncer with default_pool_size 1: 16 pgbench clients (0 at the window's
 start) over 1 connection to PostgreSQL, none closed in 5 s, 176 lookups/s,
 5.7 ms a lookup on the connection against the query's 5.5 ms, 0.029 of
-2 cores: 94% waiting (its SHOW POOLS: cl_waiting 15, sv_active 1). Where
+2 cores: 94% waiting (its SHOW POOLS: cl_waiting 15, sv_active 1). A
+pooler's configuration file, where the bundle holds it (the ini PgBouncer's
+command line names: facts.Configuration), names the line that sets the
+size seen (default_pool_size = 1, with its file, section and line); a line
+whose value the sockets contradict (a [databases] entry's pool_size, a
+reload since) is shown beside the reading, not as its cause. Where
 the load's latencies read too, the two agree: with them taken away, HikariCP's
 1 connection under 32 clients reads 97% (the load: 97%), the Tomcat and
 Jetty fixes' 10 connections 69% (the load: 70-71%). Caddy
@@ -153,7 +159,7 @@ idle CPU and its clients' being the load's support but do not measure.`,
 	// Where requests wait (Go), or what bounds them: a JVM's threads, the
 	// process's sockets and command line.
 	NeedsOneOf: []rules.Input{rules.Trace, rules.Goroutine, rules.System, rules.JVM},
-	Facts:      []facts.Key{facts.WorkDone, facts.LoadQueue, facts.CPUStacks},
+	Facts:      []facts.Key{facts.WorkDone, facts.LoadQueue, facts.CPUStacks, facts.Configuration},
 	Check:      check,
 }
 
@@ -206,6 +212,10 @@ type reading struct {
 	// key the configuration line that sizes the pool, when known.
 	funnel *funnel
 	key    string
+	// conf is the configuration file's line that sizes the pool, when
+	// the bundle holds the file (facts.Configuration) and its value is
+	// the size seen; confOther one whose value is not.
+	conf, confOther *facts.Setting
 }
 
 func check(pass *rules.Pass) error {
@@ -236,11 +246,31 @@ func check(pass *rules.Pass) error {
 		return nil
 	}
 	r.notServing, r.notServingFrom = connectorThreads(ev.JVM, args, r)
+	r.fromFile(facts.Get(pass.Facts, facts.Configuration))
 	if work.Available > 0 && work.Busy() > maxBusy {
 		return nil // the CPUs are the bound
 	}
 	pass.Report(finding(pass, r, q, work))
 	return nil
+}
+
+// fromFile finds the configuration file's line that sets the pool's
+// size (a pooler's key: PgBouncer's default_pool_size), when the bundle
+// holds the file its command line names.
+func (r *reading) fromFile(cfg facts.Config) {
+	if r.key == "" {
+		return
+	}
+	set, ok := cfg.Last(facts.SettingKey(r.key))
+	if !ok || set.Source != facts.SourceFile {
+		return
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(set.Value)); err == nil && n == r.size {
+		r.conf = &set
+		r.sizeFrom = append(r.sizeFrom, set.Written()+" ("+set.Where()+")")
+		return
+	}
+	r.confOther = &set
 }
 
 // fromGo reads a Go service's waits for a library pool or a semaphore
@@ -549,8 +579,11 @@ func summary(r *reading, work facts.Work) string {
 	if r.name != "" && r.name != r.what {
 		parts = append(parts, "("+r.name+")")
 	}
-	if r.setting != "" {
+	switch {
+	case r.setting != "":
 		parts = append(parts, "set by "+r.setting)
+	case r.conf != nil:
+		parts = append(parts, "set by "+r.conf.Written()+" in "+r.conf.File)
 	}
 	if len(parts) > 0 {
 		s += ": " + strings.Replace(strings.Join(parts, " "), ") set by", "), set by", 1)
@@ -629,6 +662,9 @@ func evidence_(r *reading, q facts.Queue, work facts.Work, low, high float64) []
 	if work.Available > 0 {
 		ev = append(ev, rules.Count("cores available", work.Available, ""))
 	}
+	if c := r.confOther; c != nil {
+		ev = append(ev, rules.Text(fmt.Sprintf("%s in the configuration file (not the size seen)", c.Name), c.Value+" ("+c.Where()+")"))
+	}
 	if r.next != nil {
 		ev = append(ev, rules.Text("the next bound", fmt.Sprintf("%d %s (%s)", r.next.size, r.next.kind, r.next.name)))
 	}
@@ -644,6 +680,9 @@ func fixText(r *reading, work facts.Work, low, high, target float64, capped bool
 	fmt.Fprintf(&b, "Raise %s", what)
 	if r.size > 0 {
 		fmt.Fprintf(&b, " from %d", r.size)
+	}
+	if r.conf != nil {
+		fmt.Fprintf(&b, " (%s: %s)", r.conf.Where(), r.conf.Written())
 	}
 	fmt.Fprintf(&b, " to about %s", human.Number(math.Round(target)+float64(r.notServing)))
 	switch {
