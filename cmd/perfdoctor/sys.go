@@ -93,7 +93,7 @@ network rules. --perf also records stacks with kernel frames through perf.`,
 // writeSys diagnoses the window with the rules that read only /proc and
 // perf evidence, and writes the summary and the findings.
 func (a *app) writeSys(ctx context.Context, w io.Writer, format string, win *collect.Window) error {
-	ev := evidence.NewBuilder("/proc").System(win.Start, win.End).Profile(evidence.Perf, win.Perf).Evidence()
+	ev := evidence.NewBuilder("/proc").System(win.Start, win.End).Profile(evidence.Perf, win.Perf).ConfigFiles(win.Config).Evidence()
 	if _, ok := ev.SystemDelta(); !ok {
 		return fmt.Errorf("the two system snapshots are not in time order")
 	}
