@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -59,7 +58,7 @@ func serverConfig(program string, args []string) (server string, files []namedFi
 		return out
 	}
 	switch {
-	case program == "mariadbd" || program == "mysqld" || program == "mariadb" || program == "mysqld_safe" || program == "mariadbd-safe":
+	case program == "mariadbd" || program == "mysqld" || program == "mysqld_safe" || program == "mariadbd-safe":
 		server = "mariadbd"
 		if program == "mysqld" {
 			server = "mysqld"
@@ -245,7 +244,7 @@ func ConfigFiles(roots Roots, pid int) (*bundle.ConfigFiles, error) {
 // under root, bounded and redacted.
 func readConfigFile(root, p string, f namedFile) bundle.ConfigFile {
 	cf := bundle.ConfigFile{Path: p, Named: f.named, Format: f.format}
-	fh, err := os.Open(filepath.Join(root, filepath.FromSlash(p)))
+	fh, err := openInRoot(root, p)
 	if err != nil {
 		cf.Error = strings.ReplaceAll(err.Error(), root, "")
 		return cf

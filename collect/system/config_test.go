@@ -105,6 +105,20 @@ func TestConfigFiles(t *testing.T) {
 		t.Errorf("the missing file: %+v", m)
 	}
 
+	// A link with an absolute target is resolved inside the process's
+	// root, as the process resolves it, not on the host.
+	roots, root = configProc(t, "79", []string{"pgbouncer", "/srv/pgbouncer.ini"}, "pgbouncer")
+	if err := os.WriteFile(filepath.Join(root, "srv", "db", "real.ini"), []byte("[pgbouncer]\ndefault_pool_size = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/srv/db/real.ini", filepath.Join(root, "srv", "pgbouncer.ini")); err != nil {
+		t.Fatal(err)
+	}
+	got, err = ConfigFiles(roots, 79)
+	if err != nil || len(got.Files) != 1 || !strings.Contains(got.Files[0].Content, "default_pool_size = 1") {
+		t.Errorf("a linked file: %+v %v", got, err)
+	}
+
 	roots, _ = configProc(t, "78", []string{"/usr/bin/svc", "-c", "x.conf"}, "svc")
 	if _, err := ConfigFiles(roots, 78); !errors.Is(err, ErrNotServer) {
 		t.Errorf("a program that is not a server: %v", err)
