@@ -128,10 +128,12 @@ more memory or an index is, and DISK002 says so alone). The gain is
 DISK002's, the read waits' share by the queue's law, which the pool removes
 once it holds the working set: the two findings state one figure, and the
 reads' CPU samples this rule claims make DISK002's finding its symptom.
-MariaDB 10.11 with innodb_buffer_pool_size=6M (0.02% of 25.3 GB) under a
-345 MB table, sysbench point selects from 8 connections: read waits 46% of
-the serving threads' time, 82% of their busy time, 2.11x [1.85x, 2.41x]
-predicted; 1G measured 2.32x [1.93, 2.81]. Silent where the option file was
+MariaDB 10.11 with innodb_buffer_pool_size=6M (0.02% of 25.3 GB) in the
+my.cnf its --defaults-file names, under a 345 MB table, sysbench point
+selects from 8 connections: read waits 43% of the serving threads' time,
+81% of their busy time, 1.97x [1.75x, 2.22x] predicted; 1G measured 2.01x
+[1.80, 2.23] (the first recording, before the bundle held the file: 46%,
+2.11x [1.85x, 2.41x] for 2.32x [1.93, 2.81]). Silent where the option file was
 not read (DISK002 names the setting without its value), where the pool is
 half of the memory (12G of 25.3 GB), and where the pool holds the working
 set (MariaDB's missing-index bundle at its default 128 MiB: no read waits).

@@ -75,7 +75,11 @@ const genericCache = "A read that misses the process's own cache and the page ca
 // 2.11x [1.85x, 2.41x], and innodb_buffer_pool_size = 1G measured 2.32x
 // [1.93, 2.81] (CPU per select 0.48x where the cap assumes 0.66x: the fix
 // also removed the pages' checksums and the buffer pool's eviction, which
-// no read frame holds). Every other native recording, the healthy ones
+// no read frame holds). Re-recorded with its my.cnf in the bundle on a
+// quieter machine: 3.43 thread-seconds a second asleep of 9 serving
+// threads (38%), with the reads' CPU (30% and 2.5%) 43% of their time and
+// 81% of their busy time, at 1.34 cores capped at 55%: 1.97x [1.75x,
+// 2.22x], and 1G measured 2.01x [1.80, 2.23] (CPU per select 0.52x). Every other native recording, the healthy ones
 // (PostgreSQL's cached selects, nginx's static files, redis pipelined)
 // and the problems (apache2, haproxy, nginx, pgbouncer, php-fpm,
 // PostgreSQL, redis, MariaDB's missing index and its flush per commit),
