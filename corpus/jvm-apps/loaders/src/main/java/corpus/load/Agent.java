@@ -15,7 +15,7 @@ import com.sun.net.httpserver.HttpServer;
 
 /**
  * A load driver that stays up: GET /MODE?units=N&amp;flag=value... runs N units
- * of that mode (zk-get, jdbc-lookup, with the drivers' flags) and answers
+ * of that mode (zk-get, zk-set, jdbc-lookup, with the drivers' flags) and answers
  * with the summary line when they are done. Clients are opened on the first
  * run with the same flags and kept, so a run costs only its units: a load
  * command (curl) then measures the server, not a client JVM's start-up.
@@ -49,6 +49,7 @@ public final class Agent {
 			if (cs == null) {
 				Units.Job job = switch (mode) {
 				case "zk-get" -> Zk.getJob(q);
+				case "zk-set" -> Zk.setJob(q);
 				case "jdbc-lookup" -> Jdbc.lookupJob(q);
 				default -> throw new IllegalArgumentException("unknown mode " + mode);
 				};

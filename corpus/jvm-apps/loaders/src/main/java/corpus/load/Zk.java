@@ -16,15 +16,18 @@ import org.apache.zookeeper.ZooKeeper;
 /**
  * ZooKeeper load: "populate" creates --znodes znodes of --size bytes under
  * /corpus (asynchronously, a window of creates in flight); "get" reads
- * random ones of them, one getData per unit, each client its own session.
+ * random ones of them, one getData per unit, each client its own session;
+ * "set" replaces the data of random ones with --size bytes, one setData per
+ * unit (any version), each client its own session.
  *
  * java corpus.load.Zk populate --server 127.0.0.1:2181 --znodes 100000 --size 1024
  * java corpus.load.Zk get --server 127.0.0.1:2181 --znodes 100000 --units 200000 --clients 32
+ * java corpus.load.Zk set --server 127.0.0.1:2181 --znodes 100000 --size 1024 --units 200000 --clients 32
  */
 public final class Zk {
 	public static void main(String[] args) throws Exception {
 		if (args.length == 0) {
-			throw new IllegalArgumentException("usage: Zk populate|get --server HOST:PORT ...");
+			throw new IllegalArgumentException("usage: Zk populate|get|set --server HOST:PORT ...");
 		}
 		Map<String, String> f = Units.flags(java.util.Arrays.copyOfRange(args, 1, args.length));
 		String server = Units.str(f, "server", null);
@@ -33,6 +36,8 @@ public final class Zk {
 		case "populate" -> populate(server, znodes, (int) Units.num(f, "size", 1024));
 		case "get" -> Units.run("zookeeper getData", Units.num(f, "units", 100000), (int) Units.num(f, "clients", 32),
 				getJob(f).factory());
+		case "set" -> Units.run("zookeeper setData", Units.num(f, "units", 100000), (int) Units.num(f, "clients", 32),
+				setJob(f).factory());
 		default -> throw new IllegalArgumentException("unknown mode " + args[0]);
 		}
 	}
@@ -46,6 +51,34 @@ public final class Zk {
 			return new Units.Client() {
 				public void unit(long n) throws Exception {
 					zk.getData(path(ThreadLocalRandom.current().nextInt(znodes)), false, null);
+				}
+
+				public void close() throws Exception {
+					zk.close();
+				}
+			};
+		});
+	}
+
+	/**
+	 * setData of random znodes among --znodes with --size bytes (default
+	 * 1024), any version, each client its own session; a client sends the
+	 * same bytes every time, which the server reads into a new array for
+	 * each request and keeps in place of the znode's old one.
+	 */
+	static Units.Job setJob(Map<String, String> f) {
+		String server = Units.str(f, "server", null);
+		int znodes = (int) Units.num(f, "znodes", 10000);
+		int size = (int) Units.num(f, "size", 1024);
+		return new Units.Job("zookeeper setData", (int) Units.num(f, "clients", 32), i -> {
+			ZooKeeper zk = connect(server);
+			byte[] data = new byte[size];
+			for (int k = 0; k < size; k++) {
+				data[k] = (byte) ('a' + (i + k) % 26);
+			}
+			return new Units.Client() {
+				public void unit(long n) throws Exception {
+					zk.setData(path(ThreadLocalRandom.current().nextInt(znodes)), data, -1);
 				}
 
 				public void close() throws Exception {
