@@ -34,7 +34,11 @@ type converter struct {
 	excSeen           int
 	cpuLoads          int
 	threads           map[string]*threadAcc
-	threading         *threadAgg
+	// threadLoadTimes are the jdk.ThreadCPULoad events' times: the JVM
+	// emits one per live thread each period, in a batch, so their
+	// clusters count the periods (threadLoadPeriods).
+	threadLoadTimes []time.Time
+	threading       *threadAgg
 	explicitCallers   map[string]bool
 	vm                *vmAcc
 	// wallMode is set by async-profiler's "event" setting "wall": its
@@ -46,6 +50,36 @@ type converter struct {
 type threadAcc struct {
 	user, system float64
 	n            int
+}
+
+// load is the thread's mean CPU load over the recording's periods of
+// jdk.ThreadCPULoad: a thread alive for one of its ten periods counts a
+// tenth of its load then, as its CPU time over the window does, and two
+// threads of one name count both (the load is the name's).
+func (t *threadAcc) load(periods int) (user, system float64) {
+	n := float64(max(periods, 1))
+	return t.user / n, t.system / n
+}
+
+// maxThreadLoadTimes bounds the times kept to count the periods.
+const maxThreadLoadTimes = 1 << 20
+
+// threadLoadPeriods counts the periods of jdk.ThreadCPULoad among the
+// events' times: a batch is one period's, the next starts after a gap of a
+// second or more (the shortest period JFR's settings give it is 1 s; a
+// batch takes milliseconds). At least one.
+func threadLoadPeriods(times []time.Time) int {
+	if len(times) == 0 {
+		return 1
+	}
+	sorted := slices.SortedFunc(slices.Values(times), func(a, b time.Time) int { return a.Compare(b) })
+	periods := 1
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Sub(sorted[i-1]) >= time.Second {
+			periods++
+		}
+	}
+	return periods
 }
 
 func newConverter() *converter {
@@ -216,6 +250,9 @@ func (c *converter) add(ev *event) {
 		t.user += v.User
 		t.system += v.System
 		t.n++
+		if len(c.threadLoadTimes) < maxThreadLoadTimes {
+			c.threadLoadTimes = append(c.threadLoadTimes, v.StartTime)
+		}
 	case "ThreadDump":
 		s.ThreadDumps++
 		if s.Deadlock == "" {
@@ -309,8 +346,10 @@ func (c *converter) finish() *Recording {
 		s.JVMCPU /= float64(c.cpuLoads)
 		s.MachineCPU /= float64(c.cpuLoads)
 	}
+	periods := threadLoadPeriods(c.threadLoadTimes)
 	for name, t := range c.threads {
-		s.Threads = append(s.Threads, ThreadLoad{Name: name, User: t.user / float64(t.n), System: t.system / float64(t.n)})
+		user, system := t.load(periods)
+		s.Threads = append(s.Threads, ThreadLoad{Name: name, User: user, System: system})
 	}
 	sort.Slice(s.Threads, func(i, j int) bool {
 		a, b := s.Threads[i], s.Threads[j]
@@ -319,9 +358,12 @@ func (c *converter) finish() *Recording {
 		}
 		return a.Name < b.Name
 	})
+	for _, t := range s.Threads { // in order, so every reader sums alike
+		s.ThreadsCPU += t.User + t.System
+	}
 	s.Threads = s.Threads[:min(len(s.Threads), 20)]
 	cpu := c.chooseCPU()
-	s.Threading = c.threading.finish(c.threads)
+	s.Threading = c.threading.finish(c.threads, periods)
 	for caller := range c.explicitCallers {
 		s.GC.ExplicitCallers = append(s.GC.ExplicitCallers, caller)
 	}

@@ -63,10 +63,15 @@ type Summary struct {
 	ErrorThrows int `json:"error_throw_events"`
 
 	// JVMCPU and MachineCPU are the mean of jdk.CPULoad (fractions of all
-	// CPUs); Threads the busiest threads by mean jdk.ThreadCPULoad.
+	// CPUs); Threads the busiest threads by mean jdk.ThreadCPULoad over the
+	// recording (a thread alive for part of it counts that part).
 	JVMCPU     float64      `json:"jvm_cpu"`
 	MachineCPU float64      `json:"machine_cpu"`
 	Threads    []ThreadLoad `json:"threads,omitempty"`
+	// ThreadsCPU is every thread's mean jdk.ThreadCPULoad summed (Threads
+	// keeps the busiest 20), as a fraction of the machine's CPUs; 0 in
+	// summaries written before it was.
+	ThreadsCPU float64 `json:"threads_cpu,omitempty"`
 
 	// ThreadDumps counts jdk.ThreadDump events; Deadlock holds the first
 	// deadlock report found in one of them.

@@ -456,21 +456,21 @@ func (a *threadAgg) see(thread string, from, to time.Time) {
 	}
 }
 
-// finish fills t from what was added; loads are the threads' mean
-// jdk.ThreadCPULoad by name.
-func (a *threadAgg) finish(loads map[string]*threadAcc) Threading {
+// finish fills t from what was added; loads are the threads'
+// jdk.ThreadCPULoad by name, over periods periods (threadAcc.load).
+func (a *threadAgg) finish(loads map[string]*threadAcc, periods int) Threading {
 	t := Threading{Pinned: a.pinned.finish(), LockWaits: a.locks.finish(), TaskWaits: a.tasks.finish(), Started: a.started, LiveMax: a.liveMax}
 	if a.csN > 0 {
 		t.ContextSwitchRate, t.ContextSwitchRateMax, t.ContextSwitchSamples = a.csSum/float64(a.csN), a.csMax, a.csN
 	}
 	sort.SliceStable(a.cpu, func(i, j int) bool { return a.cpu[i].Time.Before(a.cpu[j].Time) })
 	t.CPULoad = a.cpu
-	t.Pools = a.pools(loads)
+	t.Pools = a.pools(loads, periods)
 	return t
 }
 
 // pools groups the threads seen (CPU load, samples, waits) by name.
-func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
+func (a *threadAgg) pools(loads map[string]*threadAcc, periods int) []Pool {
 	names := map[string]bool{}
 	for n := range loads {
 		names[n] = true
@@ -500,7 +500,8 @@ func (a *threadAgg) pools(loads map[string]*threadAcc) []Pool {
 		}
 		g.Threads++
 		if l := loads[n]; l != nil && l.n > 0 {
-			cpu := (l.user + l.system) / float64(l.n)
+			user, system := l.load(periods)
+			cpu := user + system
 			g.CPU += cpu
 			if cpu > g.BusiestCPU || cpu == g.BusiestCPU && (g.Busiest == "" || n < g.Busiest) {
 				g.Busiest, g.BusiestCPU = n, cpu

@@ -3,8 +3,10 @@ package jfr
 import (
 	"compress/gzip"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +164,41 @@ func TestIsQueueTake(t *testing.T) {
 		if got := isQueueTake(name); got != want {
 			t.Errorf("isQueueTake(%q) = %v", name, got)
 		}
+	}
+}
+
+// jdk.ThreadCPULoad averages over the recording's periods: a thread seen in
+// one of two periods counts half its load then, and two threads of one name
+// count both. Before, each name's load was its mean while seen, which made
+// a snapshot thread that ran 1 s of 20 look like 0.30 of the machine.
+func TestThreadLoadOverThePeriods(t *testing.T) {
+	load := func(at, name string, user float64) string {
+		return `{"type": "jdk.ThreadCPULoad", "values": {"startTime": "` + at + `", "eventThread": {"javaName": "` + name +
+			`"}, "user": ` + strconv.FormatFloat(user, 'f', -1, 64) + `, "system": 0}}`
+	}
+	const p1, p2 = "2026-01-01T00:00:10.001Z", "2026-01-01T00:00:20.002Z"
+	events := []string{
+		load(p1, "worker", 0.4), load("2026-01-01T00:00:10.003Z", "snapshot", 0.3), load(p1, "pool-1", 0.1), load(p1, "pool-1", 0.1),
+		load(p2, "worker", 0.2), load(p2, "pool-1", 0.1), load(p2, "pool-1", 0.1),
+	}
+	rec, err := Parse(strings.NewReader(`{"recording": {"events": [` + strings.Join(events, ",") + `]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, l := range rec.JVM.Threads {
+		got[l.Name] = l.User
+	}
+	want := map[string]float64{"worker": 0.3, "snapshot": 0.15, "pool-1": 0.2}
+	for name, w := range want {
+		if math.Abs(got[name]-w) > 1e-9 {
+			t.Errorf("%s: %.3f, want %.3f", name, got[name], w)
+		}
+	}
+	if math.Abs(rec.JVM.ThreadsCPU-0.65) > 1e-9 {
+		t.Errorf("threads' CPU %.3f, want 0.65", rec.JVM.ThreadsCPU)
+	}
+	if n := threadLoadPeriods(nil); n != 1 {
+		t.Errorf("no events: %d periods", n)
 	}
 }

@@ -189,9 +189,11 @@ func concurrentCPU(s *jfr.Summary, jvmCPU, span time.Duration) time.Duration {
 		return 0
 	}
 	est := s.GC.Concurrent * time.Duration(max(s.GC.ConcThreads, 1))
-	var java float64
-	for _, t := range s.Threads {
-		java += t.User + t.System
+	java := s.ThreadsCPU
+	if java == 0 { // a summary written before ThreadsCPU: the busiest 20
+		for _, t := range s.Threads {
+			java += t.User + t.System
+		}
 	}
 	room := jvmCPU - s.GC.CPU - time.Duration(java*float64(s.HWThreads)*float64(span))
 	return max(min(est, room), 0)
