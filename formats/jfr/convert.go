@@ -39,8 +39,8 @@ type converter struct {
 	// clusters count the periods (threadLoadPeriods).
 	threadLoadTimes []time.Time
 	threading       *threadAgg
-	explicitCallers   map[string]bool
-	vm                *vmAcc
+	explicitCallers map[string]bool
+	vm              *vmAcc
 	// wallMode is set by async-profiler's "event" setting "wall": its
 	// execution samples are then wall-clock samples, running or not.
 	wallMode bool
