@@ -29,6 +29,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/casebook/internal/harness"
 	"github.com/perfdoctor/perfdoctor/collect/jvm"
 	"github.com/perfdoctor/perfdoctor/evidence"
+	"github.com/perfdoctor/perfdoctor/internal/jvmtest"
 	"github.com/perfdoctor/perfdoctor/load"
 	"github.com/perfdoctor/perfdoctor/rules"
 	"github.com/perfdoctor/perfdoctor/rules/ruletest"
@@ -37,7 +38,7 @@ import (
 var perfdoctor string
 
 func TestMain(m *testing.M) {
-	harness.Main(m, "java", map[string]*string{harness.Perfdoctor: &perfdoctor})
+	harness.Main(m, "java", map[string]*string{harness.Perfdoctor: &perfdoctor}, jvmtest.Cleanup)
 }
 
 // need skips (fails under CI) without a JDK's tools.
@@ -71,8 +72,8 @@ type service struct {
 	url string
 }
 
-// start compiles src with javac into a temporary directory and runs
-// mainClass with the variant, waiting for its "app=URL" line.
+// start compiles src with javac (once per source and JDK: jvmtest.Classes)
+// and runs mainClass with the variant, waiting for its "app=URL" line.
 func start(t *testing.T, src, mainClass, variant string, classpath ...string) *service {
 	t.Helper()
 	return startOn(t, jdk{}, src, mainClass, variant, classpath...)
@@ -90,14 +91,7 @@ func (j jdk) tool(name string) string { return filepath.Join(j.bin, name) }
 // startOn is start on the given JDK.
 func startOn(t *testing.T, j jdk, src, mainClass, variant string, classpath ...string) *service {
 	t.Helper()
-	classes := t.TempDir()
-	args := []string{"-d", classes}
-	if len(classpath) > 0 {
-		args = append(args, "-cp", strings.Join(classpath, ":"))
-	}
-	if out, err := exec.Command(j.tool("javac"), append(args, src)...).CombinedOutput(); err != nil {
-		t.Fatalf("javac %s: %v\n%s", src, err, out)
-	}
+	classes := jvmtest.Classes(t, j.tool("javac"), src, classpath...)
 	// nodelay: the JDK's HTTP server otherwise waits on delayed ACKs between
 	// headers and body, and every variant would measure 40 ms round trips.
 	// JFR's repository in the test's directory: a JVM stopped by a signal

@@ -33,7 +33,7 @@ func StartWith(t testing.TB, bin, src string, args ...string) int {
 	if bin == "" {
 		tool = func(name string) string { return name }
 	}
-	dir := compile(t, tool("javac"), src)
+	dir := Classes(t, tool("javac"), src)
 	// JFR's repository in the test's directory: the JVM is killed, and a
 	// killed JVM leaves it behind.
 	cmd := exec.Command(tool("java"), append([]string{"-XX:FlightRecorderOptions:repository=" + t.TempDir(), "-cp", dir}, args...)...)
@@ -48,25 +48,28 @@ func StartWith(t testing.TB, bin, src string, args ...string) int {
 	return cmd.Process.Pid
 }
 
-// compiled holds the classes javac wrote, by javac and source: a package's
-// tests start several JVMs from few sources (collect/jvm's, eight from
-// three), and a javac run is a JVM's start and a compile (1.8 s of CPU, 1
-// to 5 s on a busy 2-core machine). Cleanup removes the directories.
+// compiled holds the classes javac wrote, by javac, source and class
+// path: a package's tests start several JVMs from few sources
+// (collect/jvm's, eight from three; casebook/java's, five from two in CI),
+// and a javac run is a JVM's start and a compile (1.8 s of CPU, 1 to 5 s
+// on a busy 2-core machine). Cleanup removes the directories.
 var compiled struct {
 	sync.Mutex
-	dirs map[[2]string]string
+	dirs map[[3]string]string
 	root string
 }
 
-// compile compiles src with javac once per test binary and returns the
-// directory of its classes.
-func compile(t testing.TB, javac, src string) string {
+// Classes compiles src with javac (against the class path's jars) once
+// per test binary and returns the directory of its classes, which the
+// package's TestMain removes with Cleanup.
+func Classes(t testing.TB, javac, src string, classpath ...string) string {
 	t.Helper()
 	src, _ = filepath.Abs(src)
 	compiled.Lock()
 	defer compiled.Unlock()
 	// By the javac run: PATH's and JDK 17's under /usr/lib/jvm are one.
-	key := [2]string{javac, src}
+	cp := strings.Join(classpath, ":")
+	key := [3]string{javac, src, cp}
 	if path, err := exec.LookPath(javac); err == nil {
 		if real, err := filepath.EvalSymlinks(path); err == nil {
 			key[0] = real
@@ -80,13 +83,17 @@ func compile(t testing.TB, javac, src string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compiled.root, compiled.dirs = root, map[[2]string]string{}
+		compiled.root, compiled.dirs = root, map[[3]string]string{}
 	}
 	dir, err := os.MkdirTemp(compiled.root, "classes")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(javac, "-d", dir, src).CombinedOutput(); err != nil {
+	args := []string{"-d", dir}
+	if cp != "" {
+		args = append(args, "-cp", cp)
+	}
+	if out, err := exec.Command(javac, append(args, src)...).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
 	compiled.dirs[key] = dir

@@ -33,10 +33,10 @@ const Perfdoctor = "github.com/perfdoctor/perfdoctor/cmd/perfdoctor"
 const ServiceToolchain = "PERFDOCTOR_CASEBOOK_GO"
 
 // Main builds each command (import path -> where to store its binary's
-// path) into a temporary directory, runs the tests and removes the
-// directory. In -short mode it runs nothing: these tests start services
-// and load them.
-func Main(m *testing.M, suite string, builds map[string]*string) {
+// path) into a temporary directory, runs the tests, then after (what the
+// tests shared, such as compiled classes) and removes the directory. In
+// -short mode it runs nothing: these tests start services and load them.
+func Main(m *testing.M, suite string, builds map[string]*string, after ...func()) {
 	flag.Parse() // for testing.Short; m.Run would parse them anyway
 	if testing.Short() {
 		fmt.Printf("%s: skipped in -short mode\n", suite)
@@ -62,6 +62,9 @@ func Main(m *testing.M, suite string, builds map[string]*string) {
 		}
 	}
 	code = m.Run()
+	for _, f := range after {
+		f()
+	}
 }
 
 // InCI reports whether the tests run under CI ($CI set), where every tool
