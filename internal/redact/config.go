@@ -25,7 +25,7 @@ var addressDirectives = map[string]bool{
 // everything after it up to the line's end (a closing ';' stays):
 // "requirepass x", "password = x", "user admin password x",
 // "proxy_set_header Authorization x;", a libpq connection string's
-// "password=x", comments alike. URLs lose their userinfo. Over-redacting
+// "password=x", comments alike. URLs and DSNs lose their userinfo. Over-redacting
 // a harmless value costs little, leaking one a lot.
 func ConfigText(text string) (string, int) {
 	lines := strings.SplitAfter(text, "\n")
@@ -62,13 +62,5 @@ func configLine(line string) string {
 		}
 		return body[:j] + Redacted + tail + eol
 	}
-	body = urlUserinfo.ReplaceAllString(body, "${1}:"+Redacted+"@")
-	body = urlBareUser.ReplaceAllStringFunc(body, func(m string) string {
-		if strings.HasSuffix(m, "://"+Redacted+"@") {
-			return m
-		}
-		i := strings.Index(m, "://")
-		return m[:i+3] + Redacted + "@"
-	})
-	return body + eol
+	return userinfo(body) + eol
 }

@@ -80,14 +80,9 @@ func looksLikeFlag(a string) bool {
 	return len(a) > 1 && a[0] == '-' && (a[1] >= 'a' && a[1] <= 'z' || a[1] >= 'A' && a[1] <= 'Z')
 }
 
-// redactString redacts one argument or other free-standing string.
-func redactString(s string) string {
-	if s == Redacted {
-		return s
-	}
-	if name, _, ok := strings.Cut(s, "="); ok && !strings.Contains(name, "://") && !strings.ContainsAny(name, "?&") && isSecretName(name) {
-		return name + "=" + Redacted
-	}
+// userinfo redacts the credentials of the URLs and DSNs in s: a URL's
+// user and password, a bare user, a Go MySQL DSN's user:password@.
+func userinfo(s string) string {
 	s = urlUserinfo.ReplaceAllString(s, "${1}:"+Redacted+"@")
 	s = urlBareUser.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.HasSuffix(m, "://"+Redacted+"@") {
@@ -96,7 +91,18 @@ func redactString(s string) string {
 		i := strings.Index(m, "://")
 		return m[:i+3] + Redacted + "@"
 	})
-	s = dsnUserinfo.ReplaceAllString(s, "${1}:"+Redacted+"@")
+	return dsnUserinfo.ReplaceAllString(s, "${1}:"+Redacted+"@")
+}
+
+// redactString redacts one argument or other free-standing string.
+func redactString(s string) string {
+	if s == Redacted {
+		return s
+	}
+	if name, _, ok := strings.Cut(s, "="); ok && !strings.Contains(name, "://") && !strings.ContainsAny(name, "?&") && isSecretName(name) {
+		return name + "=" + Redacted
+	}
+	s = userinfo(s)
 	if strings.Contains(s, "?") {
 		s = queryParam.ReplaceAllStringFunc(s, func(m string) string {
 			sub := queryParam.FindStringSubmatch(m)
