@@ -144,22 +144,8 @@ func mysqlSize(v string) (uint64, bool) {
 		return 0, false
 	}
 	mult := uint64(1)
-	switch strings.ToUpper(v[len(v)-1:]) {
-	case "K":
-		mult = 1 << 10
-	case "M":
-		mult = 1 << 20
-	case "G":
-		mult = 1 << 30
-	case "T":
-		mult = 1 << 40
-	case "P":
-		mult = 1 << 50
-	case "E":
-		mult = 1 << 60
-	}
-	if mult > 1 {
-		v = v[:len(v)-1]
+	if i := strings.Index("KMGTPE", strings.ToUpper(v[len(v)-1:])); i >= 0 {
+		mult, v = 1<<(10*(i+1)), v[:len(v)-1]
 	}
 	n, err := strconv.ParseFloat(v, 64)
 	if err != nil || n < 0 || n*float64(mult) > 1<<62 {
