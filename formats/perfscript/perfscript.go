@@ -37,6 +37,12 @@ type Options struct {
 	MapDir string
 	// MaxLine bounds one line of input; 0 means 1 MiB.
 	MaxLine int
+	// SourceLine, when set, names the source file and line of each frame
+	// that perf printed without one (perf script without -F srcline): pid
+	// is the sample's process (0 when perf did not print it), dso the
+	// object perf named and addr the address it printed, for a user-space
+	// object its offset in the file. ok false leaves the frame without.
+	SourceLine func(pid int64, dso string, addr uint64) (file string, line int64, ok bool)
 }
 
 // ErrNoSamples means the input held no perf sample.
@@ -469,6 +475,11 @@ func (b *builder) flush() {
 	for _, fr := range frames {
 		if fr.sym == "" {
 			fr.sym = b.jitName(h.pid, fr)
+		}
+		if fr.srcFile == "" && fr.dso != "" && b.opt.SourceLine != nil {
+			if file, line, ok := b.opt.SourceLine(h.pid, fr.dso, fr.addr); ok {
+				fr.srcFile, fr.srcLine = file, line
+			}
 		}
 		loc := ev.location(fr)
 		locs = append(locs, loc)

@@ -473,3 +473,40 @@ func TestNoTimestamps(t *testing.T) {
 		}
 	}
 }
+
+// Options.SourceLine names the frames perf printed without a source line,
+// with the sample's process, the frame's object and its address; a line
+// perf printed is kept.
+func TestSourceLineOption(t *testing.T) {
+	data, err := os.ReadFile("testdata/jit-srcline.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ask struct {
+		pid  int64
+		dso  string
+		addr uint64
+	}
+	var asked []ask
+	p, err := Parse(bytes.NewReader(data), Options{MapDir: "-", SourceLine: func(pid int64, dso string, addr uint64) (string, int64, bool) {
+		asked = append(asked, ask{pid, dso, addr})
+		if dso == "/usr/lib/libc.so.6" {
+			return "libc-start.c", 74, true
+		}
+		return "", 0, false
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{}
+	for _, l := range p.Location {
+		ln := l.Line[0]
+		lines[ln.Function.Name] = fmt.Sprintf("%s:%d", ln.Function.Filename, ln.Line)
+	}
+	if lines["__libc_start_main"] != "libc-start.c:74" || lines["main"] != "demo.c:12" || lines["_raw_spin_unlock_irqrestore"] != ":0" {
+		t.Errorf("lines %v", lines)
+	}
+	if !slices.Contains(asked, ask{4242, "/usr/lib/libc.so.6", 0x4011f0}) || slices.Contains(asked, ask{4242, "/usr/bin/demo", 0x4011a6}) {
+		t.Errorf("asked %v: want libc's frame with its pid and address, and not demo's, which perf named", asked)
+	}
+}
