@@ -43,8 +43,8 @@ type Options struct {
 	Frequency int           // samples per second per CPU; 0 means 99
 	Perf      string        // the perf executable; "" looks up "perf" in PATH
 	TempDir   string        // for perf.data; "" means os.TempDir
-	// SourceLines asks perf script for each frame's file and line (through
-	// the binary's debug info; slower on large programs, so opt-in).
+	// SourceLines names each frame's source file and line where its object
+	// (or its separate debug file) has DWARF line tables.
 	SourceLines bool
 	Logger      *slog.Logger
 }
@@ -79,19 +79,14 @@ func Record(ctx context.Context, opt Options) (*profile.Profile, error) {
 		return nil, err
 	}
 
-	var p *profile.Profile
+	var lines *lineSource
 	if opt.SourceLines {
-		// perf asks addr2line for every frame's line; on a large stripped
-		// binary each lookup waits out addr2line's answer (MariaDB's
-		// mariadbd: 45 s for 4 s of samples), so the lines get a budget of
-		// their own and the stacks are read again without them.
-		p, err = script(ctx, path, data, sourceLineBudget, true)
-		if errors.Is(err, errScriptTimeout) {
-			opt.Logger.Warn("perf script: source lines took too long; reading the stacks without them", "budget", sourceLineBudget)
-			p, err = script(ctx, path, data, scriptBudget, false)
-		}
-	} else {
-		p, err = script(ctx, path, data, scriptBudget, false)
+		lines = newLineSource(sourceLineBudget, opt.Logger)
+	}
+	start := time.Now()
+	p, err := script(ctx, path, data, scriptBudget, lines)
+	if lines != nil {
+		lines.report(start)
 	}
 	if err != nil {
 		return nil, err
@@ -109,8 +104,11 @@ func Record(ctx context.Context, opt Options) (*profile.Profile, error) {
 	return p, nil
 }
 
-// The time perf script may take to read a recording: with each frame's
-// source line (a variable for the test), and in all.
+// The time the source lines of a recording's frames may take (a variable
+// for the test): past it the remaining frames have none. perf script's own
+// (-F srcline, an addr2line lookup per frame) took 45 s for 4 s of
+// MariaDB's mariadbd; the line tables read here in Go take a fraction of a
+// second (docs/overhead.md).
 var sourceLineBudget = 45 * time.Second
 
 const scriptBudget = 2 * time.Minute
@@ -119,16 +117,12 @@ const scriptBudget = 2 * time.Minute
 var errScriptTimeout = errors.New("perf script ran past its time budget")
 
 // script reads the recording in data through perf script, within budget,
-// with each frame's source line when lines is set.
-func script(ctx context.Context, path, data string, budget time.Duration, lines bool) (*profile.Profile, error) {
+// with each frame's source line from lines when it is not nil.
+func script(ctx context.Context, path, data string, budget time.Duration, lines *lineSource) (*profile.Profile, error) {
 	sctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	var stderr bytes.Buffer
-	fields := "comm,pid,tid,time,period,event,ip,sym,dso"
-	if lines {
-		fields += ",srcline"
-	}
-	cmd := exec.CommandContext(sctx, path, "script", "-i", data, "-F", fields)
+	cmd := exec.CommandContext(sctx, path, "script", "-i", data, "-F", "comm,pid,tid,time,period,event,ip,sym,dso")
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -137,7 +131,11 @@ func script(ctx context.Context, path, data string, budget time.Duration, lines 
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("perf script: %w", err)
 	}
-	p, perr := perfscript.Parse(out, perfscript.Options{})
+	var opt perfscript.Options
+	if lines != nil {
+		opt.SourceLine = lines.line
+	}
+	p, perr := perfscript.Parse(out, opt)
 	if perr != nil {
 		io.Copy(io.Discard, out) // let perf finish writing before Wait
 	}
