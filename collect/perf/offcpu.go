@@ -86,7 +86,7 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 		terms = append(terms, fmt.Sprintf("prev_comm == %q || next_comm == %q", n, n))
 		forkTerms = append(forkTerms, fmt.Sprintf("comm == %q", n))
 	}
-	args := []string{"record", "-e", "sched:sched_switch", "--filter", strings.Join(terms, " || ")}
+	args := []string{"record", noBPFEvents, "-e", "sched:sched_switch", "--filter", strings.Join(terms, " || ")}
 	if !opt.OnlyPID {
 		// The tree's forks, so processes born in the window are kept: a
 		// server forking per connection (PostgreSQL under pgbench, which
@@ -100,7 +100,14 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 	rec := exec.CommandContext(rctx, path, args...)
 	rec.Stderr = &stderr
 	opt.Logger.Debug("running perf", "args", args)
-	if err := rec.Run(); err != nil {
+	err = rec.Run()
+	if err != nil && unknownOption(stderr.String(), noBPFEvents) {
+		stderr.Reset()
+		rec = exec.CommandContext(rctx, path, slices.DeleteFunc(args, func(a string) bool { return a == noBPFEvents })...)
+		rec.Stderr = &stderr
+		err = rec.Run()
+	}
+	if err != nil {
 		if why := schedRefusal(stderr.String()); why != "" {
 			return nil, fmt.Errorf("%w: %s", ErrSchedNotPermitted, why)
 		}

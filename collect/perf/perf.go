@@ -158,6 +158,7 @@ func script(ctx context.Context, path, data string, budget time.Duration, lines 
 // run again with the processes still there, for the rest of the window.
 func record(ctx context.Context, perf, data string, opt Options) error {
 	start := time.Now()
+	noBPF := []string{noBPFEvents}
 	for {
 		target := []string{"-a"}
 		if opt.PID > 0 {
@@ -165,7 +166,8 @@ func record(ctx context.Context, perf, data string, opt Options) error {
 			target = []string{"-p", pidList(opt)}
 		}
 		left := opt.Duration - time.Since(start)
-		args := append([]string{"record", "-g", "-e", "cpu-clock", "-F", strconv.Itoa(opt.Frequency), "-o", data, "--quiet"}, target...)
+		args := append(append([]string{"record"}, noBPF...), "-g", "-e", "cpu-clock", "-F", strconv.Itoa(opt.Frequency), "-o", data, "--quiet")
+		args = append(args, target...)
 		// `sleep` bounds the recording; perf stops with it.
 		args = append(args, "--", "sleep", strconv.FormatFloat(left.Seconds(), 'f', 3, 64))
 		rctx, cancel := context.WithTimeout(ctx, left+30*time.Second)
@@ -178,6 +180,10 @@ func record(ctx context.Context, perf, data string, opt Options) error {
 		if err == nil {
 			return nil
 		}
+		if noBPF != nil && unknownOption(stderr.String(), noBPFEvents) {
+			noBPF = nil
+			continue
+		}
 		if now := alive(opt.Also); len(now) < len(opt.Also) && time.Since(start) < opt.Duration/2 && ctx.Err() == nil {
 			opt.Logger.Debug("a process exited as perf attached; again without it", "err", err)
 			continue
@@ -188,6 +194,20 @@ func record(ctx context.Context, perf, data string, opt Options) error {
 		}
 		return fmt.Errorf("perf record: %w: %s", err, msg)
 	}
+}
+
+// noBPFEvents skips perf record's start-up listing of the kernel's BPF
+// programs (their load events and BTF, for annotating samples in them):
+// with 296 programs loaded here it was 0.85 s of every perf record (a
+// 0.1 s window took 1.19 s with it, 0.35 s without; a 3 s one 4.2-4.6 s
+// with it). Samples in BPF programs are still named from /proc/kallsyms
+// (net.core.bpf_jit_kallsyms, on by default where the JIT is).
+const noBPFEvents = "--no-bpf-event"
+
+// unknownOption reports whether perf refused the option as unknown (perf
+// before 5.1 has no --no-bpf-event).
+func unknownOption(stderr, opt string) bool {
+	return strings.Contains(stderr, "unknown option") && strings.Contains(stderr, strings.TrimLeft(opt, "-"))
 }
 
 // alive keeps the processes that still exist and have not exited: a

@@ -106,3 +106,31 @@ func symbolOffset(t *testing.T, path, name string) uint64 {
 	t.Fatalf("no %s in %s", name, path)
 	return 0
 }
+
+// A perf without --no-bpf-event (before 5.1) refuses it as an unknown
+// option: the recording runs again without it.
+func TestRecordWithoutNoBPFEvent(t *testing.T) {
+	dir := t.TempDir()
+	fake, calls := filepath.Join(dir, "perf"), filepath.Join(dir, "calls")
+	body := `#!/bin/sh
+echo "$1 $2" >>` + calls + `
+case "$1 $*" in
+record*--no-bpf-event*) echo "  Error: unknown option \` + "`" + `no-bpf-event'" >&2; exit 129 ;;
+record*) exit 0 ;;
+esac
+printf 'svc  4559/4590  28489.490744:   10101010 cpu-clock: \n\tffffffff81b954cc iowrite16 ([kernel.kallsyms])\n\n'
+`
+	if err := os.WriteFile(fake, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Record(context.Background(), Options{Perf: fake, Duration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("perf without --no-bpf-event: %v", err)
+	}
+	if len(p.Sample) != 1 {
+		t.Errorf("%d samples", len(p.Sample))
+	}
+	if b, _ := os.ReadFile(calls); string(b) != "record --no-bpf-event\nrecord -g\nscript -i\n" {
+		t.Errorf("perf ran as %q", b)
+	}
+}
