@@ -192,6 +192,15 @@ func TestAgreesWithAddr2line(t *testing.T) {
 	if err := r.Err(prog); err != nil {
 		t.Errorf("Err: %v", err)
 	}
+	// The same with its DWARF compressed (SHF_COMPRESSED, zlib), as
+	// Debian's debug files and the Go linker store it.
+	gz := buildC(t, t.TempDir(), "prog", "-g", "-gz=zlib")
+	if f, err := elf.Open(gz); err != nil || f.Section(".debug_line").Flags&elf.SHF_COMPRESSED == 0 {
+		t.Skip("gcc -gz=zlib wrote no compressed DWARF")
+	}
+	if n := compare(t, &r, gz, offs, want, 0); n < 50 {
+		t.Errorf("compressed DWARF: only %d of %d addresses have a line", n, len(offs))
+	}
 }
 
 // goProgram is a small service's worth of Go: net/http and compress/gzip
@@ -487,11 +496,13 @@ func FuzzNoteBuildID(f *testing.F) {
 // Any bytes as an object (a file truncated, corrupt or not ELF) give no
 // line and no panic.
 func FuzzObject(f *testing.F) {
-	prog := buildCForFuzz(f)
-	if prog != nil {
-		f.Add(prog, uint64(0x1100))
-		f.Add(prog[:len(prog)/2], uint64(0x1100))
+	for _, flag := range []string{"-g", "-gz=zlib"} {
+		if prog := buildCForFuzz(f, flag); prog != nil {
+			f.Add(prog, uint64(0x1100))
+			f.Add(prog[:len(prog)/2], uint64(0x1100))
+		}
 	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"), uint64(1))
 	f.Add([]byte("\x7fELF"), uint64(0))
 	f.Fuzz(func(t *testing.T, data []byte, off uint64) {
 		path := filepath.Join(t.TempDir(), "obj")
@@ -505,9 +516,9 @@ func FuzzObject(f *testing.F) {
 	})
 }
 
-// buildCForFuzz is cProgram built with -g for the fuzz corpus, or nil
-// without gcc.
-func buildCForFuzz(f *testing.F) []byte {
+// buildCForFuzz is cProgram built with -g and flag for the fuzz corpus,
+// or nil without gcc.
+func buildCForFuzz(f *testing.F, flag string) []byte {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		return nil
 	}
@@ -517,7 +528,7 @@ func buildCForFuzz(f *testing.F) []byte {
 		return nil
 	}
 	out := filepath.Join(dir, "prog")
-	if err := exec.Command("gcc", "-O2", "-g", "-o", out, src).Run(); err != nil {
+	if err := exec.Command("gcc", "-O2", "-g", flag, "-o", out, src).Run(); err != nil {
 		return nil
 	}
 	b, _ := os.ReadFile(out)
