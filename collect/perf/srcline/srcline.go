@@ -166,9 +166,14 @@ func sectionData(r io.ReaderAt, f *elf.File, s *elf.Section) ([]byte, error) {
 	if s.Flags&elf.SHF_COMPRESSED == 0 || s.FileSize > MaxDebugBytes {
 		return s.Data()
 	}
-	raw := make([]byte, s.FileSize)
-	if _, err := r.ReadAt(raw, int64(s.Offset)); err != nil {
+	// Read as it comes, not allocated from the header's size: a corrupt
+	// size past the file's end stops at the end.
+	raw, err := io.ReadAll(io.NewSectionReader(r, int64(s.Offset), int64(s.FileSize)))
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	if uint64(len(raw)) != s.FileSize {
+		return nil, fmt.Errorf("%s: %d bytes past the end of the file", s.Name, s.FileSize-uint64(len(raw)))
 	}
 	typ, size, hdr, ok := compressionHeader(raw, f.Class, f.ByteOrder)
 	if !ok || typ != elf.COMPRESS_ZLIB {
@@ -182,11 +187,16 @@ func sectionData(r io.ReaderAt, f *elf.File, s *elf.Section) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	out := make([]byte, size)
-	if _, err := io.ReadFull(zr, out); err != nil {
+	// Room for the header's size up to 64 MiB; more only as it inflates.
+	out := bytes.NewBuffer(make([]byte, 0, min(size, 64<<20)))
+	n, err := io.Copy(out, io.LimitReader(zr, int64(size)))
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	return out, nil
+	if uint64(n) != size {
+		return nil, fmt.Errorf("%s: inflated %d of %d bytes", s.Name, n, size)
+	}
+	return out.Bytes(), nil
 }
 
 // maxInflated bounds one section's size once inflated.
