@@ -2,7 +2,6 @@ package pool001
 
 import (
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/evidence"
 	"github.com/perfdoctor/perfdoctor/facts"
+	"github.com/perfdoctor/perfdoctor/rules"
 )
 
 // funnel is a pooler's two sides at the window's end: the load's clients
@@ -98,15 +98,15 @@ func funnelOf(ev *evidence.Evidence) (funnel, bool) {
 	for _, l := range end.Net.Listeners {
 		if l.Process {
 			held = append(held, l)
-			if n := inbound(end, l); n > f.inbound {
+			if n := rules.LocalClients(end, l); n > f.inbound {
 				f.listener, f.inbound = l.Addr, n
-				f.atStart = inbound(start, l)
+				f.atStart = rules.LocalClients(start, l)
 			}
 		}
 	}
 	for _, r := range end.Net.Remotes {
 		n := min(r.Process, r.States["ESTABLISHED"])
-		if n <= 0 || n <= f.outbound || slices.ContainsFunc(held, func(l bundle.Listener) bool { return listens(l, r.Addr) }) {
+		if n <= 0 || n <= f.outbound || slices.ContainsFunc(held, func(l bundle.Listener) bool { return rules.Listens(l, r.Addr) }) {
 			continue
 		}
 		f.upstream, f.outbound, f.recentTW = r.Addr, n, r.RecentTimeWait
@@ -139,34 +139,6 @@ func ranThrough(l *bundle.LoadResult, t time.Time) bool {
 		return false
 	}
 	return l.Started.Add(time.Duration(l.DurationMS * float64(time.Millisecond))).After(t)
-}
-
-// inbound is the clients established on l in s: the sockets whose remote
-// end is l (clients on this host; remote clients' are not seen).
-func inbound(s *bundle.SystemSnapshot, l bundle.Listener) int {
-	if s == nil || s.Net == nil {
-		return 0
-	}
-	n := 0
-	for _, r := range s.Net.Remotes {
-		if listens(l, r.Addr) {
-			n += r.States["ESTABLISHED"]
-		}
-	}
-	return n
-}
-
-// listens reports whether l is the listener addr (host:port) reaches.
-func listens(l bundle.Listener, addr string) bool {
-	lh, lp, err := net.SplitHostPort(l.Addr)
-	if err != nil {
-		return false
-	}
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil || p != lp {
-		return false
-	}
-	return h == lh || net.ParseIP(lh) != nil && net.ParseIP(lh).IsUnspecified()
 }
 
 // poolers are the connection poolers and proxies known by their command,

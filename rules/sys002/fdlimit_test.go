@@ -9,6 +9,7 @@ import (
 	"github.com/perfdoctor/perfdoctor/bundle"
 	"github.com/perfdoctor/perfdoctor/internal/testsys"
 	"github.com/perfdoctor/perfdoctor/rules"
+	"github.com/perfdoctor/perfdoctor/rules/ruletest"
 )
 
 func run(t *testing.T, edit func(start, end *bundle.SystemSnapshot)) rules.Result {
@@ -46,5 +47,20 @@ func TestFiresOnALeak(t *testing.T) {
 	res := run(t, fds(1024, 300, 400))
 	if len(res.Findings) != 1 || res.Findings[0].Severity != rules.High || !strings.Contains(res.Findings[0].Summary, "the limit is reached in about") {
 		t.Fatalf("leak: %+v", res.Findings)
+	}
+}
+
+// memcached between and inside memcaslap's runs of 256 connections: the
+// descriptors that grew are the clients' connections on its listener, no
+// leak (corpus native-memcached-threads-1-healthy, 14 then 142 of 1,024).
+// The same growth with no client connected more is still projected.
+func TestClientsConnectionsAreNoLeak(t *testing.T) {
+	ruletest.Expect(t, "../../corpus/native-memcached-threads-1-healthy/bad", []*rules.Rule{Rule}, "none")
+	res := run(t, func(s, e *bundle.SystemSnapshot) {
+		fds(1024, 14, 142)(s, e)
+		s.Net.Remotes, e.Net.Remotes = nil, nil
+	})
+	if len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Summary, "the limit is reached in about") {
+		t.Fatalf("growth without clients: %+v", res.Findings)
 	}
 }
