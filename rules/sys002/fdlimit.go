@@ -32,7 +32,7 @@ whose remote end is a listener the process holds): those descriptors are
 the load's connections, closed when it ends, and a window that starts
 between two of a benchmark's runs and ends inside one sees them all open
 at once. memcached under memcaslap's 256 connections a run (corpus
-native-memcached-threads-1-healthy): 14 descriptors at the window's start,
+native-memcached-get-per-key): 14 descriptors at the window's start,
 142 at its end, 0 and 128 local clients established, read until then as
 6.4 new descriptors a second reaching the limit of 1,024 in 2m18s.`,
 		Fix: `Close what is opened: response bodies (defer resp.Body.Close() after reading

@@ -52,10 +52,10 @@ func TestFiresOnALeak(t *testing.T) {
 
 // memcached between and inside memcaslap's runs of 256 connections: the
 // descriptors that grew are the clients' connections on its listener, no
-// leak (corpus native-memcached-threads-1-healthy, 14 then 142 of 1,024).
+// leak (corpus native-memcached-get-per-key, 14 then 142 of 1,024).
 // The same growth with no client connected more is still projected.
 func TestClientsConnectionsAreNoLeak(t *testing.T) {
-	ruletest.Expect(t, "../../corpus/native-memcached-threads-1-healthy/bad", []*rules.Rule{Rule}, "none")
+	ruletest.Expect(t, "../../corpus/native-memcached-get-per-key/bad", []*rules.Rule{Rule}, "none")
 	res := run(t, func(s, e *bundle.SystemSnapshot) {
 		fds(1024, 14, 142)(s, e)
 		s.Net.Remotes, e.Net.Remotes = nil, nil
