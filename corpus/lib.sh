@@ -585,6 +585,14 @@ nginx_site() {
 	wait_port "$port"
 }
 
+# memcached_start PORT THREADS: a memcached on 127.0.0.1:PORT (as the
+# package's memcache user) with THREADS worker threads, 1 GiB for items (no
+# eviction in a recording) and UDP off; BG_PID is its PID.
+memcached_start() {
+	bg memcached -u memcache -l "127.0.0.1" -p "$1" -U 0 -m 1024 -t "$2"
+	wait_port "$1"
+}
+
 # redis_start PORT DIR [DIRECTIVE...]: a redis-server on 127.0.0.1:PORT with
 # its files and log in DIR (emptied first), no RDB snapshots, and the redis.conf
 # directives given (one per argument, e.g. 'appendfsync always'); BG_PID is

@@ -11,10 +11,6 @@ source "$(dirname "$0")/../lib.sh"
 apt_need memcached libmemcached-tools strace
 scenario_init
 
-memcached_start() {
-	bg memcached -u memcache -l "127.0.0.1" -p "$1" -U 0 -m 1024 -t "$2"
-	wait_port "$1"
-}
 BAD=$(free_port)
 memcached_start "$BAD" 1
 BAD_PID=$BG_PID
