@@ -17,7 +17,7 @@ BAD_PID=$BG_PID
 FIX=$(free_port)
 memcached_start "$FIX" 1
 
-# A run is record.sh's 102,400 operations (400 per connection), each a get
+# A run is 102,400 operations (400 per connection), each a get
 # or a set of one key. memcaslap counts an operation per key with or without
 # -d (ms_multi_getset_task_sch in libmemcached 1.1.4's memaslap: each key
 # added to a multi-get uses one of -x; a set is sent on its own, between
