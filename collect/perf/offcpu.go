@@ -86,7 +86,7 @@ func RecordOffCPU(ctx context.Context, opt Options) (*profile.Profile, error) {
 		terms = append(terms, fmt.Sprintf("prev_comm == %q || next_comm == %q", n, n))
 		forkTerms = append(forkTerms, fmt.Sprintf("comm == %q", n))
 	}
-	args := []string{"record", noBPFEvents, "-e", "sched:sched_switch", "--filter", strings.Join(terms, " || ")}
+	args := []string{"record", noBuildIDCache, noBPFEvents, "-e", "sched:sched_switch", "--filter", strings.Join(terms, " || ")}
 	if !opt.OnlyPID {
 		// The tree's forks, so processes born in the window are kept: a
 		// server forking per connection (PostgreSQL under pgbench, which

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,10 @@ func TestRecordLive(t *testing.T) {
 			c.Close()
 		}
 	}()
+	// perf's build-ID cache lives under $HOME/.debug: the recording must
+	// leave none (noBuildIDCache).
+	home := t.TempDir()
+	t.Setenv("HOME", home)
 	var stop atomic.Bool
 	done := make(chan struct{})
 	go func() {
@@ -77,6 +82,9 @@ func TestRecordLive(t *testing.T) {
 	}
 	if p.SampleType[1].Type != "cpu-clock" {
 		t.Errorf("sample types %v", p.SampleType)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".debug")); !os.IsNotExist(err) {
+		t.Errorf("perf record wrote its build-ID cache to %s/.debug (%v)", home, err)
 	}
 }
 

@@ -113,7 +113,10 @@ func TestRecordWithoutNoBPFEvent(t *testing.T) {
 	dir := t.TempDir()
 	fake, calls := filepath.Join(dir, "perf"), filepath.Join(dir, "calls")
 	body := `#!/bin/sh
-echo "$1 $2" >>` + calls + `
+case "$1" in
+record) echo "$1 $2 $3" >>` + calls + ` ;;
+*) echo "$1 $2" >>` + calls + ` ;;
+esac
 case "$1 $*" in
 record*--no-bpf-event*) echo "  Error: unknown option \` + "`" + `no-bpf-event'" >&2; exit 129 ;;
 record*) exit 0 ;;
@@ -130,7 +133,7 @@ printf 'svc  4559/4590  28489.490744:   10101010 cpu-clock: \n\tffffffff81b954cc
 	if len(p.Sample) != 1 {
 		t.Errorf("%d samples", len(p.Sample))
 	}
-	if b, _ := os.ReadFile(calls); string(b) != "record --no-bpf-event\nrecord -g\nscript -i\n" {
+	if b, _ := os.ReadFile(calls); string(b) != "record --no-buildid-cache --no-bpf-event\nrecord --no-buildid-cache -g\nscript -i\n" {
 		t.Errorf("perf ran as %q", b)
 	}
 }
