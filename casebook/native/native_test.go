@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,15 @@ func TestNativeHotFunction(t *testing.T) {
 	build(t)
 	t.Run("bad", func(t *testing.T) {
 		pid, url := start(t, "bad")
-		findings := diagnose(t, pid, url)
+		// pages answers one request per connection, so the test's own
+		// load can open more connections a second than TIME_WAIT lets a
+		// destination take: NET002 then reports them at low, blaming
+		// "another process on the host" (the load), and a process on
+		// half the CPUs ranks such a latency finding before a CPU one of
+		// its grade. The case is about pages' own cost.
+		findings := slices.DeleteFunc(diagnose(t, pid, url), func(f harness.Finding) bool {
+			return f.Class == "ephemeral-port-exhaustion" && strings.Contains(f.Summary, "another process on the host")
+		})
 		if len(findings) == 0 || findings[0].Class != "hot-function" || !strings.Contains(findings[0].Summary, "page_etag") {
 			t.Fatalf("top finding is not the hot function page_etag: %+v", findings)
 		}
