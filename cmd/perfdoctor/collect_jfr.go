@@ -34,9 +34,13 @@ func (f *jfrFlags) register(cmd *cobra.Command) {
 }
 
 // checkSettle refuses a --jit-settle outside 0..jvm.MaxSettle.
-func (f *jfrFlags) checkSettle() error {
-	if f.settle < 0 || f.settle > jvm.MaxSettle {
-		return usageError{fmt.Errorf("--jit-settle %s out of range 0..%gm", f.settle, jvm.MaxSettle.Minutes())}
+func (f *jfrFlags) checkSettle() error { return checkJITSettle(f.settle) }
+
+// checkJITSettle refuses a --jit-settle (collect, run, verify, gate)
+// outside 0..jvm.MaxSettle.
+func checkJITSettle(d time.Duration) error {
+	if d < 0 || d > jvm.MaxSettle {
+		return usageError{fmt.Errorf("--jit-settle %s out of range 0..%gm", d, jvm.MaxSettle.Minutes())}
 	}
 	return nil
 }

@@ -141,6 +141,7 @@ rates.`,
 // gateService runs the paired rounds on the two services and, given their
 // pprof URLs, profiles and diagnoses each.
 func (a *app) gateService(cmd *cobra.Command, f *loadFlags, g *gateFlags) (*gate.Result, error) {
+	settleErr := checkJITSettle(g.settle)
 	switch {
 	case g.base == "" || g.head == "":
 		return nil, usageError{errors.New("gate needs both --base URL and --head URL")}
@@ -158,8 +159,8 @@ func (a *app) gateService(cmd *cobra.Command, f *loadFlags, g *gateFlags) (*gate
 		return nil, usageError{fmt.Errorf("--profile-window %s out of range 1s..%s", g.window, load.MaxDuration)}
 	case len(g.baseProfile)+len(g.headProfile) > 0:
 		return nil, usageError{errors.New("--base-profile and --head-profile go with --base-bench; services are profiled through --base-pprof and --head-pprof")}
-	case g.settle < 0 || g.settle > jvm.MaxSettle:
-		return nil, usageError{fmt.Errorf("--jit-settle %s out of range 0..%gm", g.settle, jvm.MaxSettle.Minutes())}
+	case settleErr != nil:
+		return nil, settleErr
 	case g.fresh && cmd.Flags().Changed("jit-settle"):
 		return nil, usageError{errors.New("--jit-settle does not apply with --fresh: every measurement starts a new process, whose JIT no wait before the first round can settle")}
 	case g.fresh && (g.baseCmd == "" || g.headCmd == ""):

@@ -85,8 +85,8 @@ verify.html (one offline page, per-round charts in SVG).`,
 			if warmup < 0 || warmup > load.MaxDuration {
 				return usageError{fmt.Errorf("--warmup %s out of range", warmup)}
 			}
-			if settle < 0 || settle > jvm.MaxSettle {
-				return usageError{fmt.Errorf("--jit-settle %s out of range 0..%gm", settle, jvm.MaxSettle.Minutes())}
+			if err := checkJITSettle(settle); err != nil {
+				return err
 			}
 			if format != "text" && !slices.Contains(verifyreport.Formats, format) {
 				return usageError{fmt.Errorf("--format %q: want text, json, markdown or html", format)}
