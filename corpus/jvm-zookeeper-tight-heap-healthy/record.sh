@@ -16,17 +16,7 @@ N=100000
 
 # The data, written once through a server with room to spare, then copied
 # into each side's data directory.
-if [ ! -d "$W/seed/data/version-2" ]; then
-	rm -rf "$W/seed"
-	SEED=$(free_port)
-	zk_start "$JAVA" "$ZKCP" "$W/seed" "$SEED" -Xmx1g
-	"$JAVA/bin/java" -cp "$CP" corpus.load.Zk populate --server "127.0.0.1:$SEED" --znodes "$N" --size 1024
-	stop_bg "$BG_PID"
-fi
-rm -rf "$W/zk-bad" "$W/zk-fixed"
-mkdir -p "$W/zk-bad" "$W/zk-fixed"
-cp -r "$W/seed/data" "$W/zk-bad/"
-cp -r "$W/seed/data" "$W/zk-fixed/"
+zk_seed "$JAVA" "$ZKCP" "$CP" "$W" "$N" 1024 "$W/zk-bad" "$W/zk-fixed"
 BAD=$(free_port)
 zk_start "$JAVA" "$ZKCP" "$W/zk-bad" "$BAD" -Xmx160m
 BAD_PID=$BG_PID

@@ -29,3 +29,24 @@ zk_start() {
 		-cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" >"$dir/console.log" 2>&1
 	wait_port "$port" 60
 }
+
+# zk_seed JAVA_HOME CLASSPATH LOADERS_CP WORK ZNODES SIZE DIR...: ZNODES
+# znodes of SIZE bytes written once through a server with room to spare
+# (WORK/seed, kept between runs: writing them takes minutes), then its data
+# copied into each DIR (emptied first), for zk_start to serve.
+zk_seed() {
+	local java=$1 cp=$2 loaders=$3 work=$4 n=$5 size=$6 port d
+	shift 6
+	if [ ! -d "$work/seed/data/version-2" ]; then
+		rm -rf "$work/seed"
+		port=$(free_port)
+		zk_start "$java" "$cp" "$work/seed" "$port" -Xmx1g
+		"$java/bin/java" -cp "$loaders" corpus.load.Zk populate --server "127.0.0.1:$port" --znodes "$n" --size "$size"
+		stop_bg "$BG_PID"
+	fi
+	for d in "$@"; do
+		rm -rf "$d"
+		mkdir -p "$d"
+		cp -r "$work/seed/data" "$d/"
+	done
+}
